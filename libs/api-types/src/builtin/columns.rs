@@ -1,0 +1,305 @@
+//! Printer columns as kube-apiserver defines them for the built-in kinds.
+
+use serde_json::{Value, json};
+
+use crate::resource::{Column, ColumnValue};
+
+const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is required when creating resources, although some resources may allow a client to request the generation of an appropriate name automatically. Name is primarily intended for creation idempotence and configuration definition. Cannot be updated. More info: https://kubernetes.io/docs/concepts/overview/working-with-objects/names#names";
+const CREATED_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
+
+pub fn name_column() -> Column {
+    Column { name: "Name", type_: "string", format: "name", description: NAME_DESCRIPTION, priority: 0, value: ColumnValue::Name }
+}
+
+pub fn age_column() -> Column {
+    Column { name: "Age", type_: "string", format: "", description: CREATED_DESCRIPTION, priority: 0, value: ColumnValue::Age }
+}
+
+/// The default table of kinds without a printer of their own: the creation time as a date.
+pub fn created_at_column() -> Column {
+    Column {
+        name: "Created At",
+        type_: "date",
+        format: "",
+        description: CREATED_DESCRIPTION,
+        priority: 0,
+        value: ColumnValue::Path(".metadata.creationTimestamp"),
+    }
+}
+
+pub fn path_column(name: &'static str, description: &'static str, path: &'static str) -> Column {
+    Column { name, type_: "string", format: "", description, priority: 0, value: ColumnValue::Path(path) }
+}
+
+fn len_of(v: Option<&Value>) -> usize {
+    match v {
+        Some(Value::Object(m)) => m.len(),
+        Some(Value::Array(a)) => a.len(),
+        _ => 0,
+    }
+}
+
+pub fn count_column(name: &'static str, pointer: &'static str) -> Column {
+    // The pointer is fixed per column, so each distinct column needs its own function.
+    let value: fn(&Value) -> Value = match pointer {
+        "/webhooks" => |o| json!(len_of(o.get("webhooks"))),
+        "/secrets" => |o| json!(len_of(o.get("secrets"))),
+        _ => |_| json!(0),
+    };
+    Column { name, type_: "integer", format: "", description: "", priority: 0, value: ColumnValue::Computed(value) }
+}
+
+pub fn configmap_data_column() -> Column {
+    Column {
+        name: "Data",
+        type_: "string",
+        format: "",
+        description: "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'.",
+        priority: 0,
+        value: ColumnValue::Computed(|o| json!(len_of(o.get("data")) + len_of(o.get("binaryData")))),
+    }
+}
+
+pub fn secret_data_column() -> Column {
+    Column {
+        name: "Data",
+        type_: "string",
+        format: "",
+        description: "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'.",
+        priority: 0,
+        value: ColumnValue::Computed(|o| json!(len_of(o.get("data")))),
+    }
+}
+
+fn str_of<'a>(o: &'a Value, pointer: &str) -> &'a str {
+    o.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
+pub fn event_columns() -> Vec<Column> {
+    vec![
+        Column {
+            name: "Last Seen",
+            type_: "string",
+            format: "",
+            description: "Time when last this event was observed",
+            priority: 0,
+            value: ColumnValue::Computed(|o| {
+                let ts = [str_of(o, "/lastTimestamp"), str_of(o, "/eventTime"), str_of(o, "/deprecatedLastTimestamp"), str_of(o, "/metadata/creationTimestamp")]
+                    .into_iter()
+                    .find(|s| !s.is_empty())
+                    .unwrap_or_default();
+                json!(crate::builtin::columns::age_since(ts))
+            }),
+        },
+        Column { name: "Type", type_: "string", format: "", description: "Type of this event (Normal, Warning)", priority: 0, value: ColumnValue::Path(".type") },
+        Column { name: "Reason", type_: "string", format: "", description: "Reason why this event was generated", priority: 0, value: ColumnValue::Path(".reason") },
+        Column {
+            name: "Object",
+            type_: "string",
+            format: "",
+            description: "The object that this event is about",
+            priority: 0,
+            value: ColumnValue::Computed(|o| {
+                let target = if o.get("regarding").is_some() { "/regarding" } else { "/involvedObject" };
+                let kind = str_of(o, &format!("{target}/kind")).to_lowercase();
+                let name = str_of(o, &format!("{target}/name"));
+                json!(format!("{kind}/{name}"))
+            }),
+        },
+        Column {
+            name: "Message",
+            type_: "string",
+            format: "",
+            description: "A human-readable description of the status of this operation.",
+            priority: 0,
+            value: ColumnValue::Computed(|o| json!(if o.get("note").is_some() { str_of(o, "/note") } else { str_of(o, "/message") })),
+        },
+        Column { priority: 1, ..name_column() },
+    ]
+}
+
+pub fn binding_columns() -> Vec<Column> {
+    fn subjects(o: &Value, kind: &str) -> Value {
+        let names: Vec<String> = o
+            .get("subjects")
+            .and_then(Value::as_array)
+            .map(|subs| {
+                subs.iter()
+                    .filter(|s| s.get("kind").and_then(Value::as_str) == Some(kind))
+                    .map(|s| {
+                        let name = str_of(s, "/name");
+                        let ns = str_of(s, "/namespace");
+                        if kind == "ServiceAccount" { format!("{ns}/{name}") } else { name.to_string() }
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        json!(names.join(", "))
+    }
+    vec![
+        name_column(),
+        Column {
+            name: "Role",
+            type_: "string",
+            format: "",
+            description: "RoleRef contains information about the role that the binding refers to.",
+            priority: 0,
+            value: ColumnValue::Computed(|o| json!(format!("{}/{}", str_of(o, "/roleRef/kind"), str_of(o, "/roleRef/name")))),
+        },
+        age_column(),
+        Column { name: "Users", type_: "string", format: "", description: "Users in the binding", priority: 1, value: ColumnValue::Computed(|o| subjects(o, "User")) },
+        Column { name: "Groups", type_: "string", format: "", description: "Groups in the binding", priority: 1, value: ColumnValue::Computed(|o| subjects(o, "Group")) },
+        Column {
+            name: "ServiceAccounts",
+            type_: "string",
+            format: "",
+            description: "ServiceAccounts in the binding",
+            priority: 1,
+            value: ColumnValue::Computed(|o| subjects(o, "ServiceAccount")),
+        },
+    ]
+}
+
+pub fn csr_columns() -> Vec<Column> {
+    vec![
+        name_column(),
+        age_column(),
+        Column { name: "SignerName", type_: "string", format: "", description: "The name of the signer", priority: 0, value: ColumnValue::Path(".spec.signerName") },
+        Column { name: "Requestor", type_: "string", format: "", description: "Name of the requesting user", priority: 0, value: ColumnValue::Path(".spec.username") },
+        Column {
+            name: "RequestedDuration",
+            type_: "string",
+            format: "",
+            description: "Requested duration of the issued certificate",
+            priority: 0,
+            value: ColumnValue::Computed(|o| match o.pointer("/spec/expirationSeconds").and_then(Value::as_i64) {
+                Some(secs) => json!(human_duration(secs)),
+                None => json!("<none>"),
+            }),
+        },
+        Column {
+            name: "Condition",
+            type_: "string",
+            format: "",
+            description: "The current condition of the request",
+            priority: 0,
+            value: ColumnValue::Computed(|o| {
+                let conds: Vec<&str> = o
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .map(|cs| cs.iter().filter_map(|c| c.get("type").and_then(Value::as_str)).collect())
+                    .unwrap_or_default();
+                let mut text = if conds.is_empty() { "Pending".to_string() } else { conds.join(",") };
+                if o.pointer("/status/certificate").is_some_and(|c| !c.is_null()) {
+                    text.push_str(",Issued");
+                }
+                json!(text)
+            }),
+        },
+    ]
+}
+
+pub fn quota_column(name: &'static str, limits: bool) -> Column {
+    let value: fn(&Value) -> Value = if limits { |o| quota_usage(o, true) } else { |o| quota_usage(o, false) };
+    Column { name, type_: "string", format: "", description: "", priority: 0, value: ColumnValue::Computed(value) }
+}
+
+fn quota_usage(o: &Value, limits: bool) -> Value {
+    let Some(hard) = o.pointer("/status/hard").and_then(Value::as_object) else { return json!("") };
+    let used = o.pointer("/status/used").and_then(Value::as_object);
+    let mut parts = Vec::new();
+    for (k, v) in hard {
+        if k.starts_with("limits.") != limits {
+            continue;
+        }
+        let u = used.and_then(|u| u.get(k)).and_then(Value::as_str).unwrap_or("0");
+        parts.push(format!("{k}: {u}/{}", v.as_str().unwrap_or_default()));
+    }
+    json!(parts.join(", "))
+}
+
+/// kubectl's short human duration: `45s`, `5m`, `3h`, `2d`, `3y` (with the same rounding rules in spirit).
+pub fn human_duration(secs: i64) -> String {
+    let secs = secs.max(0);
+    if secs < 120 {
+        return format!("{secs}s");
+    }
+    let minutes = secs / 60;
+    if minutes < 10 {
+        let s = secs % 60;
+        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+    }
+    if minutes < 180 {
+        return format!("{minutes}m");
+    }
+    let hours = secs / 3600;
+    if hours < 8 {
+        let m = minutes % 60;
+        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+    }
+    if hours < 48 {
+        return format!("{hours}h");
+    }
+    let days = hours / 24;
+    if days < 8 {
+        let h = hours % 24;
+        return if h == 0 { format!("{days}d") } else { format!("{days}d{h}h") };
+    }
+    if days < 365 * 2 {
+        return format!("{days}d");
+    }
+    format!("{}y", days / 365)
+}
+
+/// The age of an RFC 3339 timestamp relative to now, or `<unknown>`.
+pub fn age_since(timestamp: &str) -> String {
+    match chrono_like_parse(timestamp) {
+        Some(then) => {
+            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+            human_duration(now - then)
+        }
+        None => "<unknown>".to_string(),
+    }
+}
+
+/// Seconds since the epoch of an RFC 3339 UTC timestamp such as `2026-11-21T14:30:00Z`.
+fn chrono_like_parse(ts: &str) -> Option<i64> {
+    let b = ts.as_bytes();
+    if b.len() < 20 || b[4] != b'-' || b[7] != b'-' || b[10] != b'T' {
+        return None;
+    }
+    let num = |r: std::ops::Range<usize>| ts.get(r)?.parse::<i64>().ok();
+    let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    // Days from civil date (Howard Hinnant's algorithm).
+    let y2 = if mo <= 2 { y - 1 } else { y };
+    let era = y2.div_euclid(400);
+    let yoe = y2 - era * 400;
+    let mp = (mo + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + d - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146097 + doe - 719468;
+    Some(days * 86400 + h * 3600 + mi * 60 + s)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_read_like_kubectl() {
+        assert_eq!(human_duration(5), "5s");
+        assert_eq!(human_duration(150), "2m30s");
+        assert_eq!(human_duration(600), "10m");
+        assert_eq!(human_duration(3 * 3600 + 60), "3h1m");
+        assert_eq!(human_duration(30 * 3600), "30h");
+        assert_eq!(human_duration(3 * 86400), "3d");
+        assert_eq!(human_duration(800 * 86400), "2y");
+    }
+
+    #[test]
+    fn parses_rfc3339() {
+        assert_eq!(chrono_like_parse("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(chrono_like_parse("2000-03-01T00:00:01Z"), Some(951868801));
+        assert_eq!(chrono_like_parse("garbage"), None);
+    }
+}

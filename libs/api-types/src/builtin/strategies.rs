@@ -1,0 +1,227 @@
+//! The kind-specific rules of the built-in kinds that have any.
+
+use base64::Engine;
+use kcp_apimachinery::status::Cause;
+use serde_json::{Map, Value, json};
+
+use crate::resource::{Strategy, StrategyContext};
+
+/// ConfigMap and Secret keys: `[-._a-zA-Z0-9]+`, at most 253 characters, not `.` or `..`.
+fn config_key_errors(key: &str) -> Option<String> {
+    if key.is_empty() || key.len() > 253 {
+        return Some("must be no more than 253 characters and not empty".to_string());
+    }
+    if !key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
+        return Some("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')".to_string());
+    }
+    if key == "." || key == ".." || key.starts_with("..") {
+        return Some("must not be '.' or '..' and must not start with '..'".to_string());
+    }
+    None
+}
+
+fn validate_keys(obj: &Value, field: &str, causes: &mut Vec<Cause>) {
+    if let Some(map) = obj.get(field).and_then(Value::as_object) {
+        for key in map.keys() {
+            if let Some(msg) = config_key_errors(key) {
+                causes.push(Cause::invalid(field, &json!(key), &msg));
+            }
+        }
+    }
+}
+
+/// Changes forbidden once `immutable: true` is stored.
+fn immutable_violations(new: &Value, old: &Value, fields: &[&str]) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    if old.get("immutable").and_then(Value::as_bool) == Some(true) {
+        if new.get("immutable").and_then(Value::as_bool) != Some(true) {
+            causes.push(Cause::forbidden("immutable", "field is immutable when `immutable` is set"));
+        }
+        for f in fields {
+            if new.get(*f) != old.get(*f) {
+                causes.push(Cause::forbidden(f, "field is immutable when `immutable` is set"));
+            }
+        }
+    }
+    causes
+}
+
+pub struct ConfigMapStrategy;
+
+impl Strategy for ConfigMapStrategy {
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        validate_keys(obj, "data", &mut causes);
+        validate_keys(obj, "binaryData", &mut causes);
+        if let (Some(data), Some(binary)) = (obj.get("data").and_then(Value::as_object), obj.get("binaryData").and_then(Value::as_object)) {
+            for key in binary.keys().filter(|k| data.contains_key(*k)) {
+                causes.push(Cause::invalid("data", &json!(key), "duplicate of key present in binaryData"));
+            }
+        }
+        causes
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut causes = self.validate(new);
+        causes.extend(immutable_violations(new, old, &["data", "binaryData"]));
+        causes
+    }
+}
+
+pub struct SecretStrategy;
+
+impl SecretStrategy {
+    /// `stringData` is a write-only convenience: fold it into `data` (base64), overriding equal keys.
+    fn fold_string_data(obj: &mut Value) {
+        let Some(map) = obj.as_object_mut() else { return };
+        let string_data = map.remove("stringData");
+        if let Some(Value::Object(sd)) = string_data {
+            let data = map.entry("data").or_insert_with(|| Value::Object(Map::new()));
+            if !data.is_object() {
+                *data = Value::Object(Map::new());
+            }
+            if let Some(data) = data.as_object_mut() {
+                for (k, v) in sd {
+                    let text = v.as_str().unwrap_or_default();
+                    data.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(text)));
+                }
+            }
+        }
+        if map.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
+            map.insert("type".into(), json!("Opaque"));
+        }
+    }
+}
+
+impl Strategy for SecretStrategy {
+    fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
+        Self::fold_string_data(obj);
+    }
+
+    fn prepare_for_update(&self, _ctx: &StrategyContext<'_>, new: &mut Value, _old: &Value) {
+        Self::fold_string_data(new);
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        validate_keys(obj, "data", &mut causes);
+        if let Some(data) = obj.get("data").and_then(Value::as_object) {
+            for (k, v) in data {
+                let ok = v.as_str().is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
+                if !ok && !v.is_null() {
+                    causes.push(Cause::invalid(&format!("data[{k}]"), v, "must be a base64-encoded string"));
+                }
+            }
+        }
+        causes
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut causes = self.validate(new);
+        if new.get("type") != old.get("type") {
+            causes.push(Cause::invalid("type", new.get("type").unwrap_or(&Value::Null), "field is immutable"));
+        }
+        causes.extend(immutable_violations(new, old, &["data"]));
+        causes
+    }
+}
+
+pub struct NamespaceStrategy;
+
+impl Strategy for NamespaceStrategy {
+    fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
+        let Some(map) = obj.as_object_mut() else { return };
+        // The `kubernetes` finalizer lets the namespace controller empty the namespace before it goes.
+        let spec = map.entry("spec").or_insert_with(|| json!({}));
+        if let Some(spec) = spec.as_object_mut() {
+            let has = spec.get("finalizers").and_then(Value::as_array).is_some_and(|f| f.iter().any(|x| x == "kubernetes"));
+            if !has {
+                let list = spec.entry("finalizers").or_insert_with(|| json!([]));
+                if let Some(list) = list.as_array_mut() {
+                    list.push(json!("kubernetes"));
+                } else {
+                    *list = json!(["kubernetes"]);
+                }
+            }
+        }
+        map.insert("status".into(), json!({"phase": "Active"}));
+    }
+
+    fn prepare_for_update(&self, _ctx: &StrategyContext<'_>, new: &mut Value, old: &Value) {
+        // spec.finalizers change only through the finalize subresource.
+        if let (Some(map), Some(old_fin)) = (new.as_object_mut(), old.pointer("/spec/finalizers")) {
+            let spec = map.entry("spec").or_insert_with(|| json!({}));
+            if let Some(spec) = spec.as_object_mut() {
+                spec.insert("finalizers".into(), old_fin.clone());
+            }
+        }
+    }
+}
+
+pub struct LogicalClusterStrategy;
+
+impl Strategy for LogicalClusterStrategy {
+    fn prepare_for_create(&self, ctx: &StrategyContext<'_>, obj: &mut Value) {
+        let initializers = obj.pointer("/spec/initializers").cloned().unwrap_or_else(|| json!([]));
+        let Some(map) = obj.as_object_mut() else { return };
+        let has_initializers = initializers.as_array().is_some_and(|a| !a.is_empty());
+        let phase = if has_initializers { "Initializing" } else { "Ready" };
+        let mut status = map.remove("status").and_then(|s| if let Value::Object(m) = s { Some(m) } else { None }).unwrap_or_default();
+        status.entry("phase").or_insert_with(|| json!(phase));
+        status.insert("URL".into(), json!(format!("{}/clusters/{}", ctx.external_url, ctx.cluster)));
+        if has_initializers {
+            status.entry("initializers").or_insert(initializers);
+        }
+        map.insert("status".into(), Value::Object(status));
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CTX: StrategyContext<'static> = StrategyContext { cluster: "root", external_url: "https://localhost:6443" };
+
+    #[test]
+    fn secret_string_data_is_folded() {
+        let mut s = json!({"metadata": {"name": "s"}, "stringData": {"p": "q"}, "data": {"a": "Yg=="}});
+        SecretStrategy.prepare_for_create(&CTX, &mut s);
+        assert_eq!(s["data"]["p"], "cQ==");
+        assert_eq!(s["data"]["a"], "Yg==");
+        assert_eq!(s["type"], "Opaque");
+        assert!(s.get("stringData").is_none());
+        assert!(SecretStrategy.validate(&s).is_empty());
+        let bad = json!({"data": {"x": "not base64!"}});
+        assert_eq!(SecretStrategy.validate(&bad).len(), 1);
+    }
+
+    #[test]
+    fn configmap_keys_are_checked() {
+        assert!(ConfigMapStrategy.validate(&json!({"data": {"a.b_C-1": "x"}})).is_empty());
+        assert_eq!(ConfigMapStrategy.validate(&json!({"data": {"a b": "x"}})).len(), 1);
+        assert_eq!(ConfigMapStrategy.validate(&json!({"data": {"": "x"}})).len(), 1);
+        let old = json!({"immutable": true, "data": {"a": "1"}});
+        let new = json!({"immutable": true, "data": {"a": "2"}});
+        assert_eq!(ConfigMapStrategy.validate_update(&new, &old).len(), 1);
+    }
+
+    #[test]
+    fn namespaces_get_phase_and_finalizer() {
+        let mut ns = json!({"metadata": {"name": "x"}});
+        NamespaceStrategy.prepare_for_create(&CTX, &mut ns);
+        assert_eq!(ns["status"]["phase"], "Active");
+        assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    }
+
+    #[test]
+    fn logical_clusters_get_url_and_phase() {
+        let mut lc = json!({"metadata": {"name": "cluster"}});
+        LogicalClusterStrategy.prepare_for_create(&CTX, &mut lc);
+        assert_eq!(lc["status"]["phase"], "Ready");
+        assert_eq!(lc["status"]["URL"], "https://localhost:6443/clusters/root");
+    }
+}

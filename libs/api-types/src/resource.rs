@@ -1,0 +1,153 @@
+//! The description of one served resource.
+
+use std::sync::Arc;
+
+use kcp_apimachinery::status::Cause;
+use serde_json::Value;
+
+/// Which name validation a kind applies to `metadata.name` (and so to `generateName` results).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum NameRule {
+    /// RFC 1123 subdomain: most kinds.
+    Dns1123Subdomain,
+    /// RFC 1123 label: namespaces.
+    Dns1123Label,
+    /// Anything that is a safe path segment: RBAC kinds (their names may contain `:`).
+    PathSegment,
+    /// Exactly this name: kcp's singletons such as `LogicalCluster` `cluster`.
+    Fixed(&'static str),
+}
+
+/// How a resource is backed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ResourceKind {
+    /// Objects kept in the store.
+    Stored,
+    /// Create-only review resources answered from the request (SelfSubjectAccessReview, ...).
+    Review,
+}
+
+/// Where a printer column's cell comes from.
+#[derive(Clone)]
+pub enum ColumnValue {
+    Name,
+    /// Time since `metadata.creationTimestamp`, as kubectl shows it (`5m`, `3d`).
+    Age,
+    /// A simple dotted path into the object, e.g. `.status.phase` (missing → empty cell).
+    Path(&'static str),
+    /// Computed from the object.
+    Computed(fn(&Value) -> Value),
+}
+
+/// One column of Table output, as kube-apiserver prints it for the kind.
+#[derive(Clone)]
+pub struct Column {
+    pub name: &'static str,
+    pub type_: &'static str,
+    pub format: &'static str,
+    pub description: &'static str,
+    pub priority: i32,
+    pub value: ColumnValue,
+}
+
+/// A kind-specific field selector (beyond `metadata.name` and `metadata.namespace`).
+#[derive(Clone)]
+pub struct FieldSelectorDef {
+    pub field: &'static str,
+    pub value: fn(&Value) -> Option<String>,
+}
+
+/// Where a write happens, for strategies that derive fields from it.
+#[derive(Clone, Copy, Debug)]
+pub struct StrategyContext<'a> {
+    /// The logical cluster written to.
+    pub cluster: &'a str,
+    /// The shard's external URL, e.g. `https://localhost:6443`.
+    pub external_url: &'a str,
+}
+
+/// A kind's own rules, called by the generic registry around every write.
+pub trait Strategy: Send + Sync + 'static {
+    /// Fills defaults and system fields on create (e.g. Namespace phase, Secret `stringData` folding).
+    fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, _obj: &mut Value) {}
+    /// Same on update; `old` is the stored object.
+    fn prepare_for_update(&self, _ctx: &StrategyContext<'_>, _new: &mut Value, _old: &Value) {}
+    /// Kind-specific validation on create (metadata is validated by the registry).
+    fn validate(&self, _obj: &Value) -> Vec<Cause> {
+        Vec::new()
+    }
+    /// Kind-specific validation on update; by default the create rules.
+    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<Cause> {
+        self.validate(new)
+    }
+    /// Whether `metadata.generation` is maintained (bumped when anything but metadata and status changes).
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+}
+
+/// A strategy with no kind-specific rules.
+pub struct DefaultStrategy;
+
+impl Strategy for DefaultStrategy {}
+
+/// Everything the registry needs to serve one resource in one version.
+#[derive(Clone)]
+pub struct ResourceDef {
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub list_kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    pub verbs: Vec<String>,
+    /// Has a `status` subresource: the main resource ignores status changes and `/status` ignores the rest.
+    pub status_subresource: bool,
+    pub name_rule: NameRule,
+    pub columns: Vec<Column>,
+    pub field_selectors: Vec<FieldSelectorDef>,
+    pub strategy: Arc<dyn Strategy>,
+    /// The OpenAPI component schema name of the kind, e.g. `io.k8s.api.core.v1.ConfigMap`.
+    pub schema_name: String,
+    pub backing: ResourceKind,
+}
+
+impl ResourceDef {
+    /// `v1` for the core group, `group/version` otherwise.
+    pub fn api_version(&self) -> String {
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+    }
+
+    /// `configmaps` or `roles.rbac.authorization.k8s.io`.
+    pub fn qualified_resource(&self) -> String {
+        kcp_apimachinery::status::qualified_resource(&self.group, &self.plural)
+    }
+
+    pub fn is_stored(&self) -> bool {
+        self.backing == ResourceKind::Stored
+    }
+
+    /// The value of a selectable field of `obj`, or `None` if the field is not selectable for this kind.
+    pub fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
+        match field {
+            "metadata.name" => Some(obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string()),
+            "metadata.namespace" if self.namespaced => {
+                Some(obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default().to_string())
+            }
+            _ => self.field_selectors.iter().find(|f| f.field == field).and_then(|f| (f.value)(obj)),
+        }
+    }
+
+    /// Every field this kind can select on, for error messages and validation.
+    pub fn selectable_fields(&self) -> Vec<&'static str> {
+        let mut fields = vec!["metadata.name"];
+        if self.namespaced {
+            fields.push("metadata.namespace");
+        }
+        fields.extend(self.field_selectors.iter().map(|f| f.field));
+        fields
+    }
+}

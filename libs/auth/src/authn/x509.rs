@@ -1,0 +1,151 @@
+//! Client-certificate authentication, as Kubernetes' x509 authenticator: CN is the user, each O a group.
+
+use rustls_pki_types::CertificateDer;
+use x509_parser::prelude::{FromDer, X509Certificate};
+
+use crate::authn::{Authenticator, AuthnResult, UserInfo};
+
+/// The group every authenticated identity is in.
+pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
+
+/// Authenticates by the client's TLS certificate. The chain has already been verified by the TLS layer
+/// against the client CA, so this only reads the subject of the leaf.
+#[derive(Clone, Debug, Default)]
+pub struct X509Authenticator;
+
+impl X509Authenticator {
+    pub fn new() -> Self {
+        X509Authenticator
+    }
+}
+
+impl Authenticator for X509Authenticator {
+    fn authenticate(
+        &self,
+        _parts: &http::request::Parts,
+        peer_certificates: &[CertificateDer<'static>],
+    ) -> AuthnResult {
+        let Some(leaf) = peer_certificates.first() else {
+            return AuthnResult::NoCredential;
+        };
+        user_from_certificate(leaf)
+    }
+}
+
+/// Maps a (verified) certificate to a user: CN → name, every O → a group, plus `system:authenticated`.
+pub fn user_from_certificate(cert: &CertificateDer<'_>) -> AuthnResult {
+    let cert = match X509Certificate::from_der(cert.as_ref()) {
+        Ok((_, cert)) => cert,
+        Err(err) => return AuthnResult::Invalid(format!("unparsable client certificate: {err}")),
+    };
+    let subject = cert.subject();
+    // Kubernetes takes the first CN; a certificate without one names nobody.
+    let name = match subject.iter_common_name().next().map(|cn| cn.as_str()) {
+        Some(Ok(name)) if !name.is_empty() => name.to_string(),
+        Some(Err(err)) => {
+            return AuthnResult::Invalid(format!("client certificate common name: {err}"));
+        }
+        _ => return AuthnResult::Invalid("client certificate has no common name".to_string()),
+    };
+    let mut groups = Vec::new();
+    for org in subject.iter_organization() {
+        match org.as_str() {
+            Ok(group) if !group.is_empty() => groups.push(group.to_string()),
+            Ok(_) => {}
+            Err(err) => {
+                return AuthnResult::Invalid(format!("client certificate organization: {err}"));
+            }
+        }
+    }
+    if !groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+        groups.push(AUTHENTICATED_GROUP.to_string());
+    }
+    AuthnResult::Authenticated(UserInfo {
+        name,
+        groups,
+        ..UserInfo::default()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use rcgen::{CertificateParams, DnType, KeyPair};
+
+    use super::*;
+
+    fn cert(cn: Option<&str>, orgs: &[&str]) -> CertificateDer<'static> {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        if let Some(cn) = cn {
+            params.distinguished_name.push(DnType::CommonName, cn);
+        }
+        for (i, org) in orgs.iter().enumerate() {
+            // rcgen keeps one value per attribute type, so further O values go in under O's raw OID
+            // (2.5.4.10), which encodes to the same attribute as the first.
+            let ty = if i == 0 {
+                DnType::OrganizationName
+            } else {
+                DnType::CustomDnType(vec![2, 5, 4, 10, 0][..5 - (i % 1)].to_vec())
+            };
+            params.distinguished_name.push(ty, *org);
+        }
+        params.self_signed(&key).unwrap().der().clone()
+    }
+
+    fn parts() -> http::request::Parts {
+        http::Request::new(()).into_parts().0
+    }
+
+    #[test]
+    fn cn_is_user_and_orgs_are_groups() {
+        let result = X509Authenticator::new().authenticate(
+            &parts(),
+            &[cert(Some("alice"), &["system:kcp:admin", "team-a"])],
+        );
+        assert_eq!(
+            result,
+            AuthnResult::Authenticated(UserInfo {
+                name: "alice".into(),
+                groups: vec![
+                    "system:kcp:admin".into(),
+                    "team-a".into(),
+                    AUTHENTICATED_GROUP.into()
+                ],
+                ..UserInfo::default()
+            })
+        );
+    }
+
+    #[test]
+    fn no_orgs_still_authenticated() {
+        let AuthnResult::Authenticated(user) =
+            X509Authenticator.authenticate(&parts(), &[cert(Some("bob"), &[])])
+        else {
+            panic!("expected a user");
+        };
+        assert_eq!(user.name, "bob");
+        assert_eq!(user.groups, vec![AUTHENTICATED_GROUP.to_string()]);
+    }
+
+    #[test]
+    fn no_certificate_is_no_credential() {
+        assert_eq!(
+            X509Authenticator.authenticate(&parts(), &[]),
+            AuthnResult::NoCredential
+        );
+    }
+
+    #[test]
+    fn missing_cn_is_invalid() {
+        let result = X509Authenticator.authenticate(&parts(), &[cert(None, &["g"])]);
+        assert!(matches!(result, AuthnResult::Invalid(_)), "{result:?}");
+    }
+
+    #[test]
+    fn garbage_is_invalid() {
+        let result =
+            X509Authenticator.authenticate(&parts(), &[CertificateDer::from(vec![1u8, 2, 3])]);
+        assert!(matches!(result, AuthnResult::Invalid(_)), "{result:?}");
+    }
+}

@@ -1,0 +1,42 @@
+//! Authorization: may this user do this, in this logical cluster?
+
+pub mod admin;
+pub mod chain;
+
+use crate::authn::UserInfo;
+
+pub use admin::{AdminAuthorizer, KCP_ADMIN, SYSTEM_MASTERS};
+pub use chain::{AuthorizerChain, authorize_chain};
+
+/// What a request wants to do, as Kubernetes' `authorizer.Attributes`, plus the logical cluster.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Attributes<'a> {
+    pub user: Option<&'a UserInfo>,
+    /// The target logical cluster, `"*"` for wildcard requests, empty for top-level paths.
+    pub cluster: &'a str,
+    /// Kubernetes verb: get, list, watch, create, update, patch, delete, deletecollection, or the HTTP
+    /// method in lower case for non-resource requests.
+    pub verb: &'a str,
+    pub resource_request: bool,
+    pub api_group: &'a str,
+    pub api_version: &'a str,
+    pub resource: &'a str,
+    pub subresource: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// The path, for non-resource requests.
+    pub path: &'a str,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    /// Refused, with the reason shown to the caller.
+    Deny(String),
+    /// This authorizer has nothing to say; the chain asks the next one.
+    NoOpinion,
+}
+
+pub trait Authorizer: Send + Sync + 'static {
+    fn authorize(&self, attrs: &Attributes<'_>) -> Decision;
+}

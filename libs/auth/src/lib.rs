@@ -1,0 +1,7 @@
+//! kcp-auth: who is calling ([`authn`]) and whether they may do what they ask ([`authz`]).
+
+pub mod authn;
+pub mod authz;
+
+pub use authn::{Authenticator, AuthenticatorChain, AuthnResult, UserInfo, X509Authenticator};
+pub use authz::{AdminAuthorizer, Attributes, Authorizer, AuthorizerChain, Decision};

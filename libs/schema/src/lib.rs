@@ -1,0 +1,1 @@
+//! kcp-schema: OpenAPI v3 structural schemas.

@@ -1,0 +1,1 @@
+//! Engines implementing [`crate::Store`]. (Filled in by the engines work.)

@@ -1,0 +1,154 @@
+//! kcp-store: the MVCC key/value contract every storage engine of kcp-rs fulfils, and the key layout.
+//!
+//! The model is etcd's: one global, strictly increasing revision; each key remembers the revision that
+//! created it and the revision of its last change; writes are compare-and-swap on that revision; a watch
+//! replays history from a revision and then follows live changes; compaction forgets history below a
+//! revision, after which reads and watches at older revisions fail with [`StoreError::Compacted`].
+//!
+//! Only this crate knows how keys are laid out (see [`keys`]). Callers build keys through it.
+
+pub mod keys;
+
+mod engine;
+
+pub use engine::*;
+
+use std::pin::Pin;
+
+use bytes::Bytes;
+use futures::Stream;
+
+/// A store revision. Revisions start at 1 for the first write; 0 means "no revision".
+pub type Revision = i64;
+
+/// One key with its value and revisions, as etcd reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeyValue {
+    pub key: String,
+    pub value: Bytes,
+    /// Revision of the write that created this key (reset when a deleted key is created again).
+    pub create_revision: Revision,
+    /// Revision of the last write to this key.
+    pub mod_revision: Revision,
+}
+
+/// The answer to a range read.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RangeResult {
+    /// Keys in ascending byte order.
+    pub kvs: Vec<KeyValue>,
+    /// True when more keys in the range exist beyond `kvs` (the limit cut the answer).
+    pub more: bool,
+    /// The revision the read was served at.
+    pub revision: Revision,
+}
+
+/// What a range read asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RangeRequest {
+    /// Every key starting with this prefix is in range.
+    pub prefix: String,
+    /// Start strictly after this key (for pagination); `None` starts at the prefix.
+    pub start_after: Option<String>,
+    /// At most this many keys; 0 means no limit.
+    pub limit: usize,
+    /// Read the state as of this revision; `None` (or 0) reads the newest state.
+    pub revision: Option<Revision>,
+}
+
+/// A change seen by a watch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum EventKind {
+    /// The key was created or updated; `kv` holds the new value.
+    Put,
+    /// The key was deleted; `kv.mod_revision` is the revision of the deletion and `kv.value` is empty.
+    Delete,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub kind: EventKind,
+    pub kv: KeyValue,
+    /// The value before this change, when there was one (always set for updates and deletes as long as
+    /// that value has not been compacted away).
+    pub prev: Option<KeyValue>,
+}
+
+/// A batch delivered by a watch: the events of one or more revisions, in revision order, or an empty
+/// progress notification telling that the store has reached `revision` with nothing to report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct WatchResponse {
+    /// The store revision this response brings the watcher up to (at least the newest event's revision).
+    pub revision: Revision,
+    pub events: Vec<Event>,
+}
+
+pub type WatchStream = Pin<Box<dyn Stream<Item = Result<WatchResponse, StoreError>> + Send>>;
+
+/// Errors from any engine. Callers map them to API errors in one place.
+#[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
+pub enum StoreError {
+    /// `create` found the key already present.
+    #[error("key {key} already exists")]
+    AlreadyExists { key: String },
+    /// The key does not exist (update or delete of an absent key).
+    #[error("key {key} not found")]
+    NotFound { key: String },
+    /// The key's mod revision is not the expected one. `current` is the present value, if any, so the
+    /// caller can retry without a second read (the pattern kube-apiserver uses with etcd).
+    #[error("revision conflict on {key}")]
+    Conflict { key: String, current: Option<KeyValue> },
+    /// The requested revision is older than the compacted revision.
+    #[error("revision {requested} has been compacted (compacted revision {compacted})")]
+    Compacted { requested: Revision, compacted: Revision },
+    /// The requested revision is newer than the store's current revision.
+    #[error("revision {requested} is in the future (current revision {current})")]
+    FutureRevision { requested: Revision, current: Revision },
+    /// A watcher fell too far behind and was cut off; it must re-list.
+    #[error("watcher fell behind and was cut off")]
+    WatchLagged,
+    /// The value is larger than the engine accepts.
+    #[error("value of {size} bytes exceeds the limit of {limit} bytes")]
+    TooLarge { size: usize, limit: usize },
+    /// Anything else: I/O, a broken connection, corrupt data. Not retryable by the caller.
+    #[error("storage backend error: {0}")]
+    Backend(String),
+}
+
+/// The storage contract. Every method is safe to call concurrently.
+///
+/// Writes are durable when the returned future resolves (for engines that persist at all).
+#[async_trait::async_trait]
+pub trait Store: Send + Sync + 'static {
+    /// The newest revision of the store.
+    async fn current_revision(&self) -> Result<Revision, StoreError>;
+
+    /// The value of `key` at the newest revision, or `None`.
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StoreError>;
+
+    /// Keys under a prefix, in ascending order, optionally as of an older revision.
+    async fn range(&self, req: RangeRequest) -> Result<RangeResult, StoreError>;
+
+    /// Creates `key` only if it is absent. Returns the new revision.
+    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StoreError>;
+
+    /// Replaces `key` only if its mod revision is `expected`. Returns the new revision.
+    /// Fails with `NotFound` if the key is absent and `Conflict` (with the current value) on a mismatch.
+    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<Revision, StoreError>;
+
+    /// Deletes `key`, only if its mod revision is `expected` when given. Returns the revision of the
+    /// deletion and the value that was deleted.
+    async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<(Revision, KeyValue), StoreError>;
+
+    /// Watches every key under `prefix`, delivering all changes with a revision greater than `after`
+    /// (so `after = list revision` continues a list without gaps), then live changes. Fails (in the call
+    /// or as the first stream item) with `Compacted` when history after `after` is gone. Engines send a
+    /// progress notification (a response with no events) at least every few seconds while idle.
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StoreError>;
+
+    /// Forgets history below `revision`: reads and watches at older revisions fail with `Compacted`.
+    async fn compact(&self, revision: Revision) -> Result<(), StoreError>;
+
+    /// The oldest revision still readable (the compacted revision), 0 if never compacted.
+    async fn compacted_revision(&self) -> Result<Revision, StoreError>;
+}
