@@ -80,6 +80,13 @@ pub trait Strategy: Send + Sync + 'static {
     fn validate_update(&self, new: &Value, _old: &Value) -> Vec<Cause> {
         self.validate(new)
     }
+    /// Whether a kind-specific finalizer (beyond `metadata.finalizers`) still holds the object back from
+    /// deletion, e.g. a Namespace's `spec.finalizers`.
+    fn blocks_deletion(&self, _obj: &Value) -> bool {
+        false
+    }
+    /// Called when deletion starts on an object that cannot go at once (finalizers pending).
+    fn prepare_for_delete(&self, _obj: &mut Value) {}
     /// Whether `metadata.generation` is maintained (bumped when anything but metadata and status changes).
     fn tracks_generation(&self) -> bool {
         false

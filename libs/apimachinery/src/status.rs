@@ -81,16 +81,28 @@ pub struct Cause {
 
 impl Cause {
     pub fn new(reason: &str, field: impl Into<String>, message: impl Into<String>) -> Cause {
-        Cause { reason: reason.to_string(), field: field.into(), message: message.into() }
+        Cause {
+            reason: reason.to_string(),
+            field: field.into(),
+            message: message.into(),
+        }
     }
 
     /// `<field>: Invalid value: <value>: <detail>`, the way Kubernetes words an invalid value.
     pub fn invalid(field: &str, value: &Value, detail: &str) -> Cause {
-        Cause::new("FieldValueInvalid", field, format!("Invalid value: {}: {detail}", render_value(value)))
+        Cause::new(
+            "FieldValueInvalid",
+            field,
+            format!("Invalid value: {}: {detail}", render_value(value)),
+        )
     }
 
     pub fn required(field: &str, detail: &str) -> Cause {
-        let message = if detail.is_empty() { "Required value".to_string() } else { format!("Required value: {detail}") };
+        let message = if detail.is_empty() {
+            "Required value".to_string()
+        } else {
+            format!("Required value: {detail}")
+        };
         Cause::new("FieldValueRequired", field, message)
     }
 
@@ -103,17 +115,39 @@ impl Cause {
         Cause::new(
             "FieldValueNotSupported",
             field,
-            format!("Unsupported value: {}: supported values: {}", render_value(value), quoted.join(", ")),
+            format!(
+                "Unsupported value: {}: supported values: {}",
+                render_value(value),
+                quoted.join(", ")
+            ),
         )
     }
 
     pub fn duplicate(field: &str, value: &Value) -> Cause {
-        Cause::new("FieldValueDuplicate", field, format!("Duplicate value: {}", render_value(value)))
+        Cause::new(
+            "FieldValueDuplicate",
+            field,
+            format!("Duplicate value: {}", render_value(value)),
+        )
     }
 
     /// The full text Kubernetes shows in the error message: `field: message`.
     pub fn full_message(&self) -> String {
-        if self.field.is_empty() { self.message.clone() } else { format!("{}: {}", self.field, self.message) }
+        if self.field.is_empty() {
+            self.message.clone()
+        } else {
+            format!("{}: {}", self.field, self.message)
+        }
+    }
+}
+
+impl From<&crate::field_error::FieldError> for Cause {
+    fn from(e: &crate::field_error::FieldError) -> Cause {
+        Cause {
+            reason: e.error_type.cause_type().to_string(),
+            field: e.field.clone(),
+            message: e.body(),
+        }
     }
 }
 
@@ -144,7 +178,11 @@ pub struct ApiError {
 
 /// `configmaps` for the core group, `roles.rbac.authorization.k8s.io` otherwise.
 pub fn qualified_resource(group: &str, resource: &str) -> String {
-    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
+    if group.is_empty() {
+        resource.to_string()
+    } else {
+        format!("{resource}.{group}")
+    }
 }
 
 impl ApiError {
@@ -179,29 +217,50 @@ impl ApiError {
     }
 
     pub fn internal(message: impl std::fmt::Display) -> ApiError {
-        ApiError::new(Reason::InternalError, format!("Internal error occurred: {message}"))
+        ApiError::new(
+            Reason::InternalError,
+            format!("Internal error occurred: {message}"),
+        )
     }
 
     pub fn not_found(group: &str, resource: &str, name: &str) -> ApiError {
-        ApiError::new(Reason::NotFound, format!("{} \"{name}\" not found", qualified_resource(group, resource)))
-            .with_details(group, resource, name)
+        ApiError::new(
+            Reason::NotFound,
+            format!(
+                "{} \"{name}\" not found",
+                qualified_resource(group, resource)
+            ),
+        )
+        .with_details(group, resource, name)
     }
 
     /// A 404 for a path that serves nothing (Kubernetes' generic "the server could not find the requested resource").
     pub fn path_not_found() -> ApiError {
-        ApiError::new(Reason::NotFound, "the server could not find the requested resource")
+        ApiError::new(
+            Reason::NotFound,
+            "the server could not find the requested resource",
+        )
     }
 
     pub fn already_exists(group: &str, resource: &str, name: &str) -> ApiError {
-        ApiError::new(Reason::AlreadyExists, format!("{} \"{name}\" already exists", qualified_resource(group, resource)))
-            .with_details(group, resource, name)
+        ApiError::new(
+            Reason::AlreadyExists,
+            format!(
+                "{} \"{name}\" already exists",
+                qualified_resource(group, resource)
+            ),
+        )
+        .with_details(group, resource, name)
     }
 
     /// The optimistic-concurrency conflict of an update with a stale resourceVersion.
     pub fn conflict(group: &str, resource: &str, name: &str, detail: &str) -> ApiError {
         ApiError::new(
             Reason::Conflict,
-            format!("Operation cannot be fulfilled on {} \"{name}\": {detail}", qualified_resource(group, resource)),
+            format!(
+                "Operation cannot be fulfilled on {} \"{name}\": {detail}",
+                qualified_resource(group, resource)
+            ),
         )
         .with_details(group, resource, name)
     }
@@ -218,16 +277,27 @@ impl ApiError {
     /// 422: `Kind "name" is invalid: [cause, cause]`.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> ApiError {
         let texts: Vec<String> = causes.iter().map(Cause::full_message).collect();
-        let joined = if texts.len() == 1 { texts[0].clone() } else { format!("[{}]", texts.join(", ")) };
-        let mut err = ApiError::new(Reason::Invalid, format!("{kind} \"{name}\" is invalid: {joined}"))
-            .with_details(group, kind, name);
+        let joined = if texts.len() == 1 {
+            texts[0].clone()
+        } else {
+            format!("[{}]", texts.join(", "))
+        };
+        let mut err = ApiError::new(
+            Reason::Invalid,
+            format!("{kind} \"{name}\" is invalid: {joined}"),
+        )
+        .with_details(group, kind, name);
         err.causes = causes;
         err
     }
 
     pub fn forbidden(group: &str, resource: &str, name: &str, detail: &str) -> ApiError {
         let qr = qualified_resource(group, resource);
-        let message = if name.is_empty() { format!("{qr} is forbidden: {detail}") } else { format!("{qr} \"{name}\" is forbidden: {detail}") };
+        let message = if name.is_empty() {
+            format!("{qr} is forbidden: {detail}")
+        } else {
+            format!("{qr} \"{name}\" is forbidden: {detail}")
+        };
         ApiError::new(Reason::Forbidden, message).with_details(group, resource, name)
     }
 
@@ -247,16 +317,26 @@ impl ApiError {
     pub fn not_acceptable(accept: &str) -> ApiError {
         ApiError::new(
             Reason::NotAcceptable,
-            format!("only the following media types are accepted: application/json, application/yaml; got {accept:?}"),
+            format!(
+                "only the following media types are accepted: application/json, application/yaml; got {accept:?}"
+            ),
         )
     }
 
     pub fn unsupported_media_type(content_type: &str) -> ApiError {
-        ApiError::new(Reason::UnsupportedMediaType, format!("the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got {content_type:?}"))
+        ApiError::new(
+            Reason::UnsupportedMediaType,
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: application/json, application/yaml, application/vnd.kubernetes.protobuf; got {content_type:?}"
+            ),
+        )
     }
 
     pub fn too_large(limit: usize) -> ApiError {
-        ApiError::new(Reason::RequestEntityTooLarge, format!("Request entity too large: limit is {limit}"))
+        ApiError::new(
+            Reason::RequestEntityTooLarge,
+            format!("Request entity too large: limit is {limit}"),
+        )
     }
 
     /// 410 for a resourceVersion older than the retained history.
@@ -312,7 +392,13 @@ impl ApiError {
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} ({}): {}", self.code, self.reason.as_str(), self.message)
+        write!(
+            f,
+            "{} ({}): {}",
+            self.code,
+            self.reason.as_str(),
+            self.message
+        )
     }
 }
 
@@ -344,7 +430,10 @@ mod tests {
         assert_eq!(s["code"], 404);
         assert_eq!(s["details"]["kind"], "configmaps");
         let s = ApiError::not_found("rbac.authorization.k8s.io", "roles", "r").to_status();
-        assert_eq!(s["message"], "roles.rbac.authorization.k8s.io \"r\" not found");
+        assert_eq!(
+            s["message"],
+            "roles.rbac.authorization.k8s.io \"r\" not found"
+        );
         assert_eq!(s["details"]["group"], "rbac.authorization.k8s.io");
     }
 
@@ -354,7 +443,11 @@ mod tests {
             "",
             "ConfigMap",
             "Bad_Name",
-            vec![Cause::invalid("metadata.name", &json!("Bad_Name"), "a lowercase RFC 1123 subdomain must consist of ...")],
+            vec![Cause::invalid(
+                "metadata.name",
+                &json!("Bad_Name"),
+                "a lowercase RFC 1123 subdomain must consist of ...",
+            )],
         );
         let s = err.to_status();
         assert_eq!(s["code"], 422);
@@ -371,6 +464,11 @@ mod tests {
         let s = ApiError::stale_object("", "configmaps", "c").to_status();
         assert_eq!(s["code"], 409);
         assert_eq!(s["reason"], "Conflict");
-        assert!(s["message"].as_str().unwrap_or_default().starts_with("Operation cannot be fulfilled on configmaps \"c\""));
+        assert!(
+            s["message"]
+                .as_str()
+                .unwrap_or_default()
+                .starts_with("Operation cannot be fulfilled on configmaps \"c\"")
+        );
     }
 }

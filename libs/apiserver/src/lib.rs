@@ -1,6 +1,20 @@
 //! kcp-apiserver: the generic Kubernetes API server shared by kcp-rs services.
+//!
+//! A request walks: TLS ([`serve`]) → [`handler`] (parse with [`request_info`], authenticate, authorize)
+//! → the generic [`registry`] over the store and the [`watch_cache`] → encoding ([`codec`], [`table`]).
 
+pub mod codec;
+pub mod discovery;
+mod handler;
+mod lifecycle;
+pub mod openapi;
+pub mod query;
+pub mod registry;
+pub mod request_info;
+pub mod response;
 pub mod serve;
+pub mod table;
+pub mod watch_cache;
 
 use std::convert::Infallible;
 use std::sync::Arc;
@@ -9,6 +23,15 @@ use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use kcp_auth::{Authenticator, Authorizer};
 use kcp_store::Store;
+use tokio_util::sync::CancellationToken;
+
+use crate::discovery::ApiSet;
+use crate::openapi::OpenApiDocs;
+use crate::registry::Registry;
+use crate::request_info::ClusterTarget;
+use crate::watch_cache::WatchCache;
+
+pub use handler::version;
 
 /// The response body type of every handler: whole bodies and streamed watches alike.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;
@@ -34,27 +57,55 @@ pub enum ApiServerError {
     Bootstrap(String),
 }
 
-/// The API server: owns the registry, watch caches and handler chain.
+/// The API server: owns the registry, watch cache and handler chain.
 pub struct ApiServer {
-    #[allow(dead_code)]
     config: ApiServerConfig,
+    registry: Registry,
+    /// The built-in API set every logical cluster serves (CRDs will extend it per cluster).
+    builtins: Arc<ApiSet>,
+    openapi: OpenApiDocs,
+    /// `host:port` for `serverAddressByClientCIDRs`.
+    server_address: String,
+    shutdown: CancellationToken,
+    namespaces: lifecycle::NamespaceFinalizer,
 }
 
 impl ApiServer {
-    /// Builds the server, starts its watch caches and bootstraps the `root` logical cluster.
+    /// Builds the server, loads the watch cache and bootstraps the `root` logical cluster.
     pub async fn new(config: ApiServerConfig) -> Result<Arc<ApiServer>, ApiServerError> {
-        Ok(Arc::new(ApiServer { config }))
+        let cache = WatchCache::start(config.store.clone()).await?;
+        let registry = Registry::new(config.store.clone(), cache, config.external_url.clone());
+        let builtins = Arc::new(ApiSet::new(kcp_api_types::builtin::catalogue().into_iter().map(Arc::new).collect()));
+        let openapi = OpenApiDocs::build(&builtins);
+        let server_address = config.external_url.trim_start_matches("https://").trim_start_matches("http://").to_string();
+        let (namespaces, queue) = lifecycle::NamespaceFinalizer::new();
+        let server = Arc::new(ApiServer {
+            config,
+            registry,
+            builtins,
+            openapi,
+            server_address,
+            shutdown: CancellationToken::new(),
+            namespaces,
+        });
+        lifecycle::spawn_namespace_finalizer(server.clone(), queue);
+        server.bootstrap().await?;
+        Ok(server)
     }
 
-    /// Serves one request. `peer` carries what the TLS layer learnt about the client.
-    pub async fn handle(self: Arc<Self>, req: http::Request<hyper::body::Incoming>, peer: Arc<serve::PeerInfo>) -> http::Response<Body> {
-        let _ = (req, peer);
-        let body = http_body_util::Full::new(Bytes::from_static(b"{}"));
-        let mut resp = http::Response::new(UnsyncBoxBody::new(body));
-        *resp.status_mut() = http::StatusCode::NOT_FOUND;
-        resp
+    /// The APIs served in a logical cluster.
+    fn api_set(&self, _cluster: &ClusterTarget) -> Arc<ApiSet> {
+        self.builtins.clone()
     }
 
     /// Ends every open watch so connections can drain.
-    pub fn shutdown(&self) {}
+    pub fn shutdown(&self) {
+        self.shutdown.cancel();
+        self.registry.cache().close_all();
+    }
+
+    /// The registry, for in-process controllers and tests.
+    pub fn registry(&self) -> &Registry {
+        &self.registry
+    }
 }

@@ -217,6 +217,7 @@ fn http_builder() -> auto::Builder<TokioExecutor> {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
     use super::*;
 

@@ -2,6 +2,8 @@
 //! field selectors.
 
 mod columns;
+
+pub use columns::age_since;
 mod strategies;
 
 use std::sync::Arc;

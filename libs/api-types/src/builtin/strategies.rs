@@ -147,6 +147,19 @@ impl Strategy for NamespaceStrategy {
         map.insert("status".into(), json!({"phase": "Active"}));
     }
 
+    fn blocks_deletion(&self, obj: &Value) -> bool {
+        obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
+    }
+
+    fn prepare_for_delete(&self, obj: &mut Value) {
+        if let Some(map) = obj.as_object_mut() {
+            let status = map.entry("status").or_insert_with(|| json!({}));
+            if let Some(status) = status.as_object_mut() {
+                status.insert("phase".into(), json!("Terminating"));
+            }
+        }
+    }
+
     fn prepare_for_update(&self, _ctx: &StrategyContext<'_>, new: &mut Value, old: &Value) {
         // spec.finalizers change only through the finalize subresource.
         if let (Some(map), Some(old_fin)) = (new.as_object_mut(), old.pointer("/spec/finalizers")) {

@@ -1,0 +1,225 @@
+//! Discovery documents, legacy (`/api`, `/apis`, `/apis/<g>`, `/api/v1`, `/apis/<g>/<v>`) and aggregated
+//! (`apidiscovery.k8s.io/v2`), built from a logical cluster's API set.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use kcp_api_types::ResourceDef;
+use serde_json::{Value, json};
+
+/// The content type of aggregated discovery v2 responses; kubectl only uses them when it sees exactly this.
+pub const V2_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub const V2BETA1_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+
+/// The resources of one logical cluster, grouped for discovery.
+pub struct ApiSet {
+    resources: Vec<Arc<ResourceDef>>,
+}
+
+fn subresources(def: &ResourceDef) -> Vec<&'static str> {
+    let mut subs = Vec::new();
+    if def.status_subresource {
+        subs.push("status");
+    }
+    if def.group.is_empty() && def.plural == "namespaces" {
+        subs.push("finalize");
+    }
+    subs
+}
+
+fn subresource_verbs(sub: &str) -> Vec<&'static str> {
+    match sub {
+        "finalize" => vec!["update"],
+        _ => vec!["get", "patch", "update"],
+    }
+}
+
+impl ApiSet {
+    pub fn new(resources: Vec<Arc<ResourceDef>>) -> ApiSet {
+        ApiSet { resources }
+    }
+
+    pub fn resources(&self) -> &[Arc<ResourceDef>] {
+        &self.resources
+    }
+
+    /// The resource served at `group/version/resource`.
+    pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<ResourceDef>> {
+        self.resources.iter().find(|d| d.group == group && d.version == version && d.plural == resource)
+    }
+
+    /// Named groups (not the core group), each with its versions, in a stable order.
+    fn groups(&self) -> BTreeMap<&str, Vec<&str>> {
+        let mut groups: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+        for d in self.resources.iter().filter(|d| !d.group.is_empty()) {
+            let versions = groups.entry(d.group.as_str()).or_default();
+            if !versions.contains(&d.version.as_str()) {
+                versions.push(d.version.as_str());
+            }
+        }
+        groups
+    }
+
+    pub fn has_group_version(&self, group: &str, version: &str) -> bool {
+        self.resources.iter().any(|d| d.group == group && d.version == version)
+    }
+
+    fn group_json(name: &str, versions: &[&str]) -> Value {
+        let versions: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v})).collect();
+        let preferred = versions.first().cloned().unwrap_or(Value::Null);
+        json!({"name": name, "versions": versions, "preferredVersion": preferred})
+    }
+
+    /// `/api`
+    pub fn core_versions(&self, server_address: &str) -> Value {
+        json!({
+            "kind": "APIVersions",
+            "versions": ["v1"],
+            "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": server_address}],
+        })
+    }
+
+    /// `/apis`
+    pub fn group_list(&self) -> Value {
+        let groups: Vec<Value> = self.groups().iter().map(|(g, vs)| Self::group_json(g, vs)).collect();
+        json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
+    }
+
+    /// `/apis/<group>`
+    pub fn group(&self, group: &str) -> Option<Value> {
+        let groups = self.groups();
+        let versions = groups.get(group)?;
+        let mut doc = Self::group_json(group, versions);
+        if let Some(m) = doc.as_object_mut() {
+            m.insert("kind".into(), json!("APIGroup"));
+            m.insert("apiVersion".into(), json!("v1"));
+        }
+        Some(doc)
+    }
+
+    /// `/api/v1` or `/apis/<group>/<version>`
+    pub fn resource_list(&self, group: &str, version: &str) -> Option<Value> {
+        if !self.has_group_version(group, version) {
+            return None;
+        }
+        let mut resources = Vec::new();
+        for d in self.resources.iter().filter(|d| d.group == group && d.version == version) {
+            let mut r = json!({
+                "name": d.plural,
+                "singularName": d.singular,
+                "namespaced": d.namespaced,
+                "kind": d.kind,
+                "verbs": d.verbs,
+            });
+            if !d.short_names.is_empty() {
+                r["shortNames"] = json!(d.short_names);
+            }
+            if !d.categories.is_empty() {
+                r["categories"] = json!(d.categories);
+            }
+            resources.push(r);
+            for sub in subresources(d) {
+                resources.push(json!({
+                    "name": format!("{}/{sub}", d.plural),
+                    "singularName": "",
+                    "namespaced": d.namespaced,
+                    "kind": d.kind,
+                    "verbs": subresource_verbs(sub),
+                }));
+            }
+        }
+        let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+    }
+
+    fn v2_resource(d: &ResourceDef) -> Value {
+        let kind = json!({"group": d.group, "version": d.version, "kind": d.kind});
+        let mut r = json!({
+            "resource": d.plural,
+            "responseKind": kind,
+            "scope": if d.namespaced { "Namespaced" } else { "Cluster" },
+            "singularResource": d.singular,
+            "verbs": d.verbs,
+        });
+        if !d.short_names.is_empty() {
+            r["shortNames"] = json!(d.short_names);
+        }
+        if !d.categories.is_empty() {
+            r["categories"] = json!(d.categories);
+        }
+        let subs: Vec<Value> = subresources(d)
+            .into_iter()
+            .map(|s| json!({"subresource": s, "responseKind": kind, "verbs": subresource_verbs(s)}))
+            .collect();
+        if !subs.is_empty() {
+            r["subresources"] = Value::Array(subs);
+        }
+        r
+    }
+
+    fn v2_group(&self, group: &str, versions: &[&str]) -> Value {
+        let versions: Vec<Value> = versions
+            .iter()
+            .map(|v| {
+                let resources: Vec<Value> =
+                    self.resources.iter().filter(|d| d.group == group && d.version == *v).map(|d| Self::v2_resource(d)).collect();
+                json!({"version": v, "resources": resources, "freshness": "Current"})
+            })
+            .collect();
+        let mut metadata = json!({"creationTimestamp": null});
+        if !group.is_empty() {
+            metadata["name"] = json!(group);
+        }
+        json!({"metadata": metadata, "versions": versions})
+    }
+
+    /// Aggregated discovery for `/api` (core) or `/apis` (named groups).
+    pub fn aggregated(&self, core: bool, beta: bool) -> Value {
+        let items: Vec<Value> = if core {
+            vec![self.v2_group("", &["v1"])]
+        } else {
+            self.groups().iter().map(|(g, vs)| self.v2_group(g, vs)).collect()
+        };
+        let api_version = if beta { "apidiscovery.k8s.io/v2beta1" } else { "apidiscovery.k8s.io/v2" };
+        json!({"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items})
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set() -> ApiSet {
+        ApiSet::new(kcp_api_types::builtin::catalogue().into_iter().map(Arc::new).collect())
+    }
+
+    #[test]
+    fn legacy_documents() {
+        let s = set();
+        let core = s.resource_list("", "v1").expect("core");
+        let names: Vec<&str> = core["resources"].as_array().map(|a| a.iter().filter_map(|r| r["name"].as_str()).collect()).unwrap_or_default();
+        assert!(names.contains(&"configmaps"));
+        assert!(names.contains(&"namespaces/status"));
+        assert!(s.group("rbac.authorization.k8s.io").is_some());
+        assert!(s.group("nope.io").is_none());
+        assert!(s.resource_list("apps", "v1").is_none());
+        let groups = s.group_list();
+        assert!(groups["groups"].as_array().is_some_and(|g| g.iter().any(|x| x["name"] == "core.kcp.io")));
+    }
+
+    #[test]
+    fn aggregated_documents() {
+        let s = set();
+        let core = s.aggregated(true, false);
+        assert_eq!(core["apiVersion"], "apidiscovery.k8s.io/v2");
+        let cm = core["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["resource"] == "configmaps"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(cm["scope"], "Namespaced");
+        assert_eq!(cm["shortNames"], json!(["cm"]));
+        let apis = s.aggregated(false, false);
+        assert!(apis["items"].as_array().is_some_and(|i| i.iter().any(|g| g["metadata"]["name"] == "coordination.k8s.io")));
+    }
+}

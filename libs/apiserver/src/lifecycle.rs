@@ -1,0 +1,152 @@
+//! Object lifecycles the shard drives itself, through the same registry as requests: bootstrap of the
+//! `root` logical cluster, the `default` namespace of new logical clusters, and namespace finalization
+//! (emptying a deleted namespace, then releasing its `kubernetes` finalizer).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcp_api_types::ResourceDef;
+use kcp_apimachinery::status::ApiError;
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::registry::{DeleteOptions, ObjectRef, WriteOptions, Written};
+use crate::{ApiServer, ApiServerError};
+
+/// The logical cluster every shard of a kcp installation starts with.
+pub const ROOT_CLUSTER: &str = "root";
+const NAMESPACE_FINALIZER: &str = "kubernetes";
+
+/// Hands namespaces whose deletion started to the finalizer task.
+pub struct NamespaceFinalizer {
+    tx: mpsc::UnboundedSender<(String, String)>,
+}
+
+impl NamespaceFinalizer {
+    pub fn new() -> (NamespaceFinalizer, mpsc::UnboundedReceiver<(String, String)>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (NamespaceFinalizer { tx }, rx)
+    }
+
+    fn enqueue(&self, cluster: &str, namespace: &str) {
+        let _ = self.tx.send((cluster.to_string(), namespace.to_string()));
+    }
+}
+
+fn is(def: &ResourceDef, group: &str, plural: &str) -> bool {
+    def.group == group && def.plural == plural
+}
+
+fn ignore_exists(result: Result<Written, ApiError>) -> Result<(), ApiError> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+impl ApiServer {
+    fn builtin(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+        self.builtins.resources().iter().find(|d| is(d, group, plural)).cloned()
+    }
+
+    /// Creates what a fresh shard needs: the `root` logical cluster and its `default` namespace.
+    pub(crate) async fn bootstrap(self: &Arc<Self>) -> Result<(), ApiServerError> {
+        let lc = self.builtin("core.kcp.io", "logicalclusters").ok_or_else(|| ApiServerError::Bootstrap("LogicalCluster kind missing".into()))?;
+        let obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
+        ignore_exists(self.registry.create(&lc, ROOT_CLUSTER, None, obj, WriteOptions::default()).await).map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+        self.ensure_default_namespace(ROOT_CLUSTER).await.map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+        // Resume namespace deletions interrupted by a restart.
+        if let Some(ns_def) = self.builtin("", "namespaces") {
+            let prefix = crate::registry::keyspace(&ns_def).all_clusters().to_string();
+            for ns in self.registry.cache().list(&prefix, None) {
+                if ns.value().ok().and_then(|v| v.pointer("/metadata/deletionTimestamp").cloned()).is_some_and(|t| !t.is_null()) {
+                    self.namespaces.enqueue(&ns.cluster, &ns.name);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn ensure_default_namespace(&self, cluster: &str) -> Result<(), ApiError> {
+        let Some(ns) = self.builtin("", "namespaces") else { return Ok(()) };
+        let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+        ignore_exists(self.registry.create(&ns, cluster, None, obj, WriteOptions::default()).await)
+    }
+
+    /// Follow-ups of a successful create.
+    pub(crate) async fn after_create(&self, def: &ResourceDef, cluster: &str, _written: &Written) {
+        // A new logical cluster gets its `default` namespace, as a workspace's initializer gives it.
+        if is(def, "core.kcp.io", "logicalclusters")
+            && let Err(err) = self.ensure_default_namespace(cluster).await
+        {
+            tracing::warn!(%cluster, error = %err, "creating the default namespace failed");
+        }
+    }
+
+    /// Follow-ups of a deletion that waits for finalizers.
+    pub(crate) async fn after_delete_started(&self, def: &ResourceDef, at: ObjectRef<'_>) {
+        if is(def, "", "namespaces") {
+            self.namespaces.enqueue(at.cluster, at.name);
+        }
+    }
+
+    /// Deletes everything in a terminating namespace; once it is empty, releases the finalizer.
+    /// Returns whether the namespace is done.
+    async fn finalize_namespace(&self, cluster: &str, namespace: &str) -> Result<bool, ApiError> {
+        let mut remaining = 0usize;
+        for obj in self.registry.cache().objects_in_namespace(cluster, namespace) {
+            let Some(def) = self.builtins.resources().iter().find(|d| obj.key.starts_with(crate::registry::keyspace(d).all_clusters())) else {
+                continue;
+            };
+            remaining += 1;
+            let at = ObjectRef { cluster, namespace: Some(namespace), name: &obj.name };
+            match self.registry.delete(def, at, &DeleteOptions::default()).await {
+                Ok(_) => {}
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        if remaining > 0 && !self.registry.cache().objects_in_namespace(cluster, namespace).is_empty() {
+            return Ok(false);
+        }
+        let Some(ns_def) = self.builtin("", "namespaces") else { return Ok(true) };
+        match self.registry.finalize(&ns_def, ObjectRef { cluster, namespace: None, name: namespace }, NAMESPACE_FINALIZER).await {
+            Ok(_) => Ok(true),
+            Err(e) if e.code == 404 => Ok(true),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Runs namespace finalization until the server shuts down; namespaces still holding objects with
+/// finalizers of their own are retried every second.
+pub fn spawn_namespace_finalizer(server: Arc<ApiServer>, mut rx: mpsc::UnboundedReceiver<(String, String)>) {
+    let weak = Arc::downgrade(&server);
+    let shutdown = server.shutdown.clone();
+    drop(server);
+    tokio::spawn(async move {
+        loop {
+            let next = tokio::select! {
+                n = rx.recv() => n,
+                _ = shutdown.cancelled() => None,
+            };
+            let Some((cluster, namespace)) = next else { return };
+            let Some(server) = weak.upgrade() else { return };
+            let done = match server.finalize_namespace(&cluster, &namespace).await {
+                Ok(done) => done,
+                Err(err) => {
+                    tracing::warn!(%cluster, %namespace, error = %err, "namespace finalization failed; retrying");
+                    false
+                }
+            };
+            if !done {
+                let tx = server.namespaces.tx.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(Duration::from_secs(1)).await;
+                    let _ = tx.send((cluster, namespace));
+                });
+            }
+        }
+    });
+}

@@ -1,0 +1,73 @@
+//! Query parameters: percent-decoded pairs, tolerant of empty pairs such as `?&limit=500`.
+
+use kcp_apimachinery::status::ApiError;
+
+#[derive(Clone, Debug, Default)]
+pub struct Query {
+    pairs: Vec<(String, String)>,
+}
+
+impl Query {
+    pub fn parse(raw: Option<&str>) -> Query {
+        let pairs = raw
+            .map(|q| form_urlencoded::parse(q.as_bytes()).filter(|(k, _)| !k.is_empty()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+            .unwrap_or_default();
+        Query { pairs }
+    }
+
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    pub fn all(&self, key: &str) -> impl Iterator<Item = &str> {
+        self.pairs.iter().filter(move |(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+
+    /// Kubernetes' boolean query values: `true`/`1` (and a bare key) are true.
+    pub fn flag(&self, key: &str) -> Result<bool, ApiError> {
+        match self.get(key) {
+            None => Ok(false),
+            Some("" | "true" | "1" | "True") => Ok(true),
+            Some("false" | "0" | "False") => Ok(false),
+            Some(other) => Err(ApiError::bad_request(format!("{key}: invalid boolean value {other:?}"))),
+        }
+    }
+
+    pub fn number(&self, key: &str) -> Result<Option<i64>, ApiError> {
+        match self.get(key).filter(|v| !v.is_empty()) {
+            None => Ok(None),
+            Some(v) => v.parse::<i64>().map(Some).map_err(|_| ApiError::bad_request(format!("{key}: invalid value {v:?}: must be an integer"))),
+        }
+    }
+
+    /// `dryRun=All` (the only value Kubernetes accepts).
+    pub fn dry_run(&self) -> Result<bool, ApiError> {
+        let mut dry = false;
+        for v in self.all("dryRun") {
+            match v {
+                "All" => dry = true,
+                "" => {}
+                other => {
+                    return Err(ApiError::bad_request(format!("dryRun: Unsupported value: {other:?}: supported values: \"All\"")));
+                }
+            }
+        }
+        Ok(dry)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tolerates_empty_pairs_and_decodes() {
+        let q = Query::parse(Some("&limit=500&labelSelector=a%3Db%2Cc%21%3Dd&watch=1"));
+        assert_eq!(q.get("limit"), Some("500"));
+        assert_eq!(q.get("labelSelector"), Some("a=b,c!=d"));
+        assert_eq!(q.flag("watch").ok(), Some(true));
+        assert_eq!(q.number("limit").ok().flatten(), Some(500));
+        assert!(Query::parse(Some("limit=x")).number("limit").is_err());
+        assert!(Query::parse(Some("dryRun=Some")).dry_run().is_err());
+    }
+}

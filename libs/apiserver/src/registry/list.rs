@@ -1,0 +1,266 @@
+//! List: selectors, pagination with continue tokens, and Kubernetes' resourceVersion semantics.
+//!
+//! Lists come from the watch cache. A continuation of an older snapshot (its revision is no longer the
+//! cache's) is read from the store at that revision, so every page of one list is one consistent
+//! snapshot; once the store has compacted it, the continue token is answered with 410 Expired.
+
+use std::sync::Arc;
+
+use base64::Engine;
+use kcp_api_types::ResourceDef;
+use kcp_apimachinery::selector::{FieldSelector, Labels, Selector};
+use kcp_apimachinery::status::ApiError;
+use kcp_store::{RangeRequest, Revision};
+use serde_json::{Value, json};
+
+use super::{Registry, cache_error, keyspace, store_error};
+use crate::watch_cache::{CachedObject, decorate};
+
+/// Label and field selectors of a request.
+#[derive(Clone, Debug, Default)]
+pub struct Selectors {
+    pub label: Selector,
+    pub field: FieldSelector,
+}
+
+struct LabelSlice<'a>(&'a [(String, String)]);
+
+impl Labels for LabelSlice<'_> {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+    }
+}
+
+impl Selectors {
+    pub fn parse(def: &ResourceDef, label: Option<&str>, field: Option<&str>) -> Result<Selectors, ApiError> {
+        let label = match label.filter(|s| !s.is_empty()) {
+            Some(s) => Selector::parse(s).map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
+            None => Selector::everything(),
+        };
+        let field = match field.filter(|s| !s.is_empty()) {
+            Some(s) => {
+                let sel = FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
+                let allowed = def.selectable_fields();
+                sel.check_supported(&allowed).map_err(|e| ApiError::bad_request(e.to_string()))?;
+                sel
+            }
+            None => FieldSelector::everything(),
+        };
+        Ok(Selectors { label, field })
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.label.is_empty() && self.field.is_empty()
+    }
+
+    pub fn matches(&self, def: &ResourceDef, obj: &CachedObject) -> bool {
+        if !self.label.is_empty() && !self.label.matches(&LabelSlice(&obj.labels)) {
+            return false;
+        }
+        if self.field.is_empty() {
+            return true;
+        }
+        // Name and namespace are known without decoding; other fields need the object.
+        let needs_value = self.field.requirements().iter().any(|r| !matches!(r.field.as_str(), "metadata.name" | "metadata.namespace"));
+        let value = if needs_value { obj.value().ok() } else { None };
+        self.field.matches(|field| match field {
+            "metadata.name" => Some(obj.name.clone()),
+            "metadata.namespace" => Some(obj.namespace.clone().unwrap_or_default()),
+            other => value.as_ref().and_then(|v| def.field_value(v, other)),
+        })
+    }
+}
+
+/// List query parameters.
+#[derive(Clone, Debug, Default)]
+pub struct ListOptions {
+    pub selectors: Selectors,
+    pub limit: usize,
+    pub continue_token: Option<String>,
+    pub resource_version: Option<String>,
+    pub resource_version_match: Option<String>,
+}
+
+pub struct ListResult {
+    pub items: Vec<Arc<CachedObject>>,
+    pub revision: Revision,
+    pub continue_token: Option<String>,
+    pub remaining: Option<usize>,
+}
+
+/// Where a list looks.
+#[derive(Clone, Copy, Debug)]
+pub struct ListScope<'a> {
+    /// `None` lists every logical cluster (wildcard).
+    pub cluster: Option<&'a str>,
+    pub namespace: Option<&'a str>,
+}
+
+fn encode_continue(revision: Revision, last_key: &str) -> String {
+    let token = json!({"v": "meta.k8s.io/v1", "rv": revision, "start": last_key});
+    base64::engine::general_purpose::URL_SAFE.encode(token.to_string())
+}
+
+fn decode_continue(token: &str, prefix: &str) -> Result<(Revision, String), ApiError> {
+    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
+    let raw = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let v: Value = serde_json::from_slice(&raw).map_err(|_| bad("not a valid token"))?;
+    if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
+        return Err(bad("server does not recognize this encoded version"));
+    }
+    let rv = v.get("rv").and_then(Value::as_i64).filter(|rv| *rv > 0).ok_or_else(|| bad("incorrect encoded start resourceVersion"))?;
+    let start = v.get("start").and_then(Value::as_str).ok_or_else(|| bad("missing start key"))?;
+    // A token is only valid for the collection it came from.
+    if !start.starts_with(prefix) {
+        return Err(bad("the continue token does not belong to this collection"));
+    }
+    Ok((rv, start.to_string()))
+}
+
+fn parse_rv(rv: &str) -> Result<Revision, ApiError> {
+    rv.parse::<Revision>()
+        .ok()
+        .filter(|r| *r >= 0)
+        .ok_or_else(|| ApiError::bad_request(format!("resourceVersion: Invalid value: {rv:?}: must be a non-negative integer")))
+}
+
+impl Registry {
+    pub async fn list(&self, def: &ResourceDef, scope: ListScope<'_>, opts: &ListOptions) -> Result<ListResult, ApiError> {
+        let ks = keyspace(def);
+        let prefix = match (scope.cluster, scope.namespace) {
+            (Some(c), Some(ns)) if def.namespaced => ks.namespace(c, ns),
+            (Some(c), _) => ks.cluster(c),
+            (None, _) => ks.all_clusters().to_string(),
+        };
+        // With a wildcard cluster the namespace cannot narrow the key range: filter instead.
+        let ns_filter = if scope.cluster.is_none() && def.namespaced { scope.namespace } else { None };
+        let rv = opts.resource_version.as_deref().filter(|s| !s.is_empty());
+        let rv_match = opts.resource_version_match.as_deref().filter(|s| !s.is_empty());
+        if rv_match.is_some() && rv.is_none() {
+            return Err(ApiError::bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+        }
+        if opts.continue_token.is_some() && rv.is_some_and(|v| v != "0") {
+            return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
+        }
+        if let Some(m) = rv_match
+            && !matches!(m, "NotOlderThan" | "Exact")
+        {
+            return Err(ApiError::bad_request(format!(
+                "resourceVersionMatch: Unsupported value: {m:?}: supported values: \"Exact\", \"NotOlderThan\""
+            )));
+        }
+
+        let (snapshot, start_after) = match &opts.continue_token {
+            Some(token) => {
+                let (rev, start) = decode_continue(token, &prefix)?;
+                (Some(rev), Some(start))
+            }
+            None => {
+                let exact = rv_match == Some("Exact") || (opts.limit > 0 && rv_match.is_none() && rv.is_some_and(|v| v != "0"));
+                match (rv, exact) {
+                    (None, _) => {
+                        self.cache.wait_fresh().await.map_err(cache_error)?;
+                        (None, None)
+                    }
+                    (Some("0"), _) if rv_match != Some("Exact") => (None, None),
+                    (Some(v), true) => (Some(parse_rv(v)?), None),
+                    (Some(v), false) => {
+                        self.cache.wait_for(parse_rv(v)?).await.map_err(cache_error)?;
+                        (None, None)
+                    }
+                }
+            }
+        };
+
+        match snapshot {
+            Some(rev) if rev != self.cache.revision() => {
+                self.list_from_store(def, &prefix, ns_filter, rev, start_after, opts).await
+            }
+            _ => Ok(self.list_from_cache(def, &prefix, ns_filter, start_after.as_deref(), opts)),
+        }
+    }
+
+    fn list_from_cache(&self, def: &ResourceDef, prefix: &str, ns_filter: Option<&str>, start_after: Option<&str>, opts: &ListOptions) -> ListResult {
+        // Read the revision first: the objects read after it are at least that new, never older.
+        let revision = self.cache.revision();
+        let all = self.cache.list(prefix, start_after);
+        let matching = all.into_iter().filter(|o| ns_filter.is_none_or(|ns| o.namespace.as_deref() == Some(ns)) && opts.selectors.matches(def, o));
+        if opts.limit == 0 {
+            return ListResult { items: matching.collect(), revision, continue_token: None, remaining: None };
+        }
+        let mut items = Vec::with_capacity(opts.limit);
+        let mut rest = 0usize;
+        for o in matching {
+            if items.len() < opts.limit {
+                items.push(o);
+            } else {
+                rest += 1;
+            }
+        }
+        let continue_token = if rest > 0 { items.last().map(|o| encode_continue(revision, &o.key)) } else { None };
+        let remaining = if rest > 0 && opts.selectors.is_empty() { Some(rest) } else { None };
+        ListResult { items, revision, continue_token, remaining }
+    }
+
+    async fn list_from_store(
+        &self,
+        def: &ResourceDef,
+        prefix: &str,
+        ns_filter: Option<&str>,
+        revision: Revision,
+        mut start_after: Option<String>,
+        opts: &ListOptions,
+    ) -> Result<ListResult, ApiError> {
+        let mut items = Vec::new();
+        let want = if opts.limit == 0 { usize::MAX } else { opts.limit };
+        let mut more = false;
+        loop {
+            let page = self
+                .store
+                .range(RangeRequest { prefix: prefix.to_string(), start_after: start_after.clone(), limit: want.min(1000).max(1), revision: Some(revision) })
+                .await
+                .map_err(|e| match e {
+                    kcp_store::StoreError::Compacted { .. } => ApiError::expired(
+                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+                    ),
+                    other => store_error(def, "", other),
+                })?;
+            for kv in &page.kvs {
+                start_after = Some(kv.key.clone());
+                let Some((value, json)) = decorate(&kv.value, kv.mod_revision) else { continue };
+                let Some(parts) = def_key_parts(def, &kv.key) else { continue };
+                let obj = CachedObject {
+                    key: kv.key.clone(),
+                    cluster: parts.0,
+                    namespace: parts.1,
+                    name: parts.2,
+                    revision: kv.mod_revision,
+                    labels: value
+                        .pointer("/metadata/labels")
+                        .and_then(Value::as_object)
+                        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+                        .unwrap_or_default(),
+                    json,
+                };
+                if ns_filter.is_none_or(|ns| obj.namespace.as_deref() == Some(ns)) && opts.selectors.matches(def, &obj) {
+                    if items.len() == want {
+                        more = true;
+                        break;
+                    }
+                    items.push(Arc::new(obj));
+                }
+            }
+            if more || !page.more || page.kvs.is_empty() {
+                break;
+            }
+        }
+        let continue_token = if more { items.last().map(|o: &Arc<CachedObject>| encode_continue(revision, &o.key)) } else { None };
+        Ok(ListResult { items, revision, continue_token, remaining: None })
+    }
+}
+
+fn def_key_parts(def: &ResourceDef, key: &str) -> Option<(String, Option<String>, String)> {
+    let ks = keyspace(def);
+    let k = ks.parse(key)?;
+    Some((k.cluster.to_string(), k.namespace.map(str::to_string), k.name.to_string()))
+}

@@ -1,0 +1,237 @@
+//! Object metadata as the API server maintains it: system fields on create and update, and the
+//! validation every kind shares.
+
+use kcp_api_types::{NameRule, ResourceDef};
+use kcp_apimachinery::names;
+use kcp_apimachinery::status::{ApiError, Cause};
+use serde_json::{Map, Value, json};
+
+use super::CLUSTER_ANNOTATION;
+
+/// `2026-11-21T14:30:00Z`: Kubernetes timestamps have second precision.
+pub fn now_rfc3339() -> String {
+    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+}
+
+pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
+    obj.get("metadata").and_then(Value::as_object)
+}
+
+pub fn meta_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
+    let map = obj.as_object_mut()?;
+    let meta = map.entry("metadata").or_insert_with(|| json!({}));
+    if !meta.is_object() {
+        *meta = json!({});
+    }
+    meta.as_object_mut()
+}
+
+pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
+    meta(obj).and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default()
+}
+
+pub fn finalizers(obj: &Value) -> Vec<String> {
+    meta(obj)
+        .and_then(|m| m.get("finalizers"))
+        .and_then(Value::as_array)
+        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .unwrap_or_default()
+}
+
+pub fn is_deleting(obj: &Value) -> bool {
+    meta(obj).and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null())
+}
+
+/// The kind's name rule applied to a name (or a generateName prefix).
+pub fn name_errors(rule: &NameRule, name: &str, prefix: bool) -> Vec<String> {
+    match rule {
+        NameRule::Dns1123Subdomain => names::name_is_dns_subdomain(name, prefix),
+        NameRule::Dns1123Label => names::name_is_dns_label(name, prefix),
+        NameRule::PathSegment => names::validate_path_segment_name(name, prefix),
+        NameRule::Fixed(fixed) if !prefix && name != *fixed => vec![format!("must be {fixed:?}")],
+        NameRule::Fixed(_) => Vec::new(),
+    }
+}
+
+fn string_map<'a>(m: &'a Map<String, Value>, field: &str, causes: &mut Vec<Cause>) -> Vec<(&'a str, &'a str)> {
+    let mut out = Vec::new();
+    for (k, v) in m {
+        match v.as_str() {
+            Some(s) => out.push((k.as_str(), s)),
+            None => causes.push(Cause::invalid(&format!("{field}.{k}"), v, "must be a string")),
+        }
+    }
+    out
+}
+
+/// Validation of the metadata every kind shares: name, labels, annotations.
+pub fn validate_metadata(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(m) = meta(obj) else {
+        causes.push(Cause::required("metadata", ""));
+        return causes;
+    };
+    let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
+    if name.is_empty() {
+        causes.push(Cause::required("metadata.name", "name or generateName is required"));
+    } else {
+        for msg in name_errors(&def.name_rule, name, false) {
+            causes.push(Cause::invalid("metadata.name", &json!(name), &msg));
+        }
+    }
+    if let Some(labels) = m.get("labels").filter(|l| !l.is_null()) {
+        match labels.as_object() {
+            Some(l) => {
+                let pairs = string_map(l, "metadata.labels", &mut causes);
+                causes.extend(names::validate_labels(pairs, "metadata.labels").iter().map(Cause::from));
+            }
+            None => causes.push(Cause::invalid("metadata.labels", labels, "must be a map of strings")),
+        }
+    }
+    if let Some(annotations) = m.get("annotations").filter(|a| !a.is_null()) {
+        match annotations.as_object() {
+            Some(a) => {
+                let pairs = string_map(a, "metadata.annotations", &mut causes);
+                causes.extend(names::validate_annotations(pairs, "metadata.annotations").iter().map(Cause::from));
+            }
+            None => causes.push(Cause::invalid("metadata.annotations", annotations, "must be a map of strings")),
+        }
+    }
+    if let Some(f) = m.get("finalizers").filter(|f| !f.is_null())
+        && !f.as_array().is_some_and(|a| a.iter().all(Value::is_string))
+    {
+        causes.push(Cause::invalid("metadata.finalizers", f, "must be a list of strings"));
+    }
+    causes
+}
+
+/// Checks `apiVersion` and `kind` of a body against the endpoint, and fills them when absent.
+pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
+    let api_version = def.api_version();
+    let Some(map) = obj.as_object_mut() else { return Err(ApiError::bad_request("the request body must be an object")) };
+    match map.get("apiVersion").and_then(Value::as_str) {
+        Some(v) if !v.is_empty() && v != api_version => {
+            return Err(ApiError::bad_request(format!(
+                "the API version in the data ({v}) does not match the expected API version ({api_version})"
+            )));
+        }
+        _ => {}
+    }
+    match map.get("kind").and_then(Value::as_str) {
+        Some(k) if !k.is_empty() && k != def.kind => {
+            return Err(ApiError::bad_request(format!("the kind in the data ({k}) does not match the expected kind ({})", def.kind)));
+        }
+        _ => {}
+    }
+    map.insert("apiVersion".into(), json!(api_version));
+    map.insert("kind".into(), json!(def.kind));
+    // Keep the usual field order: apiVersion, kind, metadata first.
+    let mut ordered = Map::new();
+    for key in ["apiVersion", "kind", "metadata"] {
+        if let Some(v) = map.remove(key) {
+            ordered.insert(key.to_string(), v);
+        }
+    }
+    ordered.append(map);
+    *map = ordered;
+    Ok(())
+}
+
+/// The namespace in the body must agree with the URL; an absent one is filled in.
+pub fn check_namespace(def: &ResourceDef, obj: &mut Value, namespace: Option<&str>) -> Result<(), ApiError> {
+    let Some(m) = meta_mut(obj) else { return Err(ApiError::bad_request("metadata must be an object")) };
+    if !def.namespaced {
+        m.remove("namespace");
+        return Ok(());
+    }
+    let url_ns = namespace.unwrap_or_default();
+    match m.get("namespace").and_then(Value::as_str) {
+        Some(ns) if !ns.is_empty() && ns != url_ns => Err(ApiError::bad_request(
+            "the namespace of the provided object does not match the namespace sent on the request",
+        )),
+        _ => {
+            m.insert("namespace".into(), json!(url_ns));
+            Ok(())
+        }
+    }
+}
+
+/// System fields on create: uid, creationTimestamp, generation, the cluster annotation.
+pub fn prepare_create(def: &ResourceDef, obj: &mut Value, cluster: &str) {
+    let tracks_generation = def.strategy.tracks_generation();
+    let Some(m) = meta_mut(obj) else { return };
+    m.insert("uid".into(), json!(uuid::Uuid::new_v4().to_string()));
+    m.insert("creationTimestamp".into(), json!(now_rfc3339()));
+    m.remove("resourceVersion");
+    m.remove("deletionTimestamp");
+    m.remove("deletionGracePeriodSeconds");
+    m.remove("selfLink");
+    if tracks_generation {
+        m.insert("generation".into(), json!(1));
+    } else {
+        m.remove("generation");
+    }
+    set_cluster_annotation(m, cluster);
+}
+
+fn set_cluster_annotation(m: &mut Map<String, Value>, cluster: &str) {
+    let annotations = m.entry("annotations").or_insert_with(|| json!({}));
+    if !annotations.is_object() {
+        *annotations = json!({});
+    }
+    if let Some(a) = annotations.as_object_mut() {
+        a.insert(CLUSTER_ANNOTATION.into(), json!(cluster));
+    }
+}
+
+/// The content of an object that is neither metadata nor status: a change there bumps `generation`.
+fn spec_part(obj: &Value) -> Value {
+    match obj.as_object() {
+        Some(m) => Value::Object(m.iter().filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status")).map(|(k, v)| (k.clone(), v.clone())).collect()),
+        None => Value::Null,
+    }
+}
+
+/// System fields on update: what clients may not change is carried over from the stored object.
+pub fn prepare_update(def: &ResourceDef, new: &mut Value, old: &Value, cluster: &str) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let old_meta = meta(old).cloned().unwrap_or_default();
+    let bump = def.strategy.tracks_generation() && spec_part(new) != spec_part(old);
+    let Some(m) = meta_mut(new) else { return causes };
+    if let Some(uid) = m.get("uid").and_then(Value::as_str).filter(|u| !u.is_empty())
+        && Some(uid) != old_meta.get("uid").and_then(Value::as_str)
+    {
+        causes.push(Cause::invalid("metadata.uid", &json!(uid), "field is immutable"));
+    }
+    for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+        match old_meta.get(field) {
+            Some(v) => {
+                m.insert(field.into(), v.clone());
+            }
+            None => {
+                m.remove(field);
+            }
+        }
+    }
+    m.remove("selfLink");
+    if def.strategy.tracks_generation() {
+        let old_gen = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
+        m.insert("generation".into(), json!(if bump { old_gen + 1 } else { old_gen }));
+    } else {
+        m.remove("generation");
+    }
+    set_cluster_annotation(m, cluster);
+    causes
+}
+
+/// Objects compared without the fields that change on every read (resourceVersion).
+pub fn same_content(a: &Value, b: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+            m.remove("resourceVersion");
+        }
+        v
+    };
+    strip(a) == strip(b)
+}

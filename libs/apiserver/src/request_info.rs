@@ -1,0 +1,228 @@
+//! Parsing a request path into what it addresses, as kube-apiserver's RequestInfo does, plus kcp's
+//! `/clusters/<name>` prefix.
+
+use http::Method;
+
+/// Which logical cluster(s) a request targets.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ClusterTarget {
+    /// No `/clusters/` prefix: top-level paths such as `/healthz` or `/version`.
+    None,
+    /// `/clusters/<name>`.
+    Name(String),
+    /// `/clusters/*`: every logical cluster of this shard.
+    Wildcard,
+}
+
+impl ClusterTarget {
+    pub fn as_str(&self) -> &str {
+        match self {
+            ClusterTarget::None => "",
+            ClusterTarget::Name(n) => n,
+            ClusterTarget::Wildcard => "*",
+        }
+    }
+}
+
+/// A request for a resource (or a collection of them).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ResourceRequest {
+    /// `get`, `list`, `watch`, `create`, `update`, `patch`, `delete`, `deletecollection`.
+    pub verb: String,
+    pub group: String,
+    pub version: String,
+    pub namespace: Option<String>,
+    pub resource: String,
+    pub name: Option<String>,
+    pub subresource: Option<String>,
+}
+
+/// What a path addresses inside a cluster (or at the top level).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    Resource(ResourceRequest),
+    /// `/api`
+    CoreVersions,
+    /// `/apis`
+    Groups,
+    /// `/apis/<group>`
+    Group(String),
+    /// `/api/v1` or `/apis/<group>/<version>`
+    GroupVersion { group: String, version: String },
+    /// `/openapi/v3`
+    OpenApiV3Root,
+    /// `/openapi/v3/<api/v1 | apis/g/v>`
+    OpenApiV3 { group: String, version: String },
+    /// `/openapi/v2`
+    OpenApiV2,
+    Version,
+    /// `/healthz`, `/livez`, `/readyz` and their sub-checks.
+    Health(String),
+    /// Anything else: answered 404.
+    Unknown,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RequestInfo {
+    pub cluster: ClusterTarget,
+    pub target: Target,
+    /// The path without the `/clusters/<name>` prefix.
+    pub path: String,
+}
+
+impl RequestInfo {
+    pub fn is_health(&self) -> bool {
+        matches!(self.target, Target::Health(_))
+    }
+}
+
+/// The query flags that change the verb.
+pub struct VerbHints {
+    pub watch: bool,
+}
+
+/// Parses `path` (already percent-decoded segments are not needed: Kubernetes names never need escaping).
+pub fn parse(method: &Method, path: &str, hints: VerbHints) -> RequestInfo {
+    let (cluster, rest) = split_cluster(path);
+    let trimmed = rest.trim_end_matches('/');
+    let segments: Vec<&str> = trimmed.split('/').filter(|s| !s.is_empty()).collect();
+    let target = classify(method, &segments, &hints);
+    RequestInfo { cluster, target, path: if rest.is_empty() { "/".to_string() } else { rest.to_string() } }
+}
+
+fn split_cluster(path: &str) -> (ClusterTarget, &str) {
+    if let Some(after) = path.strip_prefix("/clusters/") {
+        let (name, rest) = match after.find('/') {
+            Some(i) => (&after[..i], &after[i..]),
+            None => (after, ""),
+        };
+        // kubectl sends `*` percent-encoded.
+        let target = if name == "*" || name.eq_ignore_ascii_case("%2A") { ClusterTarget::Wildcard } else { ClusterTarget::Name(name.to_string()) };
+        return (target, rest);
+    }
+    (ClusterTarget::None, path)
+}
+
+fn classify(method: &Method, seg: &[&str], hints: &VerbHints) -> Target {
+    match seg {
+        [] => Target::Unknown,
+        ["version"] => Target::Version,
+        [h, ..] if matches!(*h, "healthz" | "livez" | "readyz") => Target::Health(seg.join("/")),
+        ["openapi", "v2"] => Target::OpenApiV2,
+        ["openapi", "v3"] => Target::OpenApiV3Root,
+        ["openapi", "v3", "api", version] => Target::OpenApiV3 { group: String::new(), version: version.to_string() },
+        ["openapi", "v3", "apis", group, version] => {
+            Target::OpenApiV3 { group: group.to_string(), version: version.to_string() }
+        }
+        ["api"] => Target::CoreVersions,
+        ["api", version] => Target::GroupVersion { group: String::new(), version: version.to_string() },
+        ["api", version, rest @ ..] => resource(method, "", version, rest, hints),
+        ["apis"] => Target::Groups,
+        ["apis", group] => Target::Group(group.to_string()),
+        ["apis", group, version] => Target::GroupVersion { group: group.to_string(), version: version.to_string() },
+        ["apis", group, version, rest @ ..] => resource(method, group, version, rest, hints),
+        _ => Target::Unknown,
+    }
+}
+
+fn resource(method: &Method, group: &str, version: &str, rest: &[&str], hints: &VerbHints) -> Target {
+    let mut watch = hints.watch;
+    let mut rest = rest;
+    // The deprecated `/watch/` path prefix means the same as `?watch=true`.
+    if rest.first() == Some(&"watch") {
+        watch = true;
+        rest = &rest[1..];
+    }
+    let (namespace, parts): (Option<&str>, &[&str]) = match rest {
+        // `namespaces/<ns>/<resource>...` is namespaced; `namespaces[/<name>[/<sub>]]` is the namespace itself.
+        ["namespaces", ns, tail @ ..] if !tail.is_empty() => (Some(ns), tail),
+        other => (None, other),
+    };
+    let (resource, name, subresource) = match parts {
+        [r] => (*r, None, None),
+        [r, n] => (*r, Some(*n), None),
+        [r, n, s] => (*r, Some(*n), Some(*s)),
+        _ => return Target::Unknown,
+    };
+    let verb = match (method.as_str(), name.is_some()) {
+        ("GET" | "HEAD", _) if watch => "watch",
+        ("GET" | "HEAD", true) => "get",
+        ("GET" | "HEAD", false) => "list",
+        ("POST", _) => "create",
+        ("PUT", _) => "update",
+        ("PATCH", _) => "patch",
+        ("DELETE", true) => "delete",
+        ("DELETE", false) => "deletecollection",
+        _ => "",
+    };
+    Target::Resource(ResourceRequest {
+        verb: verb.to_string(),
+        group: group.to_string(),
+        version: version.to_string(),
+        namespace: namespace.map(str::to_string),
+        resource: resource.to_string(),
+        name: name.map(str::to_string),
+        subresource: subresource.map(str::to_string),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(method: Method, path: &str) -> RequestInfo {
+        parse(&method, path, VerbHints { watch: false })
+    }
+
+    fn res(info: &RequestInfo) -> &ResourceRequest {
+        match &info.target {
+            Target::Resource(r) => r,
+            other => panic!("not a resource request: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn cluster_prefix() {
+        let i = p(Method::GET, "/clusters/root/api/v1/namespaces/default/configmaps");
+        assert_eq!(i.cluster, ClusterTarget::Name("root".into()));
+        let r = res(&i);
+        assert_eq!((r.verb.as_str(), r.namespace.as_deref(), r.resource.as_str()), ("list", Some("default"), "configmaps"));
+        assert_eq!(p(Method::GET, "/clusters/*/api/v1/configmaps").cluster, ClusterTarget::Wildcard);
+        assert_eq!(p(Method::GET, "/clusters/%2A/api/v1/configmaps").cluster, ClusterTarget::Wildcard);
+        assert_eq!(p(Method::GET, "/healthz").cluster, ClusterTarget::None);
+        assert_eq!(p(Method::GET, "/clusters/root/version/").target, Target::Version);
+    }
+
+    #[test]
+    fn namespaces_themselves() {
+        let i = p(Method::GET, "/clusters/root/api/v1/namespaces/default");
+        let r = res(&i);
+        assert_eq!((r.verb.as_str(), r.resource.as_str(), r.name.as_deref(), r.namespace.as_deref()), ("get", "namespaces", Some("default"), None));
+        let i = p(Method::PUT, "/clusters/root/api/v1/namespaces/default/status");
+        let r = res(&i);
+        assert_eq!((r.verb.as_str(), r.subresource.as_deref(), r.namespace.as_deref()), ("update", Some("status"), None));
+        let i = p(Method::DELETE, "/clusters/root/api/v1/namespaces/x/configmaps");
+        assert_eq!(res(&i).verb, "deletecollection");
+    }
+
+    #[test]
+    fn discovery_and_openapi() {
+        assert_eq!(p(Method::GET, "/clusters/root/api/").target, Target::CoreVersions);
+        assert_eq!(p(Method::GET, "/clusters/root/apis").target, Target::Groups);
+        assert_eq!(p(Method::GET, "/clusters/root/apis/rbac.authorization.k8s.io").target, Target::Group("rbac.authorization.k8s.io".into()));
+        assert_eq!(
+            p(Method::GET, "/clusters/root/openapi/v3/apis/coordination.k8s.io/v1").target,
+            Target::OpenApiV3 { group: "coordination.k8s.io".into(), version: "v1".into() }
+        );
+        assert_eq!(p(Method::GET, "/clusters/root/nonsense").target, Target::Unknown);
+    }
+
+    #[test]
+    fn watch_forms() {
+        let i = parse(&Method::GET, "/clusters/root/api/v1/configmaps", VerbHints { watch: true });
+        assert_eq!(res(&i).verb, "watch");
+        let i = p(Method::GET, "/clusters/root/api/v1/watch/namespaces/default/configmaps");
+        assert_eq!(res(&i).verb, "watch");
+        assert_eq!(res(&i).namespace.as_deref(), Some("default"));
+    }
+}

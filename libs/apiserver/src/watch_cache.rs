@@ -1,0 +1,483 @@
+//! The watch cache: every stored object of the shard, kept in memory from ONE store watch, serving lists,
+//! gets and watches without touching the store.
+//!
+//! Why one watch for the whole keyspace rather than one per resource: revisions are global, so a single
+//! ordered stream keeps every resource's cache at the same revision. A read that must observe every
+//! acknowledged write then only waits until the cache reaches the newest revision this shard wrote
+//! (kept in [`WatchCache::note_write`]), with no store round trip and no progress requests.
+//! Caches for resources are created on first sight of a key, so CRDs need no extra machinery.
+//!
+//! Each watcher has a bounded queue; one that falls behind is cut off (its stream ends and the client
+//! re-lists), so a slow client never makes the shard buffer without bound.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::StreamExt;
+use kcp_store::{EventKind, Revision, Store, StoreError, WatchResponse};
+use parking_lot::RwLock;
+use serde_json::Value;
+use tokio::sync::mpsc;
+
+/// How many past events each resource keeps for watches that resume from a resourceVersion.
+const HISTORY_PER_RESOURCE: usize = 10_000;
+/// Events queued for one watcher before it is cut off.
+pub const WATCHER_QUEUE: usize = 4_096;
+
+/// One object as served: the JSON bytes already carry `resourceVersion`.
+#[derive(Debug)]
+pub struct CachedObject {
+    pub key: String,
+    pub cluster: String,
+    pub namespace: Option<String>,
+    pub name: String,
+    pub revision: Revision,
+    pub labels: Vec<(String, String)>,
+    pub json: Bytes,
+}
+
+impl CachedObject {
+    pub fn value(&self) -> Result<Value, serde_json::Error> {
+        serde_json::from_slice(&self.json)
+    }
+
+    pub fn labels_map(&self) -> BTreeMap<String, String> {
+        self.labels.iter().cloned().collect()
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheEventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+impl CacheEventType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CacheEventType::Added => "ADDED",
+            CacheEventType::Modified => "MODIFIED",
+            CacheEventType::Deleted => "DELETED",
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct CacheEvent {
+    pub kind: CacheEventType,
+    pub revision: Revision,
+    /// The new state (for Deleted: the last state, with the deletion's resourceVersion).
+    pub object: Arc<CachedObject>,
+    /// The state before this change, for watchers whose selector the object leaves or enters.
+    pub prev: Option<Arc<CachedObject>>,
+}
+
+/// What a watcher receives.
+#[derive(Debug, Clone)]
+pub enum WatchItem {
+    Event(Arc<CacheEvent>),
+    /// The cache reached this revision (for bookmarks).
+    Progress(Revision),
+}
+
+/// Which objects a watcher wants, before per-watcher selectors are applied.
+#[derive(Clone, Debug)]
+pub struct Scope {
+    /// `None` = every logical cluster (wildcard).
+    pub cluster: Option<String>,
+    pub namespace: Option<String>,
+}
+
+impl Scope {
+    fn matches(&self, obj: &CachedObject) -> bool {
+        self.cluster.as_deref().is_none_or(|c| c == obj.cluster)
+            && self.namespace.as_deref().is_none_or(|n| Some(n) == obj.namespace.as_deref())
+    }
+}
+
+struct Watcher {
+    id: u64,
+    scope: Scope,
+    tx: mpsc::Sender<WatchItem>,
+}
+
+#[derive(Default)]
+struct ResourceState {
+    objects: BTreeMap<String, Arc<CachedObject>>,
+    history: VecDeque<Arc<CacheEvent>>,
+    /// Watches may resume from any revision at or after this one.
+    history_start: Revision,
+    watchers: Vec<Watcher>,
+}
+
+/// The cache of one resource (one key prefix `/<group>/<resource>/<identity>/`).
+pub struct ResourceCache {
+    state: RwLock<ResourceState>,
+}
+
+/// A registered watcher: its replayed backlog and its live queue.
+pub struct Subscription {
+    pub backlog: Vec<Arc<CacheEvent>>,
+    pub rx: mpsc::Receiver<WatchItem>,
+    pub id: u64,
+    cache: Arc<ResourceCache>,
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.cache.state.write().watchers.retain(|w| w.id != self.id);
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum CacheError {
+    #[error("too old resource version: {requested} ({oldest})")]
+    TooOld { requested: Revision, oldest: Revision },
+    #[error("Too large resource version: {requested}, current: {current}")]
+    TooNew { requested: Revision, current: Revision },
+    #[error("the watch cache is not running")]
+    Stopped,
+}
+
+/// The shard-wide cache.
+pub struct WatchCache {
+    resources: RwLock<HashMap<String, Arc<ResourceCache>>>,
+    revision: AtomicI64,
+    written: AtomicI64,
+    start_revision: AtomicI64,
+    next_watcher: AtomicU64,
+    revision_tx: tokio::sync::watch::Sender<Revision>,
+}
+
+/// `/<group>/<resource>/<identity>/` of a key.
+fn resource_prefix(key: &str) -> Option<&str> {
+    let mut idx = 0;
+    for _ in 0..4 {
+        idx += key[idx..].find('/')? + 1;
+    }
+    Some(&key[..idx])
+}
+
+/// `(cluster, namespace, name)` of a key under its resource prefix.
+fn key_parts(key: &str) -> Option<(String, Option<String>, String)> {
+    let prefix = resource_prefix(key)?;
+    let parts: Vec<&str> = key[prefix.len()..].split('/').collect();
+    match parts.as_slice() {
+        [c, n] => Some((c.to_string(), None, n.to_string())),
+        [c, ns, n] => Some((c.to_string(), Some(ns.to_string()), n.to_string())),
+        _ => None,
+    }
+}
+
+/// Turns stored bytes into the served form: `resourceVersion` set to the revision.
+pub fn decorate(stored: &[u8], revision: Revision) -> Option<(Value, Bytes)> {
+    let mut value: Value = serde_json::from_slice(stored).ok()?;
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert("resourceVersion".into(), Value::String(revision.to_string()));
+    }
+    let bytes = serde_json::to_vec(&value).ok()?;
+    Some((value, Bytes::from(bytes)))
+}
+
+fn labels_of(value: &Value) -> Vec<(String, String)> {
+    value
+        .pointer("/metadata/labels")
+        .and_then(Value::as_object)
+        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+        .unwrap_or_default()
+}
+
+fn cached(key: &str, stored: &[u8], revision: Revision) -> Option<CachedObject> {
+    let (cluster, namespace, name) = key_parts(key)?;
+    let (value, json) = decorate(stored, revision)?;
+    Some(CachedObject { key: key.to_string(), cluster, namespace, name, revision, labels: labels_of(&value), json })
+}
+
+impl WatchCache {
+    /// Loads every object from the store and follows its changes until the process ends.
+    pub async fn start(store: Arc<dyn Store>) -> Result<Arc<WatchCache>, StoreError> {
+        let revision = store.current_revision().await?;
+        let (revision_tx, _) = tokio::sync::watch::channel(revision);
+        let cache = Arc::new(WatchCache {
+            resources: RwLock::new(HashMap::new()),
+            revision: AtomicI64::new(revision),
+            written: AtomicI64::new(revision),
+            start_revision: AtomicI64::new(revision),
+            next_watcher: AtomicU64::new(1),
+            revision_tx,
+        });
+        cache.load(store.as_ref(), revision).await?;
+        let stream = store.watch("/", revision).await?;
+        let follower = cache.clone();
+        tokio::spawn(async move { follower.follow(store, stream).await });
+        Ok(cache)
+    }
+
+    /// Replaces the cache's content with the store's state at `revision`.
+    async fn load(&self, store: &dyn Store, revision: Revision) -> Result<(), StoreError> {
+        let mut fresh: HashMap<String, BTreeMap<String, Arc<CachedObject>>> = HashMap::new();
+        let mut start_after = None;
+        loop {
+            let page = store
+                .range(kcp_store::RangeRequest { prefix: "/".to_string(), start_after: start_after.clone(), limit: 1000, revision: Some(revision) })
+                .await?;
+            for kv in &page.kvs {
+                match (resource_prefix(&kv.key), cached(&kv.key, &kv.value, kv.mod_revision)) {
+                    (Some(prefix), Some(obj)) => {
+                        fresh.entry(prefix.to_string()).or_default().insert(kv.key.clone(), Arc::new(obj));
+                    }
+                    _ => tracing::warn!(key = %kv.key, "skipping unreadable stored object"),
+                }
+            }
+            if !page.more || page.kvs.is_empty() {
+                break;
+            }
+            start_after = page.kvs.last().map(|kv| kv.key.clone());
+        }
+        self.start_revision.store(revision, Ordering::Release);
+        let mut resources = self.resources.write();
+        // Watchers of the old state cannot be continued consistently: end them so clients re-list.
+        for (prefix, rc) in resources.iter() {
+            let mut st = rc.state.write();
+            st.watchers.clear();
+            st.history.clear();
+            st.history_start = revision;
+            st.objects = fresh.remove(prefix).unwrap_or_default();
+        }
+        for (prefix, objects) in fresh {
+            let state = ResourceState { objects, history_start: revision, ..Default::default() };
+            resources.insert(prefix, Arc::new(ResourceCache { state: RwLock::new(state) }));
+        }
+        drop(resources);
+        if revision > self.revision.load(Ordering::Acquire) {
+            self.revision.store(revision, Ordering::Release);
+            self.revision_tx.send_replace(revision);
+        }
+        Ok(())
+    }
+
+    fn resource(&self, prefix: &str) -> Arc<ResourceCache> {
+        if let Some(rc) = self.resources.read().get(prefix) {
+            return rc.clone();
+        }
+        let start = self.start_revision.load(Ordering::Acquire);
+        self.resources
+            .write()
+            .entry(prefix.to_string())
+            .or_insert_with(|| Arc::new(ResourceCache { state: RwLock::new(ResourceState { history_start: start, ..Default::default() }) }))
+            .clone()
+    }
+
+    /// Applies the store's changes; when the store watch breaks (lagged, compacted, connection lost),
+    /// reloads everything at the store's current revision and watches again.
+    async fn follow(self: Arc<Self>, store: Arc<dyn Store>, mut stream: kcp_store::WatchStream) {
+        loop {
+            while let Some(item) = stream.next().await {
+                match item {
+                    Ok(resp) => self.apply(resp),
+                    Err(err) => {
+                        tracing::warn!(error = %err, "store watch broke; reloading the watch cache");
+                        break;
+                    }
+                }
+            }
+            stream = loop {
+                match self.reload(store.as_ref()).await {
+                    Ok(s) => break s,
+                    Err(err) => {
+                        tracing::error!(error = %err, "reloading the watch cache failed; retrying");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            };
+        }
+    }
+
+    async fn reload(&self, store: &dyn Store) -> Result<kcp_store::WatchStream, StoreError> {
+        let revision = store.current_revision().await?;
+        self.load(store, revision).await?;
+        store.watch("/", revision).await
+    }
+
+    fn apply(&self, resp: WatchResponse) {
+        for ev in resp.events {
+            let Some(prefix) = resource_prefix(&ev.kv.key) else { continue };
+            let rc = self.resource(prefix);
+            let mut st = rc.state.write();
+            let prev = st.objects.get(&ev.kv.key).cloned();
+            let event = match ev.kind {
+                EventKind::Put => {
+                    let Some(obj) = cached(&ev.kv.key, &ev.kv.value, ev.kv.mod_revision) else {
+                        tracing::warn!(key = %ev.kv.key, "skipping unreadable stored object");
+                        continue;
+                    };
+                    let obj = Arc::new(obj);
+                    st.objects.insert(ev.kv.key.clone(), obj.clone());
+                    let kind = if prev.is_some() { CacheEventType::Modified } else { CacheEventType::Added };
+                    CacheEvent { kind, revision: ev.kv.mod_revision, object: obj, prev }
+                }
+                EventKind::Delete => {
+                    st.objects.remove(&ev.kv.key);
+                    let Some(last) = prev.clone() else { continue };
+                    let deleted_rev = ev.kv.mod_revision;
+                    let Some((value, json)) = decorate(&last.json, deleted_rev) else { continue };
+                    let obj = Arc::new(CachedObject {
+                        key: last.key.clone(),
+                        cluster: last.cluster.clone(),
+                        namespace: last.namespace.clone(),
+                        name: last.name.clone(),
+                        revision: deleted_rev,
+                        labels: labels_of(&value),
+                        json,
+                    });
+                    CacheEvent { kind: CacheEventType::Deleted, revision: deleted_rev, object: obj, prev }
+                }
+            };
+            let event = Arc::new(event);
+            st.history.push_back(event.clone());
+            if st.history.len() > HISTORY_PER_RESOURCE
+                && let Some(old) = st.history.pop_front()
+            {
+                st.history_start = old.revision;
+            }
+            // Deliver; a watcher whose queue is full is cut off.
+            st.watchers.retain(|w| {
+                let relevant = w.scope.matches(&event.object);
+                !relevant || w.tx.try_send(WatchItem::Event(event.clone())).is_ok()
+            });
+        }
+        let rev = resp.revision;
+        if rev > self.revision.load(Ordering::Acquire) {
+            self.revision.store(rev, Ordering::Release);
+            self.revision_tx.send_replace(rev);
+        }
+    }
+
+    /// The newest revision the cache reflects.
+    pub fn revision(&self) -> Revision {
+        self.revision.load(Ordering::Acquire)
+    }
+
+    /// Records a revision this shard wrote, so later consistent reads wait for it.
+    pub fn note_write(&self, revision: Revision) {
+        self.written.fetch_max(revision, Ordering::AcqRel);
+    }
+
+    /// Waits until the cache reflects every write acknowledged so far (a consistent read).
+    pub async fn wait_fresh(&self) -> Result<Revision, CacheError> {
+        let target = self.written.load(Ordering::Acquire);
+        self.wait_for(target).await
+    }
+
+    /// Waits until the cache reaches `revision` (3 s at most, as kube-apiserver does).
+    pub async fn wait_for(&self, revision: Revision) -> Result<Revision, CacheError> {
+        let current = self.revision();
+        if current >= revision {
+            return Ok(current);
+        }
+        let mut rx = self.revision_tx.subscribe();
+        let wait = rx.wait_for(|r| *r >= revision);
+        match tokio::time::timeout(Duration::from_secs(3), wait).await {
+            Ok(Ok(r)) => Ok(*r),
+            Ok(Err(_)) => Err(CacheError::Stopped),
+            Err(_) => Err(CacheError::TooNew { requested: revision, current: self.revision() }),
+        }
+    }
+
+    /// One object by key.
+    pub fn get(&self, key: &str) -> Option<Arc<CachedObject>> {
+        let prefix = resource_prefix(key)?;
+        let rc = self.resources.read().get(prefix).cloned()?;
+        rc.state.read().objects.get(key).cloned()
+    }
+
+    /// Objects whose keys start with `prefix` (which must lie inside one resource), in key order,
+    /// strictly after `start_after`.
+    pub fn list(&self, prefix: &str, start_after: Option<&str>) -> Vec<Arc<CachedObject>> {
+        let Some(rp) = resource_prefix(prefix).or_else(|| if prefix.matches('/').count() == 4 { Some(prefix) } else { None }) else {
+            return Vec::new();
+        };
+        let Some(rc) = self.resources.read().get(rp).cloned() else { return Vec::new() };
+        let st = rc.state.read();
+        let lower = match start_after {
+            Some(k) if k >= prefix => std::ops::Bound::Excluded(k.to_string()),
+            _ => std::ops::Bound::Included(prefix.to_string()),
+        };
+        st.objects
+            .range((lower, std::ops::Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .map(|(_, v)| v.clone())
+            .collect()
+    }
+
+    /// Registers a watcher on one resource. With `after = Some(rev)`, events after `rev` are replayed
+    /// first (410 if that history is gone); with `None` only live events follow.
+    pub fn subscribe(&self, resource_prefix: &str, scope: Scope, after: Option<Revision>) -> Result<Subscription, CacheError> {
+        let rc = self.resource(resource_prefix);
+        let mut st = rc.state.write();
+        let mut backlog = Vec::new();
+        if let Some(after) = after {
+            if after < st.history_start {
+                return Err(CacheError::TooOld { requested: after, oldest: st.history_start });
+            }
+            backlog = st.history.iter().filter(|e| e.revision > after && scope.matches(&e.object)).cloned().collect();
+        }
+        let (tx, rx) = mpsc::channel(WATCHER_QUEUE);
+        let id = self.next_watcher.fetch_add(1, Ordering::Relaxed);
+        st.watchers.push(Watcher { id, scope, tx });
+        drop(st);
+        Ok(Subscription { backlog, rx, id, cache: rc })
+    }
+
+    /// Every `(cluster, namespace)`-scoped object of every resource, for namespace deletion.
+    pub fn objects_in_namespace(&self, cluster: &str, namespace: &str) -> Vec<Arc<CachedObject>> {
+        let caches: Vec<Arc<ResourceCache>> = self.resources.read().values().cloned().collect();
+        let mut out = Vec::new();
+        for rc in caches {
+            let st = rc.state.read();
+            out.extend(
+                st.objects
+                    .values()
+                    .filter(|o| o.cluster == cluster && o.namespace.as_deref() == Some(namespace))
+                    .cloned(),
+            );
+        }
+        out
+    }
+
+    /// Ends every watcher (shutdown).
+    pub fn close_all(&self) {
+        for rc in self.resources.read().values() {
+            rc.state.write().watchers.clear();
+        }
+    }
+
+    /// Number of objects cached, for metrics and benchmarks.
+    pub fn object_count(&self) -> usize {
+        self.resources.read().values().map(|rc| rc.state.read().objects.len()).sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn prefixes_and_parts() {
+        assert_eq!(resource_prefix("/core/configmaps/local/root/default/a"), Some("/core/configmaps/local/"));
+        assert_eq!(key_parts("/core/configmaps/local/root/default/a"), Some(("root".into(), Some("default".into()), "a".into())));
+        assert_eq!(key_parts("/core/namespaces/local/root/a"), Some(("root".into(), None, "a".into())));
+        assert_eq!(resource_prefix("/core"), None);
+    }
+
+    #[test]
+    fn decorate_sets_resource_version() {
+        let (v, bytes) = decorate(br#"{"metadata":{"name":"a"}}"#, 7).expect("decorates");
+        assert_eq!(v["metadata"]["resourceVersion"], "7");
+        assert!(std::str::from_utf8(&bytes).unwrap_or_default().contains("\"resourceVersion\":\"7\""));
+    }
+}
