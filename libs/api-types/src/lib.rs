@@ -8,4 +8,7 @@
 pub mod builtin;
 pub mod resource;
 
-pub use resource::{Column, ColumnValue, FieldSelectorDef, NameRule, ResourceDef, ResourceKind, Strategy, StrategyContext};
+pub use resource::{
+    Column, ColumnValue, FieldSelectorDef, NameRule, ResourceDef, ResourceKind, Strategy,
+    StrategyContext,
+};

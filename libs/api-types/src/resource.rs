@@ -125,7 +125,11 @@ pub struct ResourceDef {
 impl ResourceDef {
     /// `v1` for the core group, `group/version` otherwise.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
+        if self.group.is_empty() {
+            self.version.clone()
+        } else {
+            format!("{}/{}", self.group, self.version)
+        }
     }
 
     /// `configmaps` or `roles.rbac.authorization.k8s.io`.
@@ -140,11 +144,23 @@ impl ResourceDef {
     /// The value of a selectable field of `obj`, or `None` if the field is not selectable for this kind.
     pub fn field_value(&self, obj: &Value, field: &str) -> Option<String> {
         match field {
-            "metadata.name" => Some(obj.pointer("/metadata/name").and_then(Value::as_str).unwrap_or_default().to_string()),
-            "metadata.namespace" if self.namespaced => {
-                Some(obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or_default().to_string())
-            }
-            _ => self.field_selectors.iter().find(|f| f.field == field).and_then(|f| (f.value)(obj)),
+            "metadata.name" => Some(
+                obj.pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            "metadata.namespace" if self.namespaced => Some(
+                obj.pointer("/metadata/namespace")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            ),
+            _ => self
+                .field_selectors
+                .iter()
+                .find(|f| f.field == field)
+                .and_then(|f| (f.value)(obj)),
         }
     }
 

@@ -162,17 +162,21 @@ fn render_value(v: &Value) -> String {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ApiError {
     pub reason: Reason,
-    /// Overrides the reason's usual code when set (e.g. 429 with a custom reason is not needed yet).
+    /// The HTTP code; the reason's usual one unless set otherwise.
     pub code: u16,
     pub message: String,
-    /// `details.name`
+    /// Boxed so errors stay small on the happy path's `Result`s.
+    pub details: Box<Details>,
+}
+
+/// `metav1.StatusDetails`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Details {
     pub name: Option<String>,
-    /// `details.group`
     pub group: Option<String>,
-    /// `details.kind` (Kubernetes puts the resource or kind here)
+    /// Kubernetes puts the resource (or kind) here.
     pub kind: Option<String>,
     pub causes: Vec<Cause>,
-    /// `details.retryAfterSeconds`
     pub retry_after_seconds: Option<u32>,
 }
 
@@ -191,23 +195,19 @@ impl ApiError {
             reason,
             code: reason.code(),
             message: message.into(),
-            name: None,
-            group: None,
-            kind: None,
-            causes: Vec::new(),
-            retry_after_seconds: None,
+            details: Box::default(),
         }
     }
 
     fn with_details(mut self, group: &str, kind: &str, name: &str) -> ApiError {
         if !group.is_empty() {
-            self.group = Some(group.to_string());
+            self.details.group = Some(group.to_string());
         }
         if !kind.is_empty() {
-            self.kind = Some(kind.to_string());
+            self.details.kind = Some(kind.to_string());
         }
         if !name.is_empty() {
-            self.name = Some(name.to_string());
+            self.details.name = Some(name.to_string());
         }
         self
     }
@@ -287,7 +287,7 @@ impl ApiError {
             format!("{kind} \"{name}\" is invalid: {joined}"),
         )
         .with_details(group, kind, name);
-        err.causes = causes;
+        err.details.causes = causes;
         err
     }
 
@@ -362,24 +362,25 @@ impl ApiError {
         status.insert("message".into(), json!(self.message));
         status.insert("reason".into(), json!(self.reason.as_str()));
         let mut details = Map::new();
-        if let Some(name) = &self.name {
+        let d = &self.details;
+        if let Some(name) = &d.name {
             details.insert("name".into(), json!(name));
         }
-        if let Some(group) = &self.group {
+        if let Some(group) = &d.group {
             details.insert("group".into(), json!(group));
         }
-        if let Some(kind) = &self.kind {
+        if let Some(kind) = &d.kind {
             details.insert("kind".into(), json!(kind));
         }
-        if !self.causes.is_empty() {
-            let causes: Vec<Value> = self
+        if !d.causes.is_empty() {
+            let causes: Vec<Value> = d
                 .causes
                 .iter()
                 .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }
-        if let Some(secs) = self.retry_after_seconds {
+        if let Some(secs) = d.retry_after_seconds {
             details.insert("retryAfterSeconds".into(), json!(secs));
         }
         if !details.is_empty() {

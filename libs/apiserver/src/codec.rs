@@ -18,7 +18,9 @@ pub enum Output {
     /// `as=PartialObjectMetadata` / `as=PartialObjectMetadataList`.
     PartialMetadata,
     /// `as=APIGroupDiscoveryList` (aggregated discovery v2 or v2beta1).
-    DiscoveryV2 { beta: bool },
+    DiscoveryV2 {
+        beta: bool,
+    },
 }
 
 struct MediaRange<'a> {
@@ -28,7 +30,10 @@ struct MediaRange<'a> {
 
 impl<'a> MediaRange<'a> {
     fn param(&self, key: &str) -> Option<&'a str> {
-        self.params.iter().find(|(k, _)| k.eq_ignore_ascii_case(key)).map(|(_, v)| *v)
+        self.params
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| *v)
     }
 }
 
@@ -38,7 +43,10 @@ fn parse_accept(accept: &str) -> Vec<MediaRange<'_>> {
         .filter_map(|part| {
             let mut pieces = part.split(';').map(str::trim);
             let essence = pieces.next().filter(|s| !s.is_empty())?;
-            let params = pieces.filter_map(|p| p.split_once('=')).map(|(k, v)| (k.trim(), v.trim().trim_matches('"'))).collect();
+            let params = pieces
+                .filter_map(|p| p.split_once('='))
+                .map(|(k, v)| (k.trim(), v.trim().trim_matches('"')))
+                .collect();
             Some(MediaRange { essence, params })
         })
         .collect()
@@ -57,18 +65,29 @@ pub enum Produces {
 
 /// Picks the first acceptable output in the client's order; no Accept header means JSON.
 pub fn negotiate(accept: Option<&str>, produces: Produces) -> Result<Output, ApiError> {
-    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else { return Ok(Output::Json) };
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Ok(Output::Json);
+    };
     for range in parse_accept(accept) {
         let as_ = range.param("as");
         let g = range.param("g");
         let essence = range.essence.to_ascii_lowercase();
-        let json_like = matches!(essence.as_str(), "application/json" | "*/*" | "application/*");
+        let json_like = matches!(
+            essence.as_str(),
+            "application/json" | "*/*" | "application/*"
+        );
         match (produces, as_) {
-            (Produces::Objects, Some("Table")) if json_like && g == Some("meta.k8s.io") => return Ok(Output::Table),
-            (Produces::Objects, Some("PartialObjectMetadata" | "PartialObjectMetadataList")) if json_like && g == Some("meta.k8s.io") => {
+            (Produces::Objects, Some("Table")) if json_like && g == Some("meta.k8s.io") => {
+                return Ok(Output::Table);
+            }
+            (Produces::Objects, Some("PartialObjectMetadata" | "PartialObjectMetadataList"))
+                if json_like && g == Some("meta.k8s.io") =>
+            {
                 return Ok(Output::PartialMetadata);
             }
-            (Produces::Discovery, Some("APIGroupDiscoveryList")) if json_like && g == Some("apidiscovery.k8s.io") => {
+            (Produces::Discovery, Some("APIGroupDiscoveryList"))
+                if json_like && g == Some("apidiscovery.k8s.io") =>
+            {
                 match range.param("v") {
                     Some("v2") => return Ok(Output::DiscoveryV2 { beta: false }),
                     Some("v2beta1") => return Ok(Output::DiscoveryV2 { beta: true }),
@@ -81,7 +100,9 @@ pub fn negotiate(accept: Option<&str>, produces: Produces) -> Result<Output, Api
         if json_like {
             return Ok(Output::Json);
         }
-        if matches!(produces, Produces::Objects) && matches!(essence.as_str(), "application/yaml" | "text/yaml") {
+        if matches!(produces, Produces::Objects)
+            && matches!(essence.as_str(), "application/yaml" | "text/yaml")
+        {
             return Ok(Output::Yaml);
         }
     }
@@ -97,14 +118,25 @@ where
     let limited = http_body_util::Limited::new(body, MAX_BODY_BYTES);
     match limited.collect().await {
         Ok(collected) => Ok(collected.to_bytes()),
-        Err(err) if err.downcast_ref::<http_body_util::LengthLimitError>().is_some() => Err(ApiError::too_large(MAX_BODY_BYTES)),
-        Err(err) => Err(ApiError::bad_request(format!("reading the request body: {err}"))),
+        Err(err)
+            if err
+                .downcast_ref::<http_body_util::LengthLimitError>()
+                .is_some() =>
+        {
+            Err(ApiError::too_large(MAX_BODY_BYTES))
+        }
+        Err(err) => Err(ApiError::bad_request(format!(
+            "reading the request body: {err}"
+        ))),
     }
 }
 
 /// The essence of a Content-Type header (`application/json`), lower-cased.
 pub fn essence(content_type: Option<&str>) -> String {
-    content_type.and_then(|c| c.split(';').next()).map(|c| c.trim().to_ascii_lowercase()).unwrap_or_default()
+    content_type
+        .and_then(|c| c.split(';').next())
+        .map(|c| c.trim().to_ascii_lowercase())
+        .unwrap_or_default()
 }
 
 /// Decodes an object body (create/update) from JSON, YAML or Kubernetes protobuf.
@@ -113,10 +145,13 @@ pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, A
     match ct.as_str() {
         "" | "application/json" | "*/*" => decode_json(body),
         "application/yaml" | "text/yaml" | "application/x-yaml" => decode_yaml(body),
-        "application/vnd.kubernetes.protobuf" => kcp_apimachinery::protobuf::decode(body, None).map_err(|e| match e {
-            kcp_apimachinery::protobuf::ProtobufError::UnsupportedKind { .. } => ApiError::unsupported_media_type(&format!("{ct} ({e})")),
-            other => ApiError::bad_request(other.to_string()),
-        }),
+        "application/vnd.kubernetes.protobuf" => kcp_apimachinery::protobuf::decode(body, None)
+            .map_err(|e| match e {
+                kcp_apimachinery::protobuf::ProtobufError::UnsupportedKind { .. } => {
+                    ApiError::unsupported_media_type(&format!("{ct} ({e})"))
+                }
+                other => ApiError::bad_request(other.to_string()),
+            }),
         other => Err(ApiError::unsupported_media_type(other)),
     }
 }
@@ -124,17 +159,26 @@ pub fn decode_object(content_type: Option<&str>, body: &[u8]) -> Result<Value, A
 pub fn decode_json(body: &[u8]) -> Result<Value, ApiError> {
     match serde_json::from_slice::<Value>(body) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err(ApiError::bad_request("the request body must be a JSON object")),
-        Err(e) => Err(ApiError::bad_request(format!("the body of the request could not be decoded as JSON: {e}"))),
+        Ok(_) => Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        )),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "the body of the request could not be decoded as JSON: {e}"
+        ))),
     }
 }
 
 pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
-    let text = std::str::from_utf8(body).map_err(|_| ApiError::bad_request("the YAML body is not valid UTF-8"))?;
+    let text = std::str::from_utf8(body)
+        .map_err(|_| ApiError::bad_request("the YAML body is not valid UTF-8"))?;
     match serde_saphyr::from_str::<Value>(text) {
         Ok(v @ Value::Object(_)) => Ok(v),
-        Ok(_) => Err(ApiError::bad_request("the request body must be a YAML mapping")),
-        Err(e) => Err(ApiError::bad_request(format!("the body of the request could not be decoded as YAML: {e}"))),
+        Ok(_) => Err(ApiError::bad_request(
+            "the request body must be a YAML mapping",
+        )),
+        Err(e) => Err(ApiError::bad_request(format!(
+            "the body of the request could not be decoded as YAML: {e}"
+        ))),
     }
 }
 
@@ -148,24 +192,76 @@ mod tests {
     #[test]
     fn negotiates_like_kubectl_expects() {
         assert_eq!(negotiate(None, Produces::Objects).ok(), Some(Output::Json));
-        assert_eq!(negotiate(Some(TABLE), Produces::Objects).ok(), Some(Output::Table));
-        assert_eq!(negotiate(Some(TABLE), Produces::JsonOnly).ok(), Some(Output::Json));
-        assert_eq!(negotiate(Some(DISC), Produces::Discovery).ok(), Some(Output::DiscoveryV2 { beta: false }));
-        assert_eq!(negotiate(Some(DISC), Produces::Objects).ok(), Some(Output::Json));
-        assert_eq!(negotiate(Some("application/vnd.kubernetes.protobuf,application/json"), Produces::Objects).ok(), Some(Output::Json));
-        assert_eq!(negotiate(Some("application/yaml"), Produces::Objects).ok(), Some(Output::Yaml));
-        assert_eq!(negotiate(Some("application/json, */*;q=0.8"), Produces::Objects).ok(), Some(Output::Json));
-        let err = negotiate(Some("application/vnd.kubernetes.protobuf"), Produces::Objects).err();
+        assert_eq!(
+            negotiate(Some(TABLE), Produces::Objects).ok(),
+            Some(Output::Table)
+        );
+        assert_eq!(
+            negotiate(Some(TABLE), Produces::JsonOnly).ok(),
+            Some(Output::Json)
+        );
+        assert_eq!(
+            negotiate(Some(DISC), Produces::Discovery).ok(),
+            Some(Output::DiscoveryV2 { beta: false })
+        );
+        assert_eq!(
+            negotiate(Some(DISC), Produces::Objects).ok(),
+            Some(Output::Json)
+        );
+        assert_eq!(
+            negotiate(
+                Some("application/vnd.kubernetes.protobuf,application/json"),
+                Produces::Objects
+            )
+            .ok(),
+            Some(Output::Json)
+        );
+        assert_eq!(
+            negotiate(Some("application/yaml"), Produces::Objects).ok(),
+            Some(Output::Yaml)
+        );
+        assert_eq!(
+            negotiate(Some("application/json, */*;q=0.8"), Produces::Objects).ok(),
+            Some(Output::Json)
+        );
+        let err = negotiate(
+            Some("application/vnd.kubernetes.protobuf"),
+            Produces::Objects,
+        )
+        .err();
         assert_eq!(err.map(|e| e.code), Some(406));
-        assert_eq!(negotiate(Some("text/html"), Produces::JsonOnly).err().map(|e| e.code), Some(406));
+        assert_eq!(
+            negotiate(Some("text/html"), Produces::JsonOnly)
+                .err()
+                .map(|e| e.code),
+            Some(406)
+        );
     }
 
     #[test]
     fn decodes_bodies() {
         assert!(decode_object(Some("application/json"), br#"{"a":1}"#).is_ok());
-        assert_eq!(decode_object(Some("application/json"), b"{nope").err().map(|e| e.code), Some(400));
-        assert_eq!(decode_object(Some("application/json"), b"[1]").err().map(|e| e.code), Some(400));
-        assert_eq!(decode_object(Some("application/yaml"), b"a: b\n").ok(), Some(serde_json::json!({"a": "b"})));
-        assert_eq!(decode_object(Some("text/plain"), b"x").err().map(|e| e.code), Some(415));
+        assert_eq!(
+            decode_object(Some("application/json"), b"{nope")
+                .err()
+                .map(|e| e.code),
+            Some(400)
+        );
+        assert_eq!(
+            decode_object(Some("application/json"), b"[1]")
+                .err()
+                .map(|e| e.code),
+            Some(400)
+        );
+        assert_eq!(
+            decode_object(Some("application/yaml"), b"a: b\n").ok(),
+            Some(serde_json::json!({"a": "b"}))
+        );
+        assert_eq!(
+            decode_object(Some("text/plain"), b"x")
+                .err()
+                .map(|e| e.code),
+            Some(415)
+        );
     }
 }

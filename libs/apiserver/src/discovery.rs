@@ -8,8 +8,10 @@ use kcp_api_types::ResourceDef;
 use serde_json::{Value, json};
 
 /// The content type of aggregated discovery v2 responses; kubectl only uses them when it sees exactly this.
-pub const V2_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
-pub const V2BETA1_CONTENT_TYPE: &str = "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
+pub const V2_CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+pub const V2BETA1_CONTENT_TYPE: &str =
+    "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList";
 
 /// The resources of one logical cluster, grouped for discovery.
 pub struct ApiSet {
@@ -45,7 +47,9 @@ impl ApiSet {
 
     /// The resource served at `group/version/resource`.
     pub fn find(&self, group: &str, version: &str, resource: &str) -> Option<&Arc<ResourceDef>> {
-        self.resources.iter().find(|d| d.group == group && d.version == version && d.plural == resource)
+        self.resources
+            .iter()
+            .find(|d| d.group == group && d.version == version && d.plural == resource)
     }
 
     /// Named groups (not the core group), each with its versions, in a stable order.
@@ -61,11 +65,16 @@ impl ApiSet {
     }
 
     pub fn has_group_version(&self, group: &str, version: &str) -> bool {
-        self.resources.iter().any(|d| d.group == group && d.version == version)
+        self.resources
+            .iter()
+            .any(|d| d.group == group && d.version == version)
     }
 
     fn group_json(name: &str, versions: &[&str]) -> Value {
-        let versions: Vec<Value> = versions.iter().map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v})).collect();
+        let versions: Vec<Value> = versions
+            .iter()
+            .map(|v| json!({"groupVersion": format!("{name}/{v}"), "version": v}))
+            .collect();
         let preferred = versions.first().cloned().unwrap_or(Value::Null);
         json!({"name": name, "versions": versions, "preferredVersion": preferred})
     }
@@ -81,7 +90,11 @@ impl ApiSet {
 
     /// `/apis`
     pub fn group_list(&self) -> Value {
-        let groups: Vec<Value> = self.groups().iter().map(|(g, vs)| Self::group_json(g, vs)).collect();
+        let groups: Vec<Value> = self
+            .groups()
+            .iter()
+            .map(|(g, vs)| Self::group_json(g, vs))
+            .collect();
         json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups})
     }
 
@@ -103,7 +116,11 @@ impl ApiSet {
             return None;
         }
         let mut resources = Vec::new();
-        for d in self.resources.iter().filter(|d| d.group == group && d.version == version) {
+        for d in self
+            .resources
+            .iter()
+            .filter(|d| d.group == group && d.version == version)
+        {
             let mut r = json!({
                 "name": d.plural,
                 "singularName": d.singular,
@@ -128,8 +145,14 @@ impl ApiSet {
                 }));
             }
         }
-        let gv = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-        Some(json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}))
+        let gv = if group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{group}/{version}")
+        };
+        Some(
+            json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": gv, "resources": resources}),
+        )
     }
 
     fn v2_resource(d: &ResourceDef) -> Value {
@@ -161,8 +184,12 @@ impl ApiSet {
         let versions: Vec<Value> = versions
             .iter()
             .map(|v| {
-                let resources: Vec<Value> =
-                    self.resources.iter().filter(|d| d.group == group && d.version == *v).map(|d| Self::v2_resource(d)).collect();
+                let resources: Vec<Value> = self
+                    .resources
+                    .iter()
+                    .filter(|d| d.group == group && d.version == *v)
+                    .map(|d| Self::v2_resource(d))
+                    .collect();
                 json!({"version": v, "resources": resources, "freshness": "Current"})
             })
             .collect();
@@ -178,9 +205,16 @@ impl ApiSet {
         let items: Vec<Value> = if core {
             vec![self.v2_group("", &["v1"])]
         } else {
-            self.groups().iter().map(|(g, vs)| self.v2_group(g, vs)).collect()
+            self.groups()
+                .iter()
+                .map(|(g, vs)| self.v2_group(g, vs))
+                .collect()
         };
-        let api_version = if beta { "apidiscovery.k8s.io/v2beta1" } else { "apidiscovery.k8s.io/v2" };
+        let api_version = if beta {
+            "apidiscovery.k8s.io/v2beta1"
+        } else {
+            "apidiscovery.k8s.io/v2"
+        };
         json!({"kind": "APIGroupDiscoveryList", "apiVersion": api_version, "metadata": {}, "items": items})
     }
 }
@@ -190,21 +224,33 @@ mod tests {
     use super::*;
 
     fn set() -> ApiSet {
-        ApiSet::new(kcp_api_types::builtin::catalogue().into_iter().map(Arc::new).collect())
+        ApiSet::new(
+            kcp_api_types::builtin::catalogue()
+                .into_iter()
+                .map(Arc::new)
+                .collect(),
+        )
     }
 
     #[test]
     fn legacy_documents() {
         let s = set();
         let core = s.resource_list("", "v1").expect("core");
-        let names: Vec<&str> = core["resources"].as_array().map(|a| a.iter().filter_map(|r| r["name"].as_str()).collect()).unwrap_or_default();
+        let names: Vec<&str> = core["resources"]
+            .as_array()
+            .map(|a| a.iter().filter_map(|r| r["name"].as_str()).collect())
+            .unwrap_or_default();
         assert!(names.contains(&"configmaps"));
         assert!(names.contains(&"namespaces/status"));
         assert!(s.group("rbac.authorization.k8s.io").is_some());
         assert!(s.group("nope.io").is_none());
         assert!(s.resource_list("apps", "v1").is_none());
         let groups = s.group_list();
-        assert!(groups["groups"].as_array().is_some_and(|g| g.iter().any(|x| x["name"] == "core.kcp.io")));
+        assert!(
+            groups["groups"]
+                .as_array()
+                .is_some_and(|g| g.iter().any(|x| x["name"] == "core.kcp.io"))
+        );
     }
 
     #[test]
@@ -220,6 +266,9 @@ mod tests {
         assert_eq!(cm["scope"], "Namespaced");
         assert_eq!(cm["shortNames"], json!(["cm"]));
         let apis = s.aggregated(false, false);
-        assert!(apis["items"].as_array().is_some_and(|i| i.iter().any(|g| g["metadata"]["name"] == "coordination.k8s.io")));
+        assert!(apis["items"].as_array().is_some_and(|i| {
+            i.iter()
+                .any(|g| g["metadata"]["name"] == "coordination.k8s.io")
+        }));
     }
 }

@@ -75,9 +75,18 @@ impl ApiServer {
     pub async fn new(config: ApiServerConfig) -> Result<Arc<ApiServer>, ApiServerError> {
         let cache = WatchCache::start(config.store.clone()).await?;
         let registry = Registry::new(config.store.clone(), cache, config.external_url.clone());
-        let builtins = Arc::new(ApiSet::new(kcp_api_types::builtin::catalogue().into_iter().map(Arc::new).collect()));
+        let builtins = Arc::new(ApiSet::new(
+            kcp_api_types::builtin::catalogue()
+                .into_iter()
+                .map(Arc::new)
+                .collect(),
+        ));
         let openapi = OpenApiDocs::build(&builtins);
-        let server_address = config.external_url.trim_start_matches("https://").trim_start_matches("http://").to_string();
+        let server_address = config
+            .external_url
+            .trim_start_matches("https://")
+            .trim_start_matches("http://")
+            .to_string();
         let (namespaces, queue) = lifecycle::NamespaceFinalizer::new();
         let server = Arc::new(ApiServer {
             config,

@@ -23,7 +23,10 @@ pub struct NamespaceFinalizer {
 }
 
 impl NamespaceFinalizer {
-    pub fn new() -> (NamespaceFinalizer, mpsc::UnboundedReceiver<(String, String)>) {
+    pub fn new() -> (
+        NamespaceFinalizer,
+        mpsc::UnboundedReceiver<(String, String)>,
+    ) {
         let (tx, rx) = mpsc::unbounded_channel();
         (NamespaceFinalizer { tx }, rx)
     }
@@ -47,20 +50,40 @@ fn ignore_exists(result: Result<Written, ApiError>) -> Result<(), ApiError> {
 
 impl ApiServer {
     fn builtin(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
-        self.builtins.resources().iter().find(|d| is(d, group, plural)).cloned()
+        self.builtins
+            .resources()
+            .iter()
+            .find(|d| is(d, group, plural))
+            .cloned()
     }
 
     /// Creates what a fresh shard needs: the `root` logical cluster and its `default` namespace.
     pub(crate) async fn bootstrap(self: &Arc<Self>) -> Result<(), ApiServerError> {
-        let lc = self.builtin("core.kcp.io", "logicalclusters").ok_or_else(|| ApiServerError::Bootstrap("LogicalCluster kind missing".into()))?;
+        let lc = self
+            .builtin("core.kcp.io", "logicalclusters")
+            .ok_or_else(|| ApiServerError::Bootstrap("LogicalCluster kind missing".into()))?;
         let obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
-        ignore_exists(self.registry.create(&lc, ROOT_CLUSTER, None, obj, WriteOptions::default()).await).map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
-        self.ensure_default_namespace(ROOT_CLUSTER).await.map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+        ignore_exists(
+            self.registry
+                .create(&lc, ROOT_CLUSTER, None, obj, WriteOptions::default())
+                .await,
+        )
+        .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+        self.ensure_default_namespace(ROOT_CLUSTER)
+            .await
+            .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
         // Resume namespace deletions interrupted by a restart.
         if let Some(ns_def) = self.builtin("", "namespaces") {
-            let prefix = crate::registry::keyspace(&ns_def).all_clusters().to_string();
+            let prefix = crate::registry::keyspace(&ns_def)
+                .all_clusters()
+                .to_string();
             for ns in self.registry.cache().list(&prefix, None) {
-                if ns.value().ok().and_then(|v| v.pointer("/metadata/deletionTimestamp").cloned()).is_some_and(|t| !t.is_null()) {
+                if ns
+                    .value()
+                    .ok()
+                    .and_then(|v| v.pointer("/metadata/deletionTimestamp").cloned())
+                    .is_some_and(|t| !t.is_null())
+                {
                     self.namespaces.enqueue(&ns.cluster, &ns.name);
                 }
             }
@@ -69,9 +92,15 @@ impl ApiServer {
     }
 
     async fn ensure_default_namespace(&self, cluster: &str) -> Result<(), ApiError> {
-        let Some(ns) = self.builtin("", "namespaces") else { return Ok(()) };
+        let Some(ns) = self.builtin("", "namespaces") else {
+            return Ok(());
+        };
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
-        ignore_exists(self.registry.create(&ns, cluster, None, obj, WriteOptions::default()).await)
+        ignore_exists(
+            self.registry
+                .create(&ns, cluster, None, obj, WriteOptions::default())
+                .await,
+        )
     }
 
     /// Follow-ups of a successful create.
@@ -91,27 +120,93 @@ impl ApiServer {
         }
     }
 
+    /// Finalizes every terminating namespace now, without waiting for the background task (tests).
+    pub async fn finalize_namespaces_now(&self) {
+        let Some(ns_def) = self.builtin("", "namespaces") else {
+            return;
+        };
+        let prefix = crate::registry::keyspace(&ns_def)
+            .all_clusters()
+            .to_string();
+        for _ in 0..10 {
+            let pending: Vec<_> = self
+                .registry
+                .cache()
+                .list(&prefix, None)
+                .into_iter()
+                .filter(|ns| {
+                    ns.value()
+                        .ok()
+                        .and_then(|v| v.pointer("/metadata/deletionTimestamp").cloned())
+                        .is_some_and(|t| !t.is_null())
+                })
+                .collect();
+            if pending.is_empty() {
+                return;
+            }
+            for ns in pending {
+                let _ = self.finalize_namespace(&ns.cluster, &ns.name).await;
+            }
+            let _ = self.registry.cache().wait_fresh().await;
+        }
+    }
+
     /// Deletes everything in a terminating namespace; once it is empty, releases the finalizer.
     /// Returns whether the namespace is done.
     async fn finalize_namespace(&self, cluster: &str, namespace: &str) -> Result<bool, ApiError> {
         let mut remaining = 0usize;
-        for obj in self.registry.cache().objects_in_namespace(cluster, namespace) {
-            let Some(def) = self.builtins.resources().iter().find(|d| obj.key.starts_with(crate::registry::keyspace(d).all_clusters())) else {
+        for obj in self
+            .registry
+            .cache()
+            .objects_in_namespace(cluster, namespace)
+        {
+            let Some(def) = self.builtins.resources().iter().find(|d| {
+                obj.key
+                    .starts_with(crate::registry::keyspace(d).all_clusters())
+            }) else {
                 continue;
             };
             remaining += 1;
-            let at = ObjectRef { cluster, namespace: Some(namespace), name: &obj.name };
-            match self.registry.delete(def, at, &DeleteOptions::default()).await {
+            let at = ObjectRef {
+                cluster,
+                namespace: Some(namespace),
+                name: &obj.name,
+            };
+            match self
+                .registry
+                .delete(def, at, &DeleteOptions::default())
+                .await
+            {
                 Ok(_) => {}
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),
             }
         }
-        if remaining > 0 && !self.registry.cache().objects_in_namespace(cluster, namespace).is_empty() {
+        if remaining > 0
+            && !self
+                .registry
+                .cache()
+                .objects_in_namespace(cluster, namespace)
+                .is_empty()
+        {
             return Ok(false);
         }
-        let Some(ns_def) = self.builtin("", "namespaces") else { return Ok(true) };
-        match self.registry.finalize(&ns_def, ObjectRef { cluster, namespace: None, name: namespace }, NAMESPACE_FINALIZER).await {
+        let Some(ns_def) = self.builtin("", "namespaces") else {
+            return Ok(true);
+        };
+        match self
+            .registry
+            .finalize(
+                &ns_def,
+                ObjectRef {
+                    cluster,
+                    namespace: None,
+                    name: namespace,
+                },
+                NAMESPACE_FINALIZER,
+            )
+            .await
+        {
             Ok(_) => Ok(true),
             Err(e) if e.code == 404 => Ok(true),
             Err(e) => Err(e),
@@ -121,7 +216,10 @@ impl ApiServer {
 
 /// Runs namespace finalization until the server shuts down; namespaces still holding objects with
 /// finalizers of their own are retried every second.
-pub fn spawn_namespace_finalizer(server: Arc<ApiServer>, mut rx: mpsc::UnboundedReceiver<(String, String)>) {
+pub fn spawn_namespace_finalizer(
+    server: Arc<ApiServer>,
+    mut rx: mpsc::UnboundedReceiver<(String, String)>,
+) {
     let weak = Arc::downgrade(&server);
     let shutdown = server.shutdown.clone();
     drop(server);
@@ -131,7 +229,9 @@ pub fn spawn_namespace_finalizer(server: Arc<ApiServer>, mut rx: mpsc::Unbounded
                 n = rx.recv() => n,
                 _ = shutdown.cancelled() => None,
             };
-            let Some((cluster, namespace)) = next else { return };
+            let Some((cluster, namespace)) = next else {
+                return;
+            };
             let Some(server) = weak.upgrade() else { return };
             let done = match server.finalize_namespace(&cluster, &namespace).await {
                 Ok(done) => done,

@@ -17,34 +17,47 @@ pub struct OpenApiDocs {
 impl OpenApiDocs {
     pub fn build(set: &ApiSet) -> OpenApiDocs {
         let mut by_gv: HashMap<(String, String), Vec<OpenApiResource>> = HashMap::new();
-        for d in set.resources().iter().filter(|d| d.is_stored() || !d.schema_name.is_empty()) {
+        for d in set
+            .resources()
+            .iter()
+            .filter(|d| d.is_stored() || !d.schema_name.is_empty())
+        {
             let mut subresources = Vec::new();
             if d.status_subresource {
                 subresources.push("status".to_string());
             }
-            by_gv.entry((d.group.clone(), d.version.clone())).or_default().push(OpenApiResource {
-                group: d.group.clone(),
-                version: d.version.clone(),
-                kind: d.kind.clone(),
-                plural: d.plural.clone(),
-                namespaced: d.namespaced,
-                verbs: d.verbs.clone(),
-                subresources,
-                schema_name: d.schema_name.clone(),
-            });
+            by_gv
+                .entry((d.group.clone(), d.version.clone()))
+                .or_default()
+                .push(OpenApiResource {
+                    group: d.group.clone(),
+                    version: d.version.clone(),
+                    kind: d.kind.clone(),
+                    plural: d.plural.clone(),
+                    namespaced: d.namespaced,
+                    verbs: d.verbs.clone(),
+                    subresources,
+                    schema_name: d.schema_name.clone(),
+                });
         }
         let mut docs = HashMap::new();
         let mut index = Vec::new();
         for ((group, version), resources) in by_gv {
             let doc = kcp_schema::v3_group_version(&resources);
             let hash = kcp_schema::hash(&doc);
-            index.push((kcp_schema::openapi::group_version_path(&group, &version), hash));
+            index.push((
+                kcp_schema::openapi::group_version_path(&group, &version),
+                hash,
+            ));
             if let Ok(bytes) = serde_json::to_vec(&doc) {
                 docs.insert((group, version), Bytes::from(bytes));
             }
         }
         index.sort();
-        OpenApiDocs { root: kcp_schema::v3_root(&index), docs }
+        OpenApiDocs {
+            root: kcp_schema::v3_root(&index),
+            docs,
+        }
     }
 
     pub fn root(&self) -> Value {
@@ -52,6 +65,8 @@ impl OpenApiDocs {
     }
 
     pub fn group_version(&self, group: &str, version: &str) -> Option<Bytes> {
-        self.docs.get(&(group.to_string(), version.to_string())).cloned()
+        self.docs
+            .get(&(group.to_string(), version.to_string()))
+            .cloned()
     }
 }

@@ -10,17 +10,28 @@ pub struct Query {
 impl Query {
     pub fn parse(raw: Option<&str>) -> Query {
         let pairs = raw
-            .map(|q| form_urlencoded::parse(q.as_bytes()).filter(|(k, _)| !k.is_empty()).map(|(k, v)| (k.into_owned(), v.into_owned())).collect())
+            .map(|q| {
+                form_urlencoded::parse(q.as_bytes())
+                    .filter(|(k, _)| !k.is_empty())
+                    .map(|(k, v)| (k.into_owned(), v.into_owned()))
+                    .collect()
+            })
             .unwrap_or_default();
         Query { pairs }
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {
-        self.pairs.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.pairs
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     pub fn all(&self, key: &str) -> impl Iterator<Item = &str> {
-        self.pairs.iter().filter(move |(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.pairs
+            .iter()
+            .filter(move |(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 
     /// Kubernetes' boolean query values: `true`/`1` (and a bare key) are true.
@@ -29,14 +40,18 @@ impl Query {
             None => Ok(false),
             Some("" | "true" | "1" | "True") => Ok(true),
             Some("false" | "0" | "False") => Ok(false),
-            Some(other) => Err(ApiError::bad_request(format!("{key}: invalid boolean value {other:?}"))),
+            Some(other) => Err(ApiError::bad_request(format!(
+                "{key}: invalid boolean value {other:?}"
+            ))),
         }
     }
 
     pub fn number(&self, key: &str) -> Result<Option<i64>, ApiError> {
         match self.get(key).filter(|v| !v.is_empty()) {
             None => Ok(None),
-            Some(v) => v.parse::<i64>().map(Some).map_err(|_| ApiError::bad_request(format!("{key}: invalid value {v:?}: must be an integer"))),
+            Some(v) => v.parse::<i64>().map(Some).map_err(|_| {
+                ApiError::bad_request(format!("{key}: invalid value {v:?}: must be an integer"))
+            }),
         }
     }
 
@@ -48,7 +63,9 @@ impl Query {
                 "All" => dry = true,
                 "" => {}
                 other => {
-                    return Err(ApiError::bad_request(format!("dryRun: Unsupported value: {other:?}: supported values: \"All\"")));
+                    return Err(ApiError::bad_request(format!(
+                        "dryRun: Unsupported value: {other:?}: supported values: \"All\""
+                    )));
                 }
             }
         }

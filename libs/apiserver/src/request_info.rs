@@ -48,11 +48,17 @@ pub enum Target {
     /// `/apis/<group>`
     Group(String),
     /// `/api/v1` or `/apis/<group>/<version>`
-    GroupVersion { group: String, version: String },
+    GroupVersion {
+        group: String,
+        version: String,
+    },
     /// `/openapi/v3`
     OpenApiV3Root,
     /// `/openapi/v3/<api/v1 | apis/g/v>`
-    OpenApiV3 { group: String, version: String },
+    OpenApiV3 {
+        group: String,
+        version: String,
+    },
     /// `/openapi/v2`
     OpenApiV2,
     Version,
@@ -87,7 +93,15 @@ pub fn parse(method: &Method, path: &str, hints: VerbHints) -> RequestInfo {
     let trimmed = rest.trim_end_matches('/');
     let segments: Vec<&str> = trimmed.split('/').filter(|s| !s.is_empty()).collect();
     let target = classify(method, &segments, &hints);
-    RequestInfo { cluster, target, path: if rest.is_empty() { "/".to_string() } else { rest.to_string() } }
+    RequestInfo {
+        cluster,
+        target,
+        path: if rest.is_empty() {
+            "/".to_string()
+        } else {
+            rest.to_string()
+        },
+    }
 }
 
 fn split_cluster(path: &str) -> (ClusterTarget, &str) {
@@ -97,7 +111,11 @@ fn split_cluster(path: &str) -> (ClusterTarget, &str) {
             None => (after, ""),
         };
         // kubectl sends `*` percent-encoded.
-        let target = if name == "*" || name.eq_ignore_ascii_case("%2A") { ClusterTarget::Wildcard } else { ClusterTarget::Name(name.to_string()) };
+        let target = if name == "*" || name.eq_ignore_ascii_case("%2A") {
+            ClusterTarget::Wildcard
+        } else {
+            ClusterTarget::Name(name.to_string())
+        };
         return (target, rest);
     }
     (ClusterTarget::None, path)
@@ -110,22 +128,38 @@ fn classify(method: &Method, seg: &[&str], hints: &VerbHints) -> Target {
         [h, ..] if matches!(*h, "healthz" | "livez" | "readyz") => Target::Health(seg.join("/")),
         ["openapi", "v2"] => Target::OpenApiV2,
         ["openapi", "v3"] => Target::OpenApiV3Root,
-        ["openapi", "v3", "api", version] => Target::OpenApiV3 { group: String::new(), version: version.to_string() },
-        ["openapi", "v3", "apis", group, version] => {
-            Target::OpenApiV3 { group: group.to_string(), version: version.to_string() }
-        }
+        ["openapi", "v3", "api", version] => Target::OpenApiV3 {
+            group: String::new(),
+            version: version.to_string(),
+        },
+        ["openapi", "v3", "apis", group, version] => Target::OpenApiV3 {
+            group: group.to_string(),
+            version: version.to_string(),
+        },
         ["api"] => Target::CoreVersions,
-        ["api", version] => Target::GroupVersion { group: String::new(), version: version.to_string() },
+        ["api", version] => Target::GroupVersion {
+            group: String::new(),
+            version: version.to_string(),
+        },
         ["api", version, rest @ ..] => resource(method, "", version, rest, hints),
         ["apis"] => Target::Groups,
         ["apis", group] => Target::Group(group.to_string()),
-        ["apis", group, version] => Target::GroupVersion { group: group.to_string(), version: version.to_string() },
+        ["apis", group, version] => Target::GroupVersion {
+            group: group.to_string(),
+            version: version.to_string(),
+        },
         ["apis", group, version, rest @ ..] => resource(method, group, version, rest, hints),
         _ => Target::Unknown,
     }
 }
 
-fn resource(method: &Method, group: &str, version: &str, rest: &[&str], hints: &VerbHints) -> Target {
+fn resource(
+    method: &Method,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+    hints: &VerbHints,
+) -> Target {
     let mut watch = hints.watch;
     let mut rest = rest;
     // The deprecated `/watch/` path prefix means the same as `?watch=true`.
@@ -135,7 +169,12 @@ fn resource(method: &Method, group: &str, version: &str, rest: &[&str], hints: &
     }
     let (namespace, parts): (Option<&str>, &[&str]) = match rest {
         // `namespaces/<ns>/<resource>...` is namespaced; `namespaces[/<name>[/<sub>]]` is the namespace itself.
-        ["namespaces", ns, tail @ ..] if !tail.is_empty() => (Some(ns), tail),
+        // ...except `namespaces/<name>/status|finalize`, the Namespace's own subresources.
+        ["namespaces", ns, tail @ ..]
+            if !tail.is_empty() && !matches!(tail, ["status" | "finalize"]) =>
+        {
+            (Some(ns), tail)
+        }
         other => (None, other),
     };
     let (resource, name, subresource) = match parts {
@@ -183,45 +222,104 @@ mod tests {
 
     #[test]
     fn cluster_prefix() {
-        let i = p(Method::GET, "/clusters/root/api/v1/namespaces/default/configmaps");
+        let i = p(
+            Method::GET,
+            "/clusters/root/api/v1/namespaces/default/configmaps",
+        );
         assert_eq!(i.cluster, ClusterTarget::Name("root".into()));
         let r = res(&i);
-        assert_eq!((r.verb.as_str(), r.namespace.as_deref(), r.resource.as_str()), ("list", Some("default"), "configmaps"));
-        assert_eq!(p(Method::GET, "/clusters/*/api/v1/configmaps").cluster, ClusterTarget::Wildcard);
-        assert_eq!(p(Method::GET, "/clusters/%2A/api/v1/configmaps").cluster, ClusterTarget::Wildcard);
+        assert_eq!(
+            (r.verb.as_str(), r.namespace.as_deref(), r.resource.as_str()),
+            ("list", Some("default"), "configmaps")
+        );
+        assert_eq!(
+            p(Method::GET, "/clusters/*/api/v1/configmaps").cluster,
+            ClusterTarget::Wildcard
+        );
+        assert_eq!(
+            p(Method::GET, "/clusters/%2A/api/v1/configmaps").cluster,
+            ClusterTarget::Wildcard
+        );
         assert_eq!(p(Method::GET, "/healthz").cluster, ClusterTarget::None);
-        assert_eq!(p(Method::GET, "/clusters/root/version/").target, Target::Version);
+        assert_eq!(
+            p(Method::GET, "/clusters/root/version/").target,
+            Target::Version
+        );
     }
 
     #[test]
     fn namespaces_themselves() {
         let i = p(Method::GET, "/clusters/root/api/v1/namespaces/default");
         let r = res(&i);
-        assert_eq!((r.verb.as_str(), r.resource.as_str(), r.name.as_deref(), r.namespace.as_deref()), ("get", "namespaces", Some("default"), None));
-        let i = p(Method::PUT, "/clusters/root/api/v1/namespaces/default/status");
+        assert_eq!(
+            (
+                r.verb.as_str(),
+                r.resource.as_str(),
+                r.name.as_deref(),
+                r.namespace.as_deref()
+            ),
+            ("get", "namespaces", Some("default"), None)
+        );
+        let i = p(
+            Method::PUT,
+            "/clusters/root/api/v1/namespaces/default/status",
+        );
         let r = res(&i);
-        assert_eq!((r.verb.as_str(), r.subresource.as_deref(), r.namespace.as_deref()), ("update", Some("status"), None));
-        let i = p(Method::DELETE, "/clusters/root/api/v1/namespaces/x/configmaps");
+        assert_eq!(
+            (
+                r.verb.as_str(),
+                r.subresource.as_deref(),
+                r.namespace.as_deref()
+            ),
+            ("update", Some("status"), None)
+        );
+        let i = p(
+            Method::DELETE,
+            "/clusters/root/api/v1/namespaces/x/configmaps",
+        );
         assert_eq!(res(&i).verb, "deletecollection");
     }
 
     #[test]
     fn discovery_and_openapi() {
-        assert_eq!(p(Method::GET, "/clusters/root/api/").target, Target::CoreVersions);
-        assert_eq!(p(Method::GET, "/clusters/root/apis").target, Target::Groups);
-        assert_eq!(p(Method::GET, "/clusters/root/apis/rbac.authorization.k8s.io").target, Target::Group("rbac.authorization.k8s.io".into()));
         assert_eq!(
-            p(Method::GET, "/clusters/root/openapi/v3/apis/coordination.k8s.io/v1").target,
-            Target::OpenApiV3 { group: "coordination.k8s.io".into(), version: "v1".into() }
+            p(Method::GET, "/clusters/root/api/").target,
+            Target::CoreVersions
         );
-        assert_eq!(p(Method::GET, "/clusters/root/nonsense").target, Target::Unknown);
+        assert_eq!(p(Method::GET, "/clusters/root/apis").target, Target::Groups);
+        assert_eq!(
+            p(Method::GET, "/clusters/root/apis/rbac.authorization.k8s.io").target,
+            Target::Group("rbac.authorization.k8s.io".into())
+        );
+        assert_eq!(
+            p(
+                Method::GET,
+                "/clusters/root/openapi/v3/apis/coordination.k8s.io/v1"
+            )
+            .target,
+            Target::OpenApiV3 {
+                group: "coordination.k8s.io".into(),
+                version: "v1".into()
+            }
+        );
+        assert_eq!(
+            p(Method::GET, "/clusters/root/nonsense").target,
+            Target::Unknown
+        );
     }
 
     #[test]
     fn watch_forms() {
-        let i = parse(&Method::GET, "/clusters/root/api/v1/configmaps", VerbHints { watch: true });
+        let i = parse(
+            &Method::GET,
+            "/clusters/root/api/v1/configmaps",
+            VerbHints { watch: true },
+        );
         assert_eq!(res(&i).verb, "watch");
-        let i = p(Method::GET, "/clusters/root/api/v1/watch/namespaces/default/configmaps");
+        let i = p(
+            Method::GET,
+            "/clusters/root/api/v1/watch/namespaces/default/configmaps",
+        );
         assert_eq!(res(&i).verb, "watch");
         assert_eq!(res(&i).namespace.as_deref(), Some("default"));
     }

@@ -11,14 +11,24 @@ use serde_json::Value;
 use crate::Body;
 
 pub fn full(bytes: impl Into<Bytes>) -> Body {
-    Full::new(bytes.into()).map_err(|never: Infallible| match never {}).boxed_unsync()
+    Full::new(bytes.into())
+        .map_err(|never: Infallible| match never {})
+        .boxed_unsync()
 }
 
-pub fn bytes_response(code: StatusCode, content_type: &'static str, bytes: impl Into<Bytes>) -> Response<Body> {
+pub fn bytes_response(
+    code: StatusCode,
+    content_type: &'static str,
+    bytes: impl Into<Bytes>,
+) -> Response<Body> {
     let mut resp = Response::new(full(bytes));
     *resp.status_mut() = code;
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
-    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(content_type));
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
     resp
 }
 
@@ -51,7 +61,7 @@ pub fn error(err: &ApiError) -> Response<Body> {
         Ok(bytes) => json_bytes(code, bytes),
         Err(_) => text(StatusCode::INTERNAL_SERVER_ERROR, "internal error"),
     };
-    if let Some(secs) = err.retry_after_seconds
+    if let Some(secs) = err.details.retry_after_seconds
         && let Ok(v) = HeaderValue::from_str(&secs.to_string())
     {
         resp.headers_mut().insert(header::RETRY_AFTER, v);

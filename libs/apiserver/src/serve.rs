@@ -20,6 +20,7 @@ use rustls::{RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::TcpListener;
+use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
 
@@ -132,11 +133,22 @@ where
     let acceptor = TlsAcceptor::from(tls);
     let builder = http_builder();
     let graceful = GracefulShutdown::new();
+    // Owning the connection tasks lets shutdown really drop the ones that outlive the grace period.
+    let mut connections = JoinSet::new();
 
     loop {
         let (tcp, remote_addr) = tokio::select! {
             biased;
             _ = shutdown.cancelled() => break,
+            // Reap finished connections so the set does not grow with every connection ever served.
+            Some(done) = connections.join_next(), if !connections.is_empty() => {
+                if let Err(err) = done
+                    && err.is_panic()
+                {
+                    tracing::error!(error = %err, "a connection task panicked");
+                }
+                continue;
+            }
             accepted = listener.accept() => match accepted {
                 Ok(accepted) => accepted,
                 Err(err) => {
@@ -156,7 +168,7 @@ where
         let shutdown = shutdown.clone();
         // Taken before the handshake so that shutdown also waits for connections still handshaking.
         let watcher = graceful.watcher();
-        tokio::spawn(async move {
+        connections.spawn(async move {
             let handshake = tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp));
             let tls = tokio::select! {
                 _ = shutdown.cancelled() => return,
@@ -198,8 +210,9 @@ where
         .await
         .is_err()
     {
-        tracing::warn!(grace = ?SHUTDOWN_GRACE, "connections still open after the shutdown grace period; dropping them");
+        tracing::warn!(grace = ?SHUTDOWN_GRACE, open = connections.len(), "connections still open after the shutdown grace period; dropping them");
     }
+    connections.shutdown().await;
     Ok(())
 }
 

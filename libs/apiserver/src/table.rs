@@ -37,9 +37,15 @@ fn path_value(obj: &Value, path: &str) -> Value {
 
 fn cell(column: &Column, obj: &Value) -> Value {
     match &column.value {
-        ColumnValue::Name => obj.pointer("/metadata/name").cloned().unwrap_or(Value::Null),
+        ColumnValue::Name => obj
+            .pointer("/metadata/name")
+            .cloned()
+            .unwrap_or(Value::Null),
         ColumnValue::Age => {
-            let ts = obj.pointer("/metadata/creationTimestamp").and_then(Value::as_str).unwrap_or_default();
+            let ts = obj
+                .pointer("/metadata/creationTimestamp")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
             json!(kcp_api_types::builtin::age_since(ts))
         }
         ColumnValue::Path(p) => match path_value(obj, p) {
@@ -76,7 +82,12 @@ fn row(def: &ResourceDef, obj: &Value, include: IncludeObject) -> Value {
 }
 
 /// A Table of `objects`; `list_meta` becomes the table's metadata (resourceVersion, continue).
-pub fn table(def: &ResourceDef, objects: &[Value], list_meta: Value, include: IncludeObject) -> Value {
+pub fn table(
+    def: &ResourceDef,
+    objects: &[Value],
+    list_meta: Value,
+    include: IncludeObject,
+) -> Value {
     let columns: Vec<Value> = def
         .columns
         .iter()

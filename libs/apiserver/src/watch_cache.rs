@@ -95,7 +95,10 @@ pub struct Scope {
 impl Scope {
     fn matches(&self, obj: &CachedObject) -> bool {
         self.cluster.as_deref().is_none_or(|c| c == obj.cluster)
-            && self.namespace.as_deref().is_none_or(|n| Some(n) == obj.namespace.as_deref())
+            && self
+                .namespace
+                .as_deref()
+                .is_none_or(|n| Some(n) == obj.namespace.as_deref())
     }
 }
 
@@ -129,16 +132,26 @@ pub struct Subscription {
 
 impl Drop for Subscription {
     fn drop(&mut self) {
-        self.cache.state.write().watchers.retain(|w| w.id != self.id);
+        self.cache
+            .state
+            .write()
+            .watchers
+            .retain(|w| w.id != self.id);
     }
 }
 
 #[derive(Debug, thiserror::Error)]
 pub enum CacheError {
     #[error("too old resource version: {requested} ({oldest})")]
-    TooOld { requested: Revision, oldest: Revision },
+    TooOld {
+        requested: Revision,
+        oldest: Revision,
+    },
     #[error("Too large resource version: {requested}, current: {current}")]
-    TooNew { requested: Revision, current: Revision },
+    TooNew {
+        requested: Revision,
+        current: Revision,
+    },
     #[error("the watch cache is not running")]
     Stopped,
 }
@@ -177,7 +190,10 @@ fn key_parts(key: &str) -> Option<(String, Option<String>, String)> {
 pub fn decorate(stored: &[u8], revision: Revision) -> Option<(Value, Bytes)> {
     let mut value: Value = serde_json::from_slice(stored).ok()?;
     if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert("resourceVersion".into(), Value::String(revision.to_string()));
+        meta.insert(
+            "resourceVersion".into(),
+            Value::String(revision.to_string()),
+        );
     }
     let bytes = serde_json::to_vec(&value).ok()?;
     Some((value, Bytes::from(bytes)))
@@ -187,14 +203,26 @@ fn labels_of(value: &Value) -> Vec<(String, String)> {
     value
         .pointer("/metadata/labels")
         .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 fn cached(key: &str, stored: &[u8], revision: Revision) -> Option<CachedObject> {
     let (cluster, namespace, name) = key_parts(key)?;
     let (value, json) = decorate(stored, revision)?;
-    Some(CachedObject { key: key.to_string(), cluster, namespace, name, revision, labels: labels_of(&value), json })
+    Some(CachedObject {
+        key: key.to_string(),
+        cluster,
+        namespace,
+        name,
+        revision,
+        labels: labels_of(&value),
+        json,
+    })
 }
 
 impl WatchCache {
@@ -223,12 +251,23 @@ impl WatchCache {
         let mut start_after = None;
         loop {
             let page = store
-                .range(kcp_store::RangeRequest { prefix: "/".to_string(), start_after: start_after.clone(), limit: 1000, revision: Some(revision) })
+                .range(kcp_store::RangeRequest {
+                    prefix: "/".to_string(),
+                    start_after: start_after.clone(),
+                    limit: 1000,
+                    revision: Some(revision),
+                })
                 .await?;
             for kv in &page.kvs {
-                match (resource_prefix(&kv.key), cached(&kv.key, &kv.value, kv.mod_revision)) {
+                match (
+                    resource_prefix(&kv.key),
+                    cached(&kv.key, &kv.value, kv.mod_revision),
+                ) {
                     (Some(prefix), Some(obj)) => {
-                        fresh.entry(prefix.to_string()).or_default().insert(kv.key.clone(), Arc::new(obj));
+                        fresh
+                            .entry(prefix.to_string())
+                            .or_default()
+                            .insert(kv.key.clone(), Arc::new(obj));
                     }
                     _ => tracing::warn!(key = %kv.key, "skipping unreadable stored object"),
                 }
@@ -249,8 +288,17 @@ impl WatchCache {
             st.objects = fresh.remove(prefix).unwrap_or_default();
         }
         for (prefix, objects) in fresh {
-            let state = ResourceState { objects, history_start: revision, ..Default::default() };
-            resources.insert(prefix, Arc::new(ResourceCache { state: RwLock::new(state) }));
+            let state = ResourceState {
+                objects,
+                history_start: revision,
+                ..Default::default()
+            };
+            resources.insert(
+                prefix,
+                Arc::new(ResourceCache {
+                    state: RwLock::new(state),
+                }),
+            );
         }
         drop(resources);
         if revision > self.revision.load(Ordering::Acquire) {
@@ -268,7 +316,14 @@ impl WatchCache {
         self.resources
             .write()
             .entry(prefix.to_string())
-            .or_insert_with(|| Arc::new(ResourceCache { state: RwLock::new(ResourceState { history_start: start, ..Default::default() }) }))
+            .or_insert_with(|| {
+                Arc::new(ResourceCache {
+                    state: RwLock::new(ResourceState {
+                        history_start: start,
+                        ..Default::default()
+                    }),
+                })
+            })
             .clone()
     }
 
@@ -305,7 +360,9 @@ impl WatchCache {
 
     fn apply(&self, resp: WatchResponse) {
         for ev in resp.events {
-            let Some(prefix) = resource_prefix(&ev.kv.key) else { continue };
+            let Some(prefix) = resource_prefix(&ev.kv.key) else {
+                continue;
+            };
             let rc = self.resource(prefix);
             let mut st = rc.state.write();
             let prev = st.objects.get(&ev.kv.key).cloned();
@@ -317,14 +374,25 @@ impl WatchCache {
                     };
                     let obj = Arc::new(obj);
                     st.objects.insert(ev.kv.key.clone(), obj.clone());
-                    let kind = if prev.is_some() { CacheEventType::Modified } else { CacheEventType::Added };
-                    CacheEvent { kind, revision: ev.kv.mod_revision, object: obj, prev }
+                    let kind = if prev.is_some() {
+                        CacheEventType::Modified
+                    } else {
+                        CacheEventType::Added
+                    };
+                    CacheEvent {
+                        kind,
+                        revision: ev.kv.mod_revision,
+                        object: obj,
+                        prev,
+                    }
                 }
                 EventKind::Delete => {
                     st.objects.remove(&ev.kv.key);
                     let Some(last) = prev.clone() else { continue };
                     let deleted_rev = ev.kv.mod_revision;
-                    let Some((value, json)) = decorate(&last.json, deleted_rev) else { continue };
+                    let Some((value, json)) = decorate(&last.json, deleted_rev) else {
+                        continue;
+                    };
                     let obj = Arc::new(CachedObject {
                         key: last.key.clone(),
                         cluster: last.cluster.clone(),
@@ -334,7 +402,12 @@ impl WatchCache {
                         labels: labels_of(&value),
                         json,
                     });
-                    CacheEvent { kind: CacheEventType::Deleted, revision: deleted_rev, object: obj, prev }
+                    CacheEvent {
+                        kind: CacheEventType::Deleted,
+                        revision: deleted_rev,
+                        object: obj,
+                        prev,
+                    }
                 }
             };
             let event = Arc::new(event);
@@ -384,7 +457,10 @@ impl WatchCache {
         match tokio::time::timeout(Duration::from_secs(3), wait).await {
             Ok(Ok(r)) => Ok(*r),
             Ok(Err(_)) => Err(CacheError::Stopped),
-            Err(_) => Err(CacheError::TooNew { requested: revision, current: self.revision() }),
+            Err(_) => Err(CacheError::TooNew {
+                requested: revision,
+                current: self.revision(),
+            }),
         }
     }
 
@@ -398,10 +474,18 @@ impl WatchCache {
     /// Objects whose keys start with `prefix` (which must lie inside one resource), in key order,
     /// strictly after `start_after`.
     pub fn list(&self, prefix: &str, start_after: Option<&str>) -> Vec<Arc<CachedObject>> {
-        let Some(rp) = resource_prefix(prefix).or_else(|| if prefix.matches('/').count() == 4 { Some(prefix) } else { None }) else {
+        let Some(rp) = resource_prefix(prefix).or_else(|| {
+            if prefix.matches('/').count() == 4 {
+                Some(prefix)
+            } else {
+                None
+            }
+        }) else {
             return Vec::new();
         };
-        let Some(rc) = self.resources.read().get(rp).cloned() else { return Vec::new() };
+        let Some(rc) = self.resources.read().get(rp).cloned() else {
+            return Vec::new();
+        };
         let st = rc.state.read();
         let lower = match start_after {
             Some(k) if k >= prefix => std::ops::Bound::Excluded(k.to_string()),
@@ -416,21 +500,39 @@ impl WatchCache {
 
     /// Registers a watcher on one resource. With `after = Some(rev)`, events after `rev` are replayed
     /// first (410 if that history is gone); with `None` only live events follow.
-    pub fn subscribe(&self, resource_prefix: &str, scope: Scope, after: Option<Revision>) -> Result<Subscription, CacheError> {
+    pub fn subscribe(
+        &self,
+        resource_prefix: &str,
+        scope: Scope,
+        after: Option<Revision>,
+    ) -> Result<Subscription, CacheError> {
         let rc = self.resource(resource_prefix);
         let mut st = rc.state.write();
         let mut backlog = Vec::new();
         if let Some(after) = after {
             if after < st.history_start {
-                return Err(CacheError::TooOld { requested: after, oldest: st.history_start });
+                return Err(CacheError::TooOld {
+                    requested: after,
+                    oldest: st.history_start,
+                });
             }
-            backlog = st.history.iter().filter(|e| e.revision > after && scope.matches(&e.object)).cloned().collect();
+            backlog = st
+                .history
+                .iter()
+                .filter(|e| e.revision > after && scope.matches(&e.object))
+                .cloned()
+                .collect();
         }
         let (tx, rx) = mpsc::channel(WATCHER_QUEUE);
         let id = self.next_watcher.fetch_add(1, Ordering::Relaxed);
         st.watchers.push(Watcher { id, scope, tx });
         drop(st);
-        Ok(Subscription { backlog, rx, id, cache: rc })
+        Ok(Subscription {
+            backlog,
+            rx,
+            id,
+            cache: rc,
+        })
     }
 
     /// Every `(cluster, namespace)`-scoped object of every resource, for namespace deletion.
@@ -458,7 +560,11 @@ impl WatchCache {
 
     /// Number of objects cached, for metrics and benchmarks.
     pub fn object_count(&self) -> usize {
-        self.resources.read().values().map(|rc| rc.state.read().objects.len()).sum()
+        self.resources
+            .read()
+            .values()
+            .map(|rc| rc.state.read().objects.len())
+            .sum()
     }
 }
 
@@ -468,9 +574,18 @@ mod tests {
 
     #[test]
     fn prefixes_and_parts() {
-        assert_eq!(resource_prefix("/core/configmaps/local/root/default/a"), Some("/core/configmaps/local/"));
-        assert_eq!(key_parts("/core/configmaps/local/root/default/a"), Some(("root".into(), Some("default".into()), "a".into())));
-        assert_eq!(key_parts("/core/namespaces/local/root/a"), Some(("root".into(), None, "a".into())));
+        assert_eq!(
+            resource_prefix("/core/configmaps/local/root/default/a"),
+            Some("/core/configmaps/local/")
+        );
+        assert_eq!(
+            key_parts("/core/configmaps/local/root/default/a"),
+            Some(("root".into(), Some("default".into()), "a".into()))
+        );
+        assert_eq!(
+            key_parts("/core/namespaces/local/root/a"),
+            Some(("root".into(), None, "a".into()))
+        );
         assert_eq!(resource_prefix("/core"), None);
     }
 
@@ -478,6 +593,10 @@ mod tests {
     fn decorate_sets_resource_version() {
         let (v, bytes) = decorate(br#"{"metadata":{"name":"a"}}"#, 7).expect("decorates");
         assert_eq!(v["metadata"]["resourceVersion"], "7");
-        assert!(std::str::from_utf8(&bytes).unwrap_or_default().contains("\"resourceVersion\":\"7\""));
+        assert!(
+            std::str::from_utf8(&bytes)
+                .unwrap_or_default()
+                .contains("\"resourceVersion\":\"7\"")
+        );
     }
 }

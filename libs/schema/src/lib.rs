@@ -1,1 +1,23 @@
 //! kcp-schema: OpenAPI v3 structural schemas.
+//!
+//! * [`structural`]: the compiled schema graph ([`Schema`]) shared by built-in kinds and CRDs;
+//! * [`builtin`]: schemas of the built-in kinds, generated from k8s-openapi;
+//! * [`validate`]: `fieldValidation` checks (unknown and duplicate fields) and type errors;
+//! * [`openapi`]: the `/openapi/v3` documents kube-apiserver serves.
+
+pub mod builtin;
+mod error;
+pub mod logical_cluster;
+pub mod openapi;
+pub mod structural;
+pub mod validate;
+
+pub use builtin::{BuiltinKind, builtin_kinds, builtin_schema};
+pub use error::SchemaError;
+pub use openapi::{OpenApiResource, hash, v3_group_version, v3_root};
+pub use structural::{
+    AdditionalProperties, CompileOptions, Schema, SchemaNode, SchemaSet, SchemaType,
+};
+pub use validate::{
+    FieldCause, FieldValidation, duplicate_fields, prune, type_errors, unknown_fields,
+};

@@ -8,11 +8,25 @@ const NAME_DESCRIPTION: &str = "Name must be unique within a namespace. Is requi
 const CREATED_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing the server time when this object was created. It is not guaranteed to be set in happens-before order across separate operations. Clients may not set this value. It is represented in RFC3339 form and is in UTC.\n\nPopulated by the system. Read-only. Null for lists. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata";
 
 pub fn name_column() -> Column {
-    Column { name: "Name", type_: "string", format: "name", description: NAME_DESCRIPTION, priority: 0, value: ColumnValue::Name }
+    Column {
+        name: "Name",
+        type_: "string",
+        format: "name",
+        description: NAME_DESCRIPTION,
+        priority: 0,
+        value: ColumnValue::Name,
+    }
 }
 
 pub fn age_column() -> Column {
-    Column { name: "Age", type_: "string", format: "", description: CREATED_DESCRIPTION, priority: 0, value: ColumnValue::Age }
+    Column {
+        name: "Age",
+        type_: "string",
+        format: "",
+        description: CREATED_DESCRIPTION,
+        priority: 0,
+        value: ColumnValue::Age,
+    }
 }
 
 /// The default table of kinds without a printer of their own: the creation time as a date.
@@ -28,7 +42,14 @@ pub fn created_at_column() -> Column {
 }
 
 pub fn path_column(name: &'static str, description: &'static str, path: &'static str) -> Column {
-    Column { name, type_: "string", format: "", description, priority: 0, value: ColumnValue::Path(path) }
+    Column {
+        name,
+        type_: "string",
+        format: "",
+        description,
+        priority: 0,
+        value: ColumnValue::Path(path),
+    }
 }
 
 fn len_of(v: Option<&Value>) -> usize {
@@ -46,7 +67,14 @@ pub fn count_column(name: &'static str, pointer: &'static str) -> Column {
         "/secrets" => |o| json!(len_of(o.get("secrets"))),
         _ => |_| json!(0),
     };
-    Column { name, type_: "integer", format: "", description: "", priority: 0, value: ColumnValue::Computed(value) }
+    Column {
+        name,
+        type_: "integer",
+        format: "",
+        description: "",
+        priority: 0,
+        value: ColumnValue::Computed(value),
+    }
 }
 
 pub fn configmap_data_column() -> Column {
@@ -56,7 +84,9 @@ pub fn configmap_data_column() -> Column {
         format: "",
         description: "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'.",
         priority: 0,
-        value: ColumnValue::Computed(|o| json!(len_of(o.get("data")) + len_of(o.get("binaryData")))),
+        value: ColumnValue::Computed(|o| {
+            json!(len_of(o.get("data")) + len_of(o.get("binaryData")))
+        }),
     }
 }
 
@@ -72,7 +102,9 @@ pub fn secret_data_column() -> Column {
 }
 
 fn str_of<'a>(o: &'a Value, pointer: &str) -> &'a str {
-    o.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    o.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 pub fn event_columns() -> Vec<Column> {
@@ -84,15 +116,34 @@ pub fn event_columns() -> Vec<Column> {
             description: "Time when last this event was observed",
             priority: 0,
             value: ColumnValue::Computed(|o| {
-                let ts = [str_of(o, "/lastTimestamp"), str_of(o, "/eventTime"), str_of(o, "/deprecatedLastTimestamp"), str_of(o, "/metadata/creationTimestamp")]
-                    .into_iter()
-                    .find(|s| !s.is_empty())
-                    .unwrap_or_default();
+                let ts = [
+                    str_of(o, "/lastTimestamp"),
+                    str_of(o, "/eventTime"),
+                    str_of(o, "/deprecatedLastTimestamp"),
+                    str_of(o, "/metadata/creationTimestamp"),
+                ]
+                .into_iter()
+                .find(|s| !s.is_empty())
+                .unwrap_or_default();
                 json!(crate::builtin::columns::age_since(ts))
             }),
         },
-        Column { name: "Type", type_: "string", format: "", description: "Type of this event (Normal, Warning)", priority: 0, value: ColumnValue::Path(".type") },
-        Column { name: "Reason", type_: "string", format: "", description: "Reason why this event was generated", priority: 0, value: ColumnValue::Path(".reason") },
+        Column {
+            name: "Type",
+            type_: "string",
+            format: "",
+            description: "Type of this event (Normal, Warning)",
+            priority: 0,
+            value: ColumnValue::Path(".type"),
+        },
+        Column {
+            name: "Reason",
+            type_: "string",
+            format: "",
+            description: "Reason why this event was generated",
+            priority: 0,
+            value: ColumnValue::Path(".reason"),
+        },
         Column {
             name: "Object",
             type_: "string",
@@ -100,7 +151,11 @@ pub fn event_columns() -> Vec<Column> {
             description: "The object that this event is about",
             priority: 0,
             value: ColumnValue::Computed(|o| {
-                let target = if o.get("regarding").is_some() { "/regarding" } else { "/involvedObject" };
+                let target = if o.get("regarding").is_some() {
+                    "/regarding"
+                } else {
+                    "/involvedObject"
+                };
                 let kind = str_of(o, &format!("{target}/kind")).to_lowercase();
                 let name = str_of(o, &format!("{target}/name"));
                 json!(format!("{kind}/{name}"))
@@ -112,9 +167,18 @@ pub fn event_columns() -> Vec<Column> {
             format: "",
             description: "A human-readable description of the status of this operation.",
             priority: 0,
-            value: ColumnValue::Computed(|o| json!(if o.get("note").is_some() { str_of(o, "/note") } else { str_of(o, "/message") })),
+            value: ColumnValue::Computed(|o| {
+                json!(if o.get("note").is_some() {
+                    str_of(o, "/note")
+                } else {
+                    str_of(o, "/message")
+                })
+            }),
         },
-        Column { priority: 1, ..name_column() },
+        Column {
+            priority: 1,
+            ..name_column()
+        },
     ]
 }
 
@@ -129,7 +193,11 @@ pub fn binding_columns() -> Vec<Column> {
                     .map(|s| {
                         let name = str_of(s, "/name");
                         let ns = str_of(s, "/namespace");
-                        if kind == "ServiceAccount" { format!("{ns}/{name}") } else { name.to_string() }
+                        if kind == "ServiceAccount" {
+                            format!("{ns}/{name}")
+                        } else {
+                            name.to_string()
+                        }
                     })
                     .collect()
             })
@@ -144,11 +212,31 @@ pub fn binding_columns() -> Vec<Column> {
             format: "",
             description: "RoleRef contains information about the role that the binding refers to.",
             priority: 0,
-            value: ColumnValue::Computed(|o| json!(format!("{}/{}", str_of(o, "/roleRef/kind"), str_of(o, "/roleRef/name")))),
+            value: ColumnValue::Computed(|o| {
+                json!(format!(
+                    "{}/{}",
+                    str_of(o, "/roleRef/kind"),
+                    str_of(o, "/roleRef/name")
+                ))
+            }),
         },
         age_column(),
-        Column { name: "Users", type_: "string", format: "", description: "Users in the binding", priority: 1, value: ColumnValue::Computed(|o| subjects(o, "User")) },
-        Column { name: "Groups", type_: "string", format: "", description: "Groups in the binding", priority: 1, value: ColumnValue::Computed(|o| subjects(o, "Group")) },
+        Column {
+            name: "Users",
+            type_: "string",
+            format: "",
+            description: "Users in the binding",
+            priority: 1,
+            value: ColumnValue::Computed(|o| subjects(o, "User")),
+        },
+        Column {
+            name: "Groups",
+            type_: "string",
+            format: "",
+            description: "Groups in the binding",
+            priority: 1,
+            value: ColumnValue::Computed(|o| subjects(o, "Group")),
+        },
         Column {
             name: "ServiceAccounts",
             type_: "string",
@@ -164,17 +252,33 @@ pub fn csr_columns() -> Vec<Column> {
     vec![
         name_column(),
         age_column(),
-        Column { name: "SignerName", type_: "string", format: "", description: "The name of the signer", priority: 0, value: ColumnValue::Path(".spec.signerName") },
-        Column { name: "Requestor", type_: "string", format: "", description: "Name of the requesting user", priority: 0, value: ColumnValue::Path(".spec.username") },
+        Column {
+            name: "SignerName",
+            type_: "string",
+            format: "",
+            description: "The name of the signer",
+            priority: 0,
+            value: ColumnValue::Path(".spec.signerName"),
+        },
+        Column {
+            name: "Requestor",
+            type_: "string",
+            format: "",
+            description: "Name of the requesting user",
+            priority: 0,
+            value: ColumnValue::Path(".spec.username"),
+        },
         Column {
             name: "RequestedDuration",
             type_: "string",
             format: "",
             description: "Requested duration of the issued certificate",
             priority: 0,
-            value: ColumnValue::Computed(|o| match o.pointer("/spec/expirationSeconds").and_then(Value::as_i64) {
-                Some(secs) => json!(human_duration(secs)),
-                None => json!("<none>"),
+            value: ColumnValue::Computed(|o| {
+                match o.pointer("/spec/expirationSeconds").and_then(Value::as_i64) {
+                    Some(secs) => json!(human_duration(secs)),
+                    None => json!("<none>"),
+                }
             }),
         },
         Column {
@@ -187,10 +291,20 @@ pub fn csr_columns() -> Vec<Column> {
                 let conds: Vec<&str> = o
                     .pointer("/status/conditions")
                     .and_then(Value::as_array)
-                    .map(|cs| cs.iter().filter_map(|c| c.get("type").and_then(Value::as_str)).collect())
+                    .map(|cs| {
+                        cs.iter()
+                            .filter_map(|c| c.get("type").and_then(Value::as_str))
+                            .collect()
+                    })
                     .unwrap_or_default();
-                let mut text = if conds.is_empty() { "Pending".to_string() } else { conds.join(",") };
-                if o.pointer("/status/certificate").is_some_and(|c| !c.is_null()) {
+                let mut text = if conds.is_empty() {
+                    "Pending".to_string()
+                } else {
+                    conds.join(",")
+                };
+                if o.pointer("/status/certificate")
+                    .is_some_and(|c| !c.is_null())
+                {
                     text.push_str(",Issued");
                 }
                 json!(text)
@@ -200,19 +314,35 @@ pub fn csr_columns() -> Vec<Column> {
 }
 
 pub fn quota_column(name: &'static str, limits: bool) -> Column {
-    let value: fn(&Value) -> Value = if limits { |o| quota_usage(o, true) } else { |o| quota_usage(o, false) };
-    Column { name, type_: "string", format: "", description: "", priority: 0, value: ColumnValue::Computed(value) }
+    let value: fn(&Value) -> Value = if limits {
+        |o| quota_usage(o, true)
+    } else {
+        |o| quota_usage(o, false)
+    };
+    Column {
+        name,
+        type_: "string",
+        format: "",
+        description: "",
+        priority: 0,
+        value: ColumnValue::Computed(value),
+    }
 }
 
 fn quota_usage(o: &Value, limits: bool) -> Value {
-    let Some(hard) = o.pointer("/status/hard").and_then(Value::as_object) else { return json!("") };
+    let Some(hard) = o.pointer("/status/hard").and_then(Value::as_object) else {
+        return json!("");
+    };
     let used = o.pointer("/status/used").and_then(Value::as_object);
     let mut parts = Vec::new();
     for (k, v) in hard {
         if k.starts_with("limits.") != limits {
             continue;
         }
-        let u = used.and_then(|u| u.get(k)).and_then(Value::as_str).unwrap_or("0");
+        let u = used
+            .and_then(|u| u.get(k))
+            .and_then(Value::as_str)
+            .unwrap_or("0");
         parts.push(format!("{k}: {u}/{}", v.as_str().unwrap_or_default()));
     }
     json!(parts.join(", "))
@@ -227,7 +357,11 @@ pub fn human_duration(secs: i64) -> String {
     let minutes = secs / 60;
     if minutes < 10 {
         let s = secs % 60;
-        return if s == 0 { format!("{minutes}m") } else { format!("{minutes}m{s}s") };
+        return if s == 0 {
+            format!("{minutes}m")
+        } else {
+            format!("{minutes}m{s}s")
+        };
     }
     if minutes < 180 {
         return format!("{minutes}m");
@@ -235,7 +369,11 @@ pub fn human_duration(secs: i64) -> String {
     let hours = secs / 3600;
     if hours < 8 {
         let m = minutes % 60;
-        return if m == 0 { format!("{hours}h") } else { format!("{hours}h{m}m") };
+        return if m == 0 {
+            format!("{hours}h")
+        } else {
+            format!("{hours}h{m}m")
+        };
     }
     if hours < 48 {
         return format!("{hours}h");
@@ -243,7 +381,11 @@ pub fn human_duration(secs: i64) -> String {
     let days = hours / 24;
     if days < 8 {
         let h = hours % 24;
-        return if h == 0 { format!("{days}d") } else { format!("{days}d{h}h") };
+        return if h == 0 {
+            format!("{days}d")
+        } else {
+            format!("{days}d{h}h")
+        };
     }
     if days < 365 * 2 {
         return format!("{days}d");
@@ -255,7 +397,10 @@ pub fn human_duration(secs: i64) -> String {
 pub fn age_since(timestamp: &str) -> String {
     match chrono_like_parse(timestamp) {
         Some(then) => {
-            let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_secs() as i64).unwrap_or(0);
+            let now = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs() as i64)
+                .unwrap_or(0);
             human_duration(now - then)
         }
         None => "<unknown>".to_string(),
@@ -269,7 +414,14 @@ fn chrono_like_parse(ts: &str) -> Option<i64> {
         return None;
     }
     let num = |r: std::ops::Range<usize>| ts.get(r)?.parse::<i64>().ok();
-    let (y, mo, d, h, mi, s) = (num(0..4)?, num(5..7)?, num(8..10)?, num(11..13)?, num(14..16)?, num(17..19)?);
+    let (y, mo, d, h, mi, s) = (
+        num(0..4)?,
+        num(5..7)?,
+        num(8..10)?,
+        num(11..13)?,
+        num(14..16)?,
+        num(17..19)?,
+    );
     // Days from civil date (Howard Hinnant's algorithm).
     let y2 = if mo <= 2 { y - 1 } else { y };
     let era = y2.div_euclid(400);

@@ -8,17 +8,35 @@ mod strategies;
 
 use std::sync::Arc;
 
-use crate::resource::{Column, DefaultStrategy, FieldSelectorDef, NameRule, ResourceDef, ResourceKind, Strategy};
+use crate::resource::{
+    Column, DefaultStrategy, FieldSelectorDef, NameRule, ResourceDef, ResourceKind, Strategy,
+};
 
 use columns::*;
 use strategies::*;
 
-const STANDARD_VERBS: &[&str] = &["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"];
+const STANDARD_VERBS: &[&str] = &[
+    "create",
+    "delete",
+    "deletecollection",
+    "get",
+    "list",
+    "patch",
+    "update",
+    "watch",
+];
 
 /// A small builder so each catalogue entry reads as one line of facts.
 struct Def(ResourceDef);
 
-fn def(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool, schema_name: &str) -> Def {
+fn def(
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    namespaced: bool,
+    schema_name: &str,
+) -> Def {
     Def(ResourceDef {
         group: group.to_string(),
         version: version.to_string(),
@@ -81,18 +99,31 @@ fn field(field: &'static str, value: fn(&serde_json::Value) -> Option<String>) -
 }
 
 fn str_at(obj: &serde_json::Value, pointer: &str) -> Option<String> {
-    Some(obj.pointer(pointer).and_then(serde_json::Value::as_str).unwrap_or_default().to_string())
+    Some(
+        obj.pointer(pointer)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_string(),
+    )
 }
 
 fn event_fields() -> Vec<FieldSelectorDef> {
     vec![
         field("involvedObject.kind", |o| str_at(o, "/involvedObject/kind")),
-        field("involvedObject.namespace", |o| str_at(o, "/involvedObject/namespace")),
+        field("involvedObject.namespace", |o| {
+            str_at(o, "/involvedObject/namespace")
+        }),
         field("involvedObject.name", |o| str_at(o, "/involvedObject/name")),
         field("involvedObject.uid", |o| str_at(o, "/involvedObject/uid")),
-        field("involvedObject.apiVersion", |o| str_at(o, "/involvedObject/apiVersion")),
-        field("involvedObject.resourceVersion", |o| str_at(o, "/involvedObject/resourceVersion")),
-        field("involvedObject.fieldPath", |o| str_at(o, "/involvedObject/fieldPath")),
+        field("involvedObject.apiVersion", |o| {
+            str_at(o, "/involvedObject/apiVersion")
+        }),
+        field("involvedObject.resourceVersion", |o| {
+            str_at(o, "/involvedObject/resourceVersion")
+        }),
+        field("involvedObject.fieldPath", |o| {
+            str_at(o, "/involvedObject/fieldPath")
+        }),
         field("reason", |o| str_at(o, "/reason")),
         field("reportingComponent", |o| str_at(o, "/reportingComponent")),
         field("source", |o| str_at(o, "/source/component")),
@@ -115,16 +146,41 @@ fn regarding_fields() -> Vec<FieldSelectorDef> {
 /// Every built-in resource, in discovery order.
 pub fn catalogue() -> Vec<ResourceDef> {
     let core = |kind: &str, plural: &str, namespaced: bool| {
-        def("", "v1", kind, plural, namespaced, &format!("io.k8s.api.core.v1.{kind}"))
+        def(
+            "",
+            "v1",
+            kind,
+            plural,
+            namespaced,
+            &format!("io.k8s.api.core.v1.{kind}"),
+        )
     };
     let rbac = |kind: &str, plural: &str, namespaced: bool| {
-        def("rbac.authorization.k8s.io", "v1", kind, plural, namespaced, &format!("io.k8s.api.rbac.v1.{kind}"))
-            .names(NameRule::PathSegment)
+        def(
+            "rbac.authorization.k8s.io",
+            "v1",
+            kind,
+            plural,
+            namespaced,
+            &format!("io.k8s.api.rbac.v1.{kind}"),
+        )
+        .names(NameRule::PathSegment)
     };
     let webhooks = |kind: &str, plural: &str| {
-        def("admissionregistration.k8s.io", "v1", kind, plural, false, &format!("io.k8s.api.admissionregistration.v1.{kind}"))
-            .categories(&["api-extensions"])
-            .columns(vec![name_column(), count_column("Webhooks", "/webhooks"), age_column()])
+        def(
+            "admissionregistration.k8s.io",
+            "v1",
+            kind,
+            plural,
+            false,
+            &format!("io.k8s.api.admissionregistration.v1.{kind}"),
+        )
+        .categories(&["api-extensions"])
+        .columns(vec![
+            name_column(),
+            count_column("Webhooks", "/webhooks"),
+            age_column(),
+        ])
     };
     vec![
         core("ConfigMap", "configmaps", true)
@@ -142,14 +198,23 @@ pub fn catalogue() -> Vec<ResourceDef> {
             .short(&["ns"])
             .status()
             .names(NameRule::Dns1123Label)
-            .columns(vec![name_column(), path_column("Status", "The status of the namespace", ".status.phase"), age_column()])
+            .columns(vec![
+                name_column(),
+                path_column("Status", "The status of the namespace", ".status.phase"),
+                age_column(),
+            ])
             .fields(vec![field("status.phase", |o| str_at(o, "/status/phase"))])
             .strategy(NamespaceStrategy)
             .0,
         core("ResourceQuota", "resourcequotas", true)
             .short(&["quota"])
             .status()
-            .columns(vec![name_column(), age_column(), quota_column("Request", false), quota_column("Limit", true)])
+            .columns(vec![
+                name_column(),
+                age_column(),
+                quota_column("Request", false),
+                quota_column("Limit", true),
+            ])
             .0,
         core("Secret", "secrets", true)
             .columns(vec![
@@ -163,46 +228,114 @@ pub fn catalogue() -> Vec<ResourceDef> {
             .0,
         core("ServiceAccount", "serviceaccounts", true)
             .short(&["sa"])
-            .columns(vec![name_column(), count_column("Secrets", "/secrets"), age_column()])
-            .0,
-        webhooks("MutatingWebhookConfiguration", "mutatingwebhookconfigurations").0,
-        webhooks("ValidatingWebhookConfiguration", "validatingwebhookconfigurations").0,
-        def("authentication.k8s.io", "v1", "SelfSubjectReview", "selfsubjectreviews", false, "io.k8s.api.authentication.v1.SelfSubjectReview")
-            .review()
-            .0,
-        def("authorization.k8s.io", "v1", "SelfSubjectAccessReview", "selfsubjectaccessreviews", false, "io.k8s.api.authorization.v1.SelfSubjectAccessReview")
-            .review()
-            .0,
-        def("certificates.k8s.io", "v1", "CertificateSigningRequest", "certificatesigningrequests", false, "io.k8s.api.certificates.v1.CertificateSigningRequest")
-            .short(&["csr"])
-            .status()
-            .columns(csr_columns())
-            .fields(vec![field("spec.signerName", |o| str_at(o, "/spec/signerName"))])
-            .0,
-        def("coordination.k8s.io", "v1", "Lease", "leases", true, "io.k8s.api.coordination.v1.Lease")
-            .columns(vec![name_column(), path_column("Holder", "The holder of the lease", ".spec.holderIdentity"), age_column()])
-            .0,
-        def("core.kcp.io", "v1alpha1", "LogicalCluster", "logicalclusters", false, "io.kcp.core.v1alpha1.LogicalCluster")
-            .status()
-            .categories(&["kcp"])
-            .names(NameRule::Fixed("cluster"))
             .columns(vec![
                 name_column(),
-                path_column("Phase", "The current phase (e.g. Scheduling, Initializing, Ready)", ".status.phase"),
-                path_column("URL", "URL to access the logical cluster", ".status.URL"),
+                count_column("Secrets", "/secrets"),
                 age_column(),
             ])
-            .strategy(LogicalClusterStrategy)
             .0,
-        def("events.k8s.io", "v1", "Event", "events", true, "io.k8s.api.events.v1.Event")
-            .short(&["ev"])
-            .columns(event_columns())
-            .fields(regarding_fields())
-            .0,
+        webhooks(
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+        )
+        .0,
+        webhooks(
+            "ValidatingWebhookConfiguration",
+            "validatingwebhookconfigurations",
+        )
+        .0,
+        def(
+            "authentication.k8s.io",
+            "v1",
+            "SelfSubjectReview",
+            "selfsubjectreviews",
+            false,
+            "io.k8s.api.authentication.v1.SelfSubjectReview",
+        )
+        .review()
+        .0,
+        def(
+            "authorization.k8s.io",
+            "v1",
+            "SelfSubjectAccessReview",
+            "selfsubjectaccessreviews",
+            false,
+            "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
+        )
+        .review()
+        .0,
+        def(
+            "certificates.k8s.io",
+            "v1",
+            "CertificateSigningRequest",
+            "certificatesigningrequests",
+            false,
+            "io.k8s.api.certificates.v1.CertificateSigningRequest",
+        )
+        .short(&["csr"])
+        .status()
+        .columns(csr_columns())
+        .fields(vec![field("spec.signerName", |o| {
+            str_at(o, "/spec/signerName")
+        })])
+        .0,
+        def(
+            "coordination.k8s.io",
+            "v1",
+            "Lease",
+            "leases",
+            true,
+            "io.k8s.api.coordination.v1.Lease",
+        )
+        .columns(vec![
+            name_column(),
+            path_column("Holder", "The holder of the lease", ".spec.holderIdentity"),
+            age_column(),
+        ])
+        .0,
+        def(
+            "core.kcp.io",
+            "v1alpha1",
+            "LogicalCluster",
+            "logicalclusters",
+            false,
+            "io.kcp.core.v1alpha1.LogicalCluster",
+        )
+        .status()
+        .categories(&["kcp"])
+        .names(NameRule::Fixed("cluster"))
+        .columns(vec![
+            name_column(),
+            path_column(
+                "Phase",
+                "The current phase (e.g. Scheduling, Initializing, Ready)",
+                ".status.phase",
+            ),
+            path_column("URL", "URL to access the logical cluster", ".status.URL"),
+            age_column(),
+        ])
+        .strategy(LogicalClusterStrategy)
+        .0,
+        def(
+            "events.k8s.io",
+            "v1",
+            "Event",
+            "events",
+            true,
+            "io.k8s.api.events.v1.Event",
+        )
+        .short(&["ev"])
+        .columns(event_columns())
+        .fields(regarding_fields())
+        .0,
         rbac("ClusterRole", "clusterroles", false).0,
-        rbac("ClusterRoleBinding", "clusterrolebindings", false).columns(binding_columns()).0,
+        rbac("ClusterRoleBinding", "clusterrolebindings", false)
+            .columns(binding_columns())
+            .0,
         rbac("Role", "roles", true).0,
-        rbac("RoleBinding", "rolebindings", true).columns(binding_columns()).0,
+        rbac("RoleBinding", "rolebindings", true)
+            .columns(binding_columns())
+            .0,
     ]
 }
 
@@ -215,9 +348,18 @@ mod tests {
         let cat = catalogue();
         let mut seen = std::collections::HashSet::new();
         for d in &cat {
-            assert!(seen.insert((d.group.clone(), d.plural.clone())), "duplicate {}/{}", d.group, d.plural);
+            assert!(
+                seen.insert((d.group.clone(), d.plural.clone())),
+                "duplicate {}/{}",
+                d.group,
+                d.plural
+            );
             assert!(!d.kind.is_empty());
-            assert!(d.columns.iter().any(|c| c.name == "Name"), "{} has a Name column", d.kind);
+            assert!(
+                d.columns.iter().any(|c| c.name == "Name"),
+                "{} has a Name column",
+                d.kind
+            );
         }
         for (g, r) in [
             ("", "configmaps"),
@@ -234,11 +376,20 @@ mod tests {
             ("rbac.authorization.k8s.io", "clusterroles"),
             ("rbac.authorization.k8s.io", "clusterrolebindings"),
             ("certificates.k8s.io", "certificatesigningrequests"),
-            ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-            ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+            (
+                "admissionregistration.k8s.io",
+                "mutatingwebhookconfigurations",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "validatingwebhookconfigurations",
+            ),
             ("core.kcp.io", "logicalclusters"),
         ] {
-            assert!(seen.contains(&(g.to_string(), r.to_string())), "missing {g}/{r}");
+            assert!(
+                seen.contains(&(g.to_string(), r.to_string())),
+                "missing {g}/{r}"
+            );
         }
     }
 
@@ -246,9 +397,13 @@ mod tests {
     fn field_values() {
         let cat = catalogue();
         let secrets = cat.iter().find(|d| d.plural == "secrets").expect("secrets");
-        let obj = serde_json::json!({"metadata": {"name": "s", "namespace": "n"}, "type": "Opaque"});
+        let obj =
+            serde_json::json!({"metadata": {"name": "s", "namespace": "n"}, "type": "Opaque"});
         assert_eq!(secrets.field_value(&obj, "type").as_deref(), Some("Opaque"));
-        assert_eq!(secrets.field_value(&obj, "metadata.namespace").as_deref(), Some("n"));
+        assert_eq!(
+            secrets.field_value(&obj, "metadata.namespace").as_deref(),
+            Some("n")
+        );
         assert_eq!(secrets.field_value(&obj, "spec.nope"), None);
     }
 }

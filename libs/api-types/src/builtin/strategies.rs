@@ -11,7 +11,10 @@ fn config_key_errors(key: &str) -> Option<String> {
     if key.is_empty() || key.len() > 253 {
         return Some("must be no more than 253 characters and not empty".to_string());
     }
-    if !key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.')) {
+    if !key
+        .chars()
+        .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+    {
         return Some("a valid config key must consist of alphanumeric characters, '-', '_' or '.' (e.g. 'key.name',  or 'KEY_NAME',  or 'key-name', regex used for validation is '[-._a-zA-Z0-9]+')".to_string());
     }
     if key == "." || key == ".." || key.starts_with("..") {
@@ -35,11 +38,17 @@ fn immutable_violations(new: &Value, old: &Value, fields: &[&str]) -> Vec<Cause>
     let mut causes = Vec::new();
     if old.get("immutable").and_then(Value::as_bool) == Some(true) {
         if new.get("immutable").and_then(Value::as_bool) != Some(true) {
-            causes.push(Cause::forbidden("immutable", "field is immutable when `immutable` is set"));
+            causes.push(Cause::forbidden(
+                "immutable",
+                "field is immutable when `immutable` is set",
+            ));
         }
         for f in fields {
             if new.get(*f) != old.get(*f) {
-                causes.push(Cause::forbidden(f, "field is immutable when `immutable` is set"));
+                causes.push(Cause::forbidden(
+                    f,
+                    "field is immutable when `immutable` is set",
+                ));
             }
         }
     }
@@ -53,9 +62,16 @@ impl Strategy for ConfigMapStrategy {
         let mut causes = Vec::new();
         validate_keys(obj, "data", &mut causes);
         validate_keys(obj, "binaryData", &mut causes);
-        if let (Some(data), Some(binary)) = (obj.get("data").and_then(Value::as_object), obj.get("binaryData").and_then(Value::as_object)) {
+        if let (Some(data), Some(binary)) = (
+            obj.get("data").and_then(Value::as_object),
+            obj.get("binaryData").and_then(Value::as_object),
+        ) {
             for key in binary.keys().filter(|k| data.contains_key(*k)) {
-                causes.push(Cause::invalid("data", &json!(key), "duplicate of key present in binaryData"));
+                causes.push(Cause::invalid(
+                    "data",
+                    &json!(key),
+                    "duplicate of key present in binaryData",
+                ));
             }
         }
         causes
@@ -73,21 +89,32 @@ pub struct SecretStrategy;
 impl SecretStrategy {
     /// `stringData` is a write-only convenience: fold it into `data` (base64), overriding equal keys.
     fn fold_string_data(obj: &mut Value) {
-        let Some(map) = obj.as_object_mut() else { return };
+        let Some(map) = obj.as_object_mut() else {
+            return;
+        };
         let string_data = map.remove("stringData");
         if let Some(Value::Object(sd)) = string_data {
-            let data = map.entry("data").or_insert_with(|| Value::Object(Map::new()));
+            let data = map
+                .entry("data")
+                .or_insert_with(|| Value::Object(Map::new()));
             if !data.is_object() {
                 *data = Value::Object(Map::new());
             }
             if let Some(data) = data.as_object_mut() {
                 for (k, v) in sd {
                     let text = v.as_str().unwrap_or_default();
-                    data.insert(k, json!(base64::engine::general_purpose::STANDARD.encode(text)));
+                    data.insert(
+                        k,
+                        json!(base64::engine::general_purpose::STANDARD.encode(text)),
+                    );
                 }
             }
         }
-        if map.get("type").and_then(Value::as_str).is_none_or(str::is_empty) {
+        if map
+            .get("type")
+            .and_then(Value::as_str)
+            .is_none_or(str::is_empty)
+        {
             map.insert("type".into(), json!("Opaque"));
         }
     }
@@ -107,9 +134,15 @@ impl Strategy for SecretStrategy {
         validate_keys(obj, "data", &mut causes);
         if let Some(data) = obj.get("data").and_then(Value::as_object) {
             for (k, v) in data {
-                let ok = v.as_str().is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
+                let ok = v
+                    .as_str()
+                    .is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
                 if !ok && !v.is_null() {
-                    causes.push(Cause::invalid(&format!("data[{k}]"), v, "must be a base64-encoded string"));
+                    causes.push(Cause::invalid(
+                        &format!("data[{k}]"),
+                        v,
+                        "must be a base64-encoded string",
+                    ));
                 }
             }
         }
@@ -119,7 +152,11 @@ impl Strategy for SecretStrategy {
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
         let mut causes = self.validate(new);
         if new.get("type") != old.get("type") {
-            causes.push(Cause::invalid("type", new.get("type").unwrap_or(&Value::Null), "field is immutable"));
+            causes.push(Cause::invalid(
+                "type",
+                new.get("type").unwrap_or(&Value::Null),
+                "field is immutable",
+            ));
         }
         causes.extend(immutable_violations(new, old, &["data"]));
         causes
@@ -130,11 +167,16 @@ pub struct NamespaceStrategy;
 
 impl Strategy for NamespaceStrategy {
     fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
-        let Some(map) = obj.as_object_mut() else { return };
+        let Some(map) = obj.as_object_mut() else {
+            return;
+        };
         // The `kubernetes` finalizer lets the namespace controller empty the namespace before it goes.
         let spec = map.entry("spec").or_insert_with(|| json!({}));
         if let Some(spec) = spec.as_object_mut() {
-            let has = spec.get("finalizers").and_then(Value::as_array).is_some_and(|f| f.iter().any(|x| x == "kubernetes"));
+            let has = spec
+                .get("finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|x| x == "kubernetes"));
             if !has {
                 let list = spec.entry("finalizers").or_insert_with(|| json!([]));
                 if let Some(list) = list.as_array_mut() {
@@ -148,7 +190,9 @@ impl Strategy for NamespaceStrategy {
     }
 
     fn blocks_deletion(&self, obj: &Value) -> bool {
-        obj.pointer("/spec/finalizers").and_then(Value::as_array).is_some_and(|f| !f.is_empty())
+        obj.pointer("/spec/finalizers")
+            .and_then(Value::as_array)
+            .is_some_and(|f| !f.is_empty())
     }
 
     fn prepare_for_delete(&self, obj: &mut Value) {
@@ -175,13 +219,34 @@ pub struct LogicalClusterStrategy;
 
 impl Strategy for LogicalClusterStrategy {
     fn prepare_for_create(&self, ctx: &StrategyContext<'_>, obj: &mut Value) {
-        let initializers = obj.pointer("/spec/initializers").cloned().unwrap_or_else(|| json!([]));
-        let Some(map) = obj.as_object_mut() else { return };
+        let initializers = obj
+            .pointer("/spec/initializers")
+            .cloned()
+            .unwrap_or_else(|| json!([]));
+        let Some(map) = obj.as_object_mut() else {
+            return;
+        };
         let has_initializers = initializers.as_array().is_some_and(|a| !a.is_empty());
-        let phase = if has_initializers { "Initializing" } else { "Ready" };
-        let mut status = map.remove("status").and_then(|s| if let Value::Object(m) = s { Some(m) } else { None }).unwrap_or_default();
+        let phase = if has_initializers {
+            "Initializing"
+        } else {
+            "Ready"
+        };
+        let mut status = map
+            .remove("status")
+            .and_then(|s| {
+                if let Value::Object(m) = s {
+                    Some(m)
+                } else {
+                    None
+                }
+            })
+            .unwrap_or_default();
         status.entry("phase").or_insert_with(|| json!(phase));
-        status.insert("URL".into(), json!(format!("{}/clusters/{}", ctx.external_url, ctx.cluster)));
+        status.insert(
+            "URL".into(),
+            json!(format!("{}/clusters/{}", ctx.external_url, ctx.cluster)),
+        );
         if has_initializers {
             status.entry("initializers").or_insert(initializers);
         }
@@ -197,11 +262,15 @@ impl Strategy for LogicalClusterStrategy {
 mod tests {
     use super::*;
 
-    const CTX: StrategyContext<'static> = StrategyContext { cluster: "root", external_url: "https://localhost:6443" };
+    const CTX: StrategyContext<'static> = StrategyContext {
+        cluster: "root",
+        external_url: "https://localhost:6443",
+    };
 
     #[test]
     fn secret_string_data_is_folded() {
-        let mut s = json!({"metadata": {"name": "s"}, "stringData": {"p": "q"}, "data": {"a": "Yg=="}});
+        let mut s =
+            json!({"metadata": {"name": "s"}, "stringData": {"p": "q"}, "data": {"a": "Yg=="}});
         SecretStrategy.prepare_for_create(&CTX, &mut s);
         assert_eq!(s["data"]["p"], "cQ==");
         assert_eq!(s["data"]["a"], "Yg==");
@@ -214,9 +283,23 @@ mod tests {
 
     #[test]
     fn configmap_keys_are_checked() {
-        assert!(ConfigMapStrategy.validate(&json!({"data": {"a.b_C-1": "x"}})).is_empty());
-        assert_eq!(ConfigMapStrategy.validate(&json!({"data": {"a b": "x"}})).len(), 1);
-        assert_eq!(ConfigMapStrategy.validate(&json!({"data": {"": "x"}})).len(), 1);
+        assert!(
+            ConfigMapStrategy
+                .validate(&json!({"data": {"a.b_C-1": "x"}}))
+                .is_empty()
+        );
+        assert_eq!(
+            ConfigMapStrategy
+                .validate(&json!({"data": {"a b": "x"}}))
+                .len(),
+            1
+        );
+        assert_eq!(
+            ConfigMapStrategy
+                .validate(&json!({"data": {"": "x"}}))
+                .len(),
+            1
+        );
         let old = json!({"immutable": true, "data": {"a": "1"}});
         let new = json!({"immutable": true, "data": {"a": "2"}});
         assert_eq!(ConfigMapStrategy.validate_update(&new, &old).len(), 1);

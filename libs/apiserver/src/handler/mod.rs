@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use http::{Method, Request, Response, StatusCode, header};
 use kcp_apimachinery::status::ApiError;
-use kcp_auth::{AuthnResult, Attributes, Decision, UserInfo};
+use kcp_auth::{Attributes, AuthnResult, Decision, UserInfo};
 use serde_json::json;
 
 use crate::codec::{Output, Produces, negotiate};
@@ -29,7 +29,11 @@ pub struct RequestContext {
 
 impl ApiServer {
     /// Serves one request and logs it.
-    pub async fn handle(self: Arc<Self>, req: Request<hyper::body::Incoming>, peer: Arc<PeerInfo>) -> Response<Body> {
+    pub async fn handle(
+        self: Arc<Self>,
+        req: Request<hyper::body::Incoming>,
+        peer: Arc<PeerInfo>,
+    ) -> Response<Body> {
         let started = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
@@ -47,7 +51,11 @@ impl ApiServer {
         resp
     }
 
-    fn authenticate(&self, parts: &http::request::Parts, peer: &PeerInfo) -> Result<UserInfo, ApiError> {
+    fn authenticate(
+        &self,
+        parts: &http::request::Parts,
+        peer: &PeerInfo,
+    ) -> Result<UserInfo, ApiError> {
         for authn in &self.config.authenticators {
             match authn.authenticate(parts, &peer.certificates) {
                 AuthnResult::Authenticated(user) => return Ok(user),
@@ -61,7 +69,12 @@ impl ApiServer {
         Err(ApiError::unauthorized())
     }
 
-    fn authorize(&self, user: &UserInfo, info: &RequestInfo, method: &Method) -> Result<(), ApiError> {
+    fn authorize(
+        &self,
+        user: &UserInfo,
+        info: &RequestInfo,
+        method: &Method,
+    ) -> Result<(), ApiError> {
         let lower_method = method.as_str().to_ascii_lowercase();
         let attrs = match &info.target {
             Target::Resource(r) => Attributes {
@@ -77,7 +90,13 @@ impl ApiServer {
                 name: r.name.as_deref().unwrap_or_default(),
                 path: &info.path,
             },
-            _ => Attributes { user: Some(user), cluster: info.cluster.as_str(), verb: &lower_method, path: &info.path, ..Default::default() },
+            _ => Attributes {
+                user: Some(user),
+                cluster: info.cluster.as_str(),
+                verb: &lower_method,
+                path: &info.path,
+                ..Default::default()
+            },
         };
         for authz in &self.config.authorizers {
             match authz.authorize(&attrs) {
@@ -89,7 +108,11 @@ impl ApiServer {
         Err(forbidden(user, &attrs, ""))
     }
 
-    async fn serve(self: &Arc<Self>, req: Request<hyper::body::Incoming>, peer: &PeerInfo) -> Result<Response<Body>, ApiError> {
+    async fn serve(
+        self: &Arc<Self>,
+        req: Request<hyper::body::Incoming>,
+        peer: &PeerInfo,
+    ) -> Result<Response<Body>, ApiError> {
         let (parts, body) = req.into_parts();
         let query = Query::parse(parts.uri.query());
         let watch = query.flag("watch")?;
@@ -105,12 +128,30 @@ impl ApiServer {
             return Err(ApiError::not_found("tenancy.kcp.io", "workspaces", name));
         }
         self.authorize(&user, &info, &parts.method)?;
-        let header = |name: header::HeaderName| parts.headers.get(name).and_then(|v| v.to_str().ok()).map(str::to_string);
-        let ctx = RequestContext { accept: header(header::ACCEPT), content_type: header(header::CONTENT_TYPE), info, query, user };
+        if let ClusterTarget::Name(name) = &info.cluster {
+            self.check_cluster_exists(name, &user).await?;
+        }
+        let header = |name: header::HeaderName| {
+            parts
+                .headers
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_string)
+        };
+        let ctx = RequestContext {
+            accept: header(header::ACCEPT),
+            content_type: header(header::CONTENT_TYPE),
+            info,
+            query,
+            user,
+        };
         let is_read = matches!(parts.method, Method::GET | Method::HEAD);
         match &ctx.info.target {
             Target::Resource(_) => self.serve_resource(&ctx, &parts.method, body).await,
-            _ if !is_read => Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource: {}", parts.method))),
+            _ if !is_read => Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {}",
+                parts.method
+            ))),
             Target::Version => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
                 Ok(response::json_value(StatusCode::OK, &version()))
@@ -119,12 +160,16 @@ impl ApiServer {
             Target::Group(group) => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
                 let set = self.api_set(&ctx.info.cluster);
-                set.group(group).map(|doc| response::json_value(StatusCode::OK, &doc)).ok_or_else(ApiError::path_not_found)
+                set.group(group)
+                    .map(|doc| response::json_value(StatusCode::OK, &doc))
+                    .ok_or_else(ApiError::path_not_found)
             }
             Target::GroupVersion { group, version } => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
                 let set = self.api_set(&ctx.info.cluster);
-                set.resource_list(group, version).map(|doc| response::json_value(StatusCode::OK, &doc)).ok_or_else(ApiError::path_not_found)
+                set.resource_list(group, version)
+                    .map(|doc| response::json_value(StatusCode::OK, &doc))
+                    .ok_or_else(ApiError::path_not_found)
             }
             Target::OpenApiV3Root => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
@@ -132,11 +177,44 @@ impl ApiServer {
             }
             Target::OpenApiV3 { group, version } => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
-                self.openapi.group_version(group, version).map(|bytes| response::json_bytes(StatusCode::OK, bytes)).ok_or_else(ApiError::path_not_found)
+                self.openapi
+                    .group_version(group, version)
+                    .map(|bytes| response::json_bytes(StatusCode::OK, bytes))
+                    .ok_or_else(ApiError::path_not_found)
             }
             // Only v3 is published: kubectl falls back from v2 gracefully on a 404.
-            Target::OpenApiV2 | Target::Unknown | Target::Health(_) => Err(ApiError::path_not_found()),
+            Target::OpenApiV2 | Target::Unknown | Target::Health(_) => {
+                Err(ApiError::path_not_found())
+            }
         }
+    }
+
+    /// Requests into a logical cluster that does not exist are refused, the same way as requests the
+    /// caller may not make, so nobody learns which clusters exist. `system:masters` may bring one into
+    /// existence by creating its LogicalCluster.
+    async fn check_cluster_exists(&self, cluster: &str, user: &UserInfo) -> Result<(), ApiError> {
+        if self.logical_cluster_exists(cluster).await? {
+            return Ok(());
+        }
+        if user.groups.iter().any(|g| g == "system:masters") {
+            return Ok(());
+        }
+        Err(ApiError::new(
+            kcp_apimachinery::status::Reason::Forbidden,
+            "access not permitted",
+        ))
+    }
+
+    pub(crate) async fn logical_cluster_exists(&self, cluster: &str) -> Result<bool, ApiError> {
+        self.registry
+            .cache()
+            .wait_fresh()
+            .await
+            .map_err(crate::registry::cache_error)?;
+        let key =
+            kcp_store::keys::ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
+                .object(cluster, None, "cluster");
+        Ok(self.registry.cache().get(&key).is_some())
     }
 
     fn serve_discovery_root(&self, ctx: &RequestContext) -> Result<Response<Body>, ApiError> {
@@ -146,11 +224,19 @@ impl ApiServer {
             Output::DiscoveryV2 { beta } => {
                 let doc = set.aggregated(core, beta);
                 let mut resp = response::json_value(StatusCode::OK, &doc);
-                let ct = if beta { V2BETA1_CONTENT_TYPE } else { V2_CONTENT_TYPE };
-                resp.headers_mut().insert(header::CONTENT_TYPE, http::HeaderValue::from_static(ct));
+                let ct = if beta {
+                    V2BETA1_CONTENT_TYPE
+                } else {
+                    V2_CONTENT_TYPE
+                };
+                resp.headers_mut()
+                    .insert(header::CONTENT_TYPE, http::HeaderValue::from_static(ct));
                 Ok(resp)
             }
-            _ if core => Ok(response::json_value(StatusCode::OK, &set.core_versions(&self.server_address))),
+            _ if core => Ok(response::json_value(
+                StatusCode::OK,
+                &set.core_versions(&self.server_address),
+            )),
             _ => Ok(response::json_value(StatusCode::OK, &set.group_list())),
         }
     }
@@ -177,7 +263,10 @@ fn forbidden(user: &UserInfo, attrs: &Attributes<'_>, reason: &str) -> ApiError 
     let mut detail = if attrs.resource_request {
         let mut d = format!("{who} cannot {} resource {:?}", attrs.verb, attrs.resource);
         if !attrs.subresource.is_empty() {
-            d = format!("{who} cannot {} resource \"{}/{}\"", attrs.verb, attrs.resource, attrs.subresource);
+            d = format!(
+                "{who} cannot {} resource \"{}/{}\"",
+                attrs.verb, attrs.resource, attrs.subresource
+            );
         }
         d.push_str(&format!(" in API group {:?}", attrs.api_group));
         if !attrs.namespace.is_empty() {

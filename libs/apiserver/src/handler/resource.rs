@@ -9,7 +9,10 @@ use serde_json::{Value, json};
 
 use super::RequestContext;
 use crate::codec::{self, Output, Produces, negotiate};
-use crate::registry::{DeleteOptions, DeleteOutcome, ListOptions, ListScope, ObjectRef, Selectors, UpdateKind, WriteOptions, Written};
+use crate::registry::{
+    DeleteOptions, DeleteOutcome, ListOptions, ListScope, ObjectRef, Selectors, UpdateKind,
+    WriteOptions, Written,
+};
 use crate::request_info::{ClusterTarget, ResourceRequest, Target};
 use crate::table::{self, IncludeObject};
 use crate::watch_cache::CachedObject;
@@ -23,12 +26,24 @@ enum PatchType {
 }
 
 impl ApiServer {
-    pub(super) async fn serve_resource(&self, ctx: &RequestContext, method: &Method, body: hyper::body::Incoming) -> Result<Response<Body>, ApiError> {
-        let Target::Resource(req) = &ctx.info.target else { return Err(ApiError::path_not_found()) };
+    pub(super) async fn serve_resource(
+        &self,
+        ctx: &RequestContext,
+        method: &Method,
+        body: hyper::body::Incoming,
+    ) -> Result<Response<Body>, ApiError> {
+        let Target::Resource(req) = &ctx.info.target else {
+            return Err(ApiError::path_not_found());
+        };
         let set = self.api_set(&ctx.info.cluster);
-        let def = set.find(&req.group, &req.version, &req.resource).cloned().ok_or_else(ApiError::path_not_found)?;
+        let def = set
+            .find(&req.group, &req.version, &req.resource)
+            .cloned()
+            .ok_or_else(ApiError::path_not_found)?;
         if req.verb.is_empty() {
-            return Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource: {method}")));
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {method}"
+            )));
         }
         // Scope: namespaced kinds are addressed inside a namespace (except list/watch across them).
         if !def.namespaced && req.namespace.is_some() {
@@ -37,26 +52,43 @@ impl ApiServer {
         if def.namespaced && req.namespace.is_none() && req.name.is_some() {
             return Err(ApiError::path_not_found());
         }
-        if def.namespaced && req.namespace.is_none() && matches!(req.verb.as_str(), "create" | "deletecollection") {
+        if def.namespaced
+            && req.namespace.is_none()
+            && matches!(req.verb.as_str(), "create" | "deletecollection")
+        {
             return Err(ApiError::path_not_found());
         }
         let update_kind = match req.subresource.as_deref() {
             None => UpdateKind::Main,
             Some("status") if def.status_subresource => UpdateKind::Status,
-            Some("finalize") if def.group.is_empty() && def.plural == "namespaces" => UpdateKind::Finalize,
+            Some("finalize") if def.group.is_empty() && def.plural == "namespaces" => {
+                UpdateKind::Finalize
+            }
             Some(_) => return Err(ApiError::path_not_found()),
         };
-        if update_kind != UpdateKind::Main && !matches!(req.verb.as_str(), "get" | "update" | "patch") {
-            return Err(ApiError::method_not_allowed(format!("{} is not supported on {}/{}", req.verb, req.resource, req.subresource.as_deref().unwrap_or_default())));
+        if update_kind != UpdateKind::Main
+            && !matches!(req.verb.as_str(), "get" | "update" | "patch")
+        {
+            return Err(ApiError::method_not_allowed(format!(
+                "{} is not supported on {}/{}",
+                req.verb,
+                req.resource,
+                req.subresource.as_deref().unwrap_or_default()
+            )));
         }
-        if !def.verbs.iter().any(|v| *v == req.verb) {
-            return Err(ApiError::method_not_allowed(format!("the server does not allow this method on the requested resource: {method}")));
+        if !def.verbs.contains(&req.verb) {
+            return Err(ApiError::method_not_allowed(format!(
+                "the server does not allow this method on the requested resource: {method}"
+            )));
         }
         let cluster = match &ctx.info.cluster {
             ClusterTarget::Name(name) => Some(name.as_str()),
             ClusterTarget::Wildcard if matches!(req.verb.as_str(), "list" | "watch") => None,
             ClusterTarget::Wildcard => {
-                return Err(ApiError::method_not_allowed(format!("{:?} is not supported in the \"*\" logical cluster", req.verb)));
+                return Err(ApiError::method_not_allowed(format!(
+                    "{:?} is not supported in the \"*\" logical cluster",
+                    req.verb
+                )));
             }
             ClusterTarget::None => return Err(ApiError::path_not_found()),
         };
@@ -74,24 +106,40 @@ impl ApiServer {
             "list" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let opts = list_options(ctx, &def)?;
-                let scope = ListScope { cluster, namespace: req.namespace.as_deref() };
+                let scope = ListScope {
+                    cluster,
+                    namespace: req.namespace.as_deref(),
+                };
                 let result = self.registry.list(&def, scope, &opts).await?;
-                encode_list(ctx, &def, &result.items, list_meta(result.revision, result.continue_token, result.remaining), output)
+                encode_list(
+                    ctx,
+                    &def,
+                    &result.items,
+                    list_meta(result.revision, result.continue_token, result.remaining),
+                    output,
+                )
             }
             "watch" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
-                self.serve_watch(ctx, def.clone(), cluster, req.namespace.clone(), output).await
+                self.serve_watch(ctx, def.clone(), cluster, req.namespace.clone(), output)
+                    .await
             }
             "create" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let raw = codec::read_body(body).await?;
                 let obj = codec::decode_object(ctx.content_type.as_deref(), &raw)?;
                 let (obj, warnings) = self.field_validation(ctx, &def, obj, &raw)?;
-                let opts = WriteOptions { dry_run: ctx.query.dry_run()? };
+                let opts = WriteOptions {
+                    dry_run: ctx.query.dry_run()?,
+                };
                 let cluster = cluster.ok_or_else(ApiError::path_not_found)?;
-                let written = self.registry.create(&def, cluster, req.namespace.as_deref(), obj, opts).await?;
+                let written = self
+                    .registry
+                    .create(&def, cluster, req.namespace.as_deref(), obj, opts)
+                    .await?;
                 self.after_create(&def, cluster, &written).await;
-                let mut resp = encode_object(ctx, &def, &written.json, output, StatusCode::CREATED)?;
+                let mut resp =
+                    encode_object(ctx, &def, &written.json, output, StatusCode::CREATED)?;
                 response::add_warnings(&mut resp, &warnings);
                 Ok(resp)
             }
@@ -100,9 +148,14 @@ impl ApiServer {
                 let raw = codec::read_body(body).await?;
                 let obj = codec::decode_object(ctx.content_type.as_deref(), &raw)?;
                 let (obj, warnings) = self.field_validation(ctx, &def, obj, &raw)?;
-                let opts = WriteOptions { dry_run: ctx.query.dry_run()? };
+                let opts = WriteOptions {
+                    dry_run: ctx.query.dry_run()?,
+                };
                 let at = object_ref(cluster, req)?;
-                let written = self.registry.update(&def, at, update_kind, opts, |_| Ok(obj.clone())).await?;
+                let written = self
+                    .registry
+                    .update(&def, at, update_kind, opts, |_| Ok(obj.clone()))
+                    .await?;
                 let mut resp = encode_object(ctx, &def, &written.json, output, StatusCode::OK)?;
                 response::add_warnings(&mut resp, &warnings);
                 Ok(resp)
@@ -110,7 +163,9 @@ impl ApiServer {
             "patch" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let raw = codec::read_body(body).await?;
-                let written = self.patch(ctx, &def, object_ref(cluster, req)?, update_kind, &raw).await?;
+                let written = self
+                    .patch(ctx, &def, object_ref(cluster, req)?, update_kind, &raw)
+                    .await?;
                 encode_object(ctx, &def, &written.json, output, StatusCode::OK)
             }
             "delete" => {
@@ -120,8 +175,14 @@ impl ApiServer {
                 let at = object_ref(cluster, req)?;
                 match self.registry.delete(&def, at, &opts).await? {
                     DeleteOutcome::Deleted(obj) => {
-                        let uid = obj.pointer("/metadata/uid").and_then(Value::as_str).unwrap_or_default();
-                        Ok(response::json_value(StatusCode::OK, &success_status(&def.group, &def.plural, at.name, uid)))
+                        let uid = obj
+                            .pointer("/metadata/uid")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        Ok(response::json_value(
+                            StatusCode::OK,
+                            &success_status(&def.group, &def.plural, at.name, uid),
+                        ))
                     }
                     DeleteOutcome::Pending(written) => {
                         self.after_delete_started(&def, at).await;
@@ -136,11 +197,18 @@ impl ApiServer {
                 let mut list_opts = list_options(ctx, &def)?;
                 list_opts.limit = 0;
                 list_opts.continue_token = None;
-                let scope = ListScope { cluster, namespace: req.namespace.as_deref() };
+                let scope = ListScope {
+                    cluster,
+                    namespace: req.namespace.as_deref(),
+                };
                 let result = self.registry.list(&def, scope, &list_opts).await?;
                 let mut deleted = Vec::new();
                 for item in result.items {
-                    let at = ObjectRef { cluster: &item.cluster, namespace: item.namespace.as_deref(), name: &item.name };
+                    let at = ObjectRef {
+                        cluster: &item.cluster,
+                        namespace: item.namespace.as_deref(),
+                        name: &item.name,
+                    };
                     match self.registry.delete(&def, at, &opts).await {
                         Ok(DeleteOutcome::Deleted(_)) => deleted.push(item.clone()),
                         Ok(DeleteOutcome::Pending(_)) => {
@@ -151,34 +219,61 @@ impl ApiServer {
                         Err(e) => return Err(e),
                     }
                 }
-                encode_list(ctx, &def, &deleted, list_meta(self.registry.cache().revision(), None, None), output)
+                encode_list(
+                    ctx,
+                    &def,
+                    &deleted,
+                    list_meta(self.registry.cache().revision(), None, None),
+                    output,
+                )
             }
-            other => Err(ApiError::method_not_allowed(format!("verb {other:?} is not supported"))),
+            other => Err(ApiError::method_not_allowed(format!(
+                "verb {other:?} is not supported"
+            ))),
         }
     }
 
-    async fn patch(&self, ctx: &RequestContext, def: &Arc<ResourceDef>, at: ObjectRef<'_>, kind: UpdateKind, raw: &[u8]) -> Result<Written, ApiError> {
+    async fn patch(
+        &self,
+        ctx: &RequestContext,
+        def: &Arc<ResourceDef>,
+        at: ObjectRef<'_>,
+        kind: UpdateKind,
+        raw: &[u8],
+    ) -> Result<Written, ApiError> {
         let ct = codec::essence(ctx.content_type.as_deref());
         let patch_type = match ct.as_str() {
             "application/json-patch+json" => PatchType::Json,
             "application/merge-patch+json" => PatchType::Merge,
             "application/strategic-merge-patch+json" => PatchType::Strategic,
             "application/apply-patch+yaml" => {
-                return Err(ApiError::unsupported_media_type("application/apply-patch+yaml (server-side apply is not supported yet)"));
+                return Err(ApiError::unsupported_media_type(
+                    "application/apply-patch+yaml (server-side apply is not supported yet)",
+                ));
             }
             other => return Err(ApiError::unsupported_media_type(other)),
         };
-        let patch: Value = serde_json::from_slice(raw).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-        let opts = WriteOptions { dry_run: ctx.query.dry_run()? };
+        let patch: Value = serde_json::from_slice(raw)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        let opts = WriteOptions {
+            dry_run: ctx.query.dry_run()?,
+        };
         let strict = ctx.query.get("fieldValidation") == Some("Strict");
-        let schema = if strict { kcp_schema::builtin_schema(&def.group, &def.version, &def.kind) } else { None };
+        let schema = if strict {
+            kcp_schema::builtin_schema(&def.group, &def.version, &def.kind)
+        } else {
+            None
+        };
         self.registry
             .update(def, at, kind, opts, |old| {
                 let patched = apply_patch(def, &patch_type, old, &patch)?;
                 if let Some(schema) = &schema {
                     let unknown = kcp_schema::unknown_fields(schema, &patched);
                     if !unknown.is_empty() {
-                        return Err(ApiError::bad_request(format!("strict decoding error: {}", unknown.join(", "))));
+                        return Err(ApiError::bad_request(format!(
+                            "strict decoding error: {}",
+                            unknown.join(", ")
+                        )));
                     }
                 }
                 Ok(patched)
@@ -188,28 +283,50 @@ impl ApiServer {
 
     /// `fieldValidation`: unknown or duplicate fields are an error (Strict), a warning (Warn, the
     /// default) or ignored; they are never stored.
-    fn field_validation(&self, ctx: &RequestContext, def: &ResourceDef, obj: Value, raw: &[u8]) -> Result<(Value, Vec<String>), ApiError> {
+    fn field_validation(
+        &self,
+        ctx: &RequestContext,
+        def: &ResourceDef,
+        obj: Value,
+        raw: &[u8],
+    ) -> Result<(Value, Vec<String>), ApiError> {
         let mode = ctx.query.get("fieldValidation").unwrap_or("Warn");
         if !matches!(mode, "Strict" | "Warn" | "Ignore" | "") {
             return Err(ApiError::bad_request(format!(
                 "fieldValidation: Unsupported value: {mode:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
             )));
         }
-        let Some(schema) = kcp_schema::builtin_schema(&def.group, &def.version, &def.kind) else { return Ok((obj, Vec::new())) };
+        let Some(schema) = kcp_schema::builtin_schema(&def.group, &def.version, &def.kind) else {
+            return Ok((obj, Vec::new()));
+        };
+        // A value of the wrong type cannot be decoded at all: 400, whatever the validation mode.
+        if let Some(message) = kcp_schema::validate::decode_error(&schema, &obj, &def.kind, raw) {
+            return Err(ApiError::bad_request(message));
+        }
         let mut problems = kcp_schema::unknown_fields(&schema, &obj);
-        if codec::essence(ctx.content_type.as_deref()) == "application/json" || ctx.content_type.is_none() {
+        if codec::essence(ctx.content_type.as_deref()) == "application/json"
+            || ctx.content_type.is_none()
+        {
             problems.extend(kcp_schema::duplicate_fields(raw));
         }
-        let pruned = obj; // pruning lands with kcp-schema prune()
+        let pruned = kcp_schema::prune(&schema, obj);
         match mode {
-            "Strict" if !problems.is_empty() => Err(ApiError::bad_request(format!("strict decoding error: {}", problems.join(", ")))),
+            "Strict" if !problems.is_empty() => Err(ApiError::bad_request(format!(
+                "strict decoding error: {}",
+                problems.join(", ")
+            ))),
             "Ignore" => Ok((pruned, Vec::new())),
             _ => Ok((pruned, problems)),
         }
     }
 
     /// SelfSubjectReview and SelfSubjectAccessReview: answered from the request, never stored.
-    fn serve_review(&self, ctx: &RequestContext, def: &ResourceDef, mut obj: Value) -> Result<Response<Body>, ApiError> {
+    fn serve_review(
+        &self,
+        ctx: &RequestContext,
+        def: &ResourceDef,
+        mut obj: Value,
+    ) -> Result<Response<Body>, ApiError> {
         let user = &ctx.user;
         let user_json = json!({"username": user.name, "uid": user.uid, "groups": user.groups, "extra": user.extra});
         match def.kind.as_str() {
@@ -222,12 +339,38 @@ impl ApiServer {
                 let spec = obj.get("spec").cloned().unwrap_or_default();
                 let ra = spec.get("resourceAttributes");
                 let nra = spec.get("nonResourceAttributes");
-                let s = |v: Option<&Value>, k: &str| v.and_then(|v| v.get(k)).and_then(Value::as_str).unwrap_or_default().to_string();
+                let s = |v: Option<&Value>, k: &str| {
+                    v.and_then(|v| v.get(k))
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_string()
+                };
                 let (verb, group, version, resource, sub, ns, name, path) = match (ra, nra) {
-                    (Some(_), _) => (s(ra, "verb"), s(ra, "group"), s(ra, "version"), s(ra, "resource"), s(ra, "subresource"), s(ra, "namespace"), s(ra, "name"), String::new()),
-                    (None, Some(_)) => (s(nra, "verb"), String::new(), String::new(), String::new(), String::new(), String::new(), String::new(), s(nra, "path")),
+                    (Some(_), _) => (
+                        s(ra, "verb"),
+                        s(ra, "group"),
+                        s(ra, "version"),
+                        s(ra, "resource"),
+                        s(ra, "subresource"),
+                        s(ra, "namespace"),
+                        s(ra, "name"),
+                        String::new(),
+                    ),
+                    (None, Some(_)) => (
+                        s(nra, "verb"),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        String::new(),
+                        s(nra, "path"),
+                    ),
                     (None, None) => {
-                        let cause = kcp_apimachinery::status::Cause::required("spec.resourceAttributes", "exactly one of nonResourceAttributes or resourceAttributes must be specified");
+                        let cause = kcp_apimachinery::status::Cause::required(
+                            "spec.resourceAttributes",
+                            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
+                        );
                         return Err(ApiError::invalid(&def.group, &def.kind, "", vec![cause]));
                     }
                 };
@@ -282,10 +425,17 @@ impl ApiServer {
     }
 }
 
-fn apply_patch(def: &ResourceDef, patch_type: &PatchType, old: &Value, patch: &Value) -> Result<Value, ApiError> {
+fn apply_patch(
+    def: &ResourceDef,
+    patch_type: &PatchType,
+    old: &Value,
+    patch: &Value,
+) -> Result<Value, ApiError> {
     use kcp_apimachinery::patch::{self, ErrorClass, JsonPatchError};
     let json_err = |e: JsonPatchError| match e {
-        JsonPatchError::ApplyFailed(_) => ApiError::new(kcp_apimachinery::status::Reason::Invalid, e.to_string()),
+        JsonPatchError::ApplyFailed(_) => {
+            ApiError::new(kcp_apimachinery::status::Reason::Invalid, e.to_string())
+        }
         _ => ApiError::bad_request(e.to_string()),
     };
     match patch_type {
@@ -295,14 +445,19 @@ fn apply_patch(def: &ResourceDef, patch_type: &PatchType, old: &Value, patch: &V
             let meta = patch::builtin_patch_meta(&def.group, &def.kind);
             patch::apply_strategic_merge_patch(old, patch, &meta).map_err(|e| match e.class() {
                 ErrorClass::BadRequest => ApiError::bad_request(e.to_string()),
-                ErrorClass::Unprocessable => ApiError::new(kcp_apimachinery::status::Reason::Invalid, e.to_string()),
+                ErrorClass::Unprocessable => {
+                    ApiError::new(kcp_apimachinery::status::Reason::Invalid, e.to_string())
+                }
                 ErrorClass::Internal => ApiError::internal(e),
             })
         }
     }
 }
 
-fn object_ref<'a>(cluster: Option<&'a str>, req: &'a ResourceRequest) -> Result<ObjectRef<'a>, ApiError> {
+fn object_ref<'a>(
+    cluster: Option<&'a str>,
+    req: &'a ResourceRequest,
+) -> Result<ObjectRef<'a>, ApiError> {
     Ok(ObjectRef {
         cluster: cluster.ok_or_else(ApiError::path_not_found)?,
         namespace: req.namespace.as_deref(),
@@ -310,13 +465,19 @@ fn object_ref<'a>(cluster: Option<&'a str>, req: &'a ResourceRequest) -> Result<
     })
 }
 
-pub(super) fn list_options(ctx: &RequestContext, def: &ResourceDef) -> Result<ListOptions, ApiError> {
+pub(super) fn list_options(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+) -> Result<ListOptions, ApiError> {
     let q = &ctx.query;
     let limit = q.number("limit")?.unwrap_or(0);
     Ok(ListOptions {
         selectors: Selectors::parse(def, q.get("labelSelector"), q.get("fieldSelector"))?,
         limit: usize::try_from(limit.max(0)).unwrap_or(0),
-        continue_token: q.get("continue").filter(|c| !c.is_empty()).map(str::to_string),
+        continue_token: q
+            .get("continue")
+            .filter(|c| !c.is_empty())
+            .map(str::to_string),
         resource_version: q.get("resourceVersion").map(str::to_string),
         resource_version_match: q.get("resourceVersionMatch").map(str::to_string),
     })
@@ -326,19 +487,28 @@ fn delete_options(ctx: &RequestContext, raw: &[u8]) -> Result<DeleteOptions, Api
     let mut opts = if raw.iter().all(u8::is_ascii_whitespace) {
         DeleteOptions::default()
     } else {
-        let body = codec::decode_object(ctx.content_type.as_deref().or(Some("application/json")), raw)?;
+        let body = codec::decode_object(
+            ctx.content_type.as_deref().or(Some("application/json")),
+            raw,
+        )?;
         DeleteOptions::from_body(&body)?
     };
     if ctx.query.dry_run()? {
         opts.dry_run = true;
     }
     if let Some(policy) = ctx.query.get("propagationPolicy").filter(|p| !p.is_empty()) {
-        opts = DeleteOptions::from_body(&json!({"propagationPolicy": policy, "preconditions": {"uid": opts.precondition_uid, "resourceVersion": opts.precondition_resource_version}, "dryRun": if opts.dry_run { json!(["All"]) } else { json!([]) }}))?;
+        opts = DeleteOptions::from_body(
+            &json!({"propagationPolicy": policy, "preconditions": {"uid": opts.precondition_uid, "resourceVersion": opts.precondition_resource_version}, "dryRun": if opts.dry_run { json!(["All"]) } else { json!([]) }}),
+        )?;
     }
     Ok(opts)
 }
 
-pub(super) fn list_meta(revision: i64, continue_token: Option<String>, remaining: Option<usize>) -> Value {
+pub(super) fn list_meta(
+    revision: i64,
+    continue_token: Option<String>,
+    remaining: Option<usize>,
+) -> Value {
     let mut meta = json!({"resourceVersion": revision.to_string()});
     if let Some(c) = continue_token {
         meta["continue"] = json!(c);
@@ -349,18 +519,36 @@ pub(super) fn list_meta(revision: i64, continue_token: Option<String>, remaining
     meta
 }
 
-pub(super) fn encode_object(ctx: &RequestContext, def: &ResourceDef, json: &[u8], output: Output, code: StatusCode) -> Result<Response<Body>, ApiError> {
+pub(super) fn encode_object(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    json: &[u8],
+    output: Output,
+    code: StatusCode,
+) -> Result<Response<Body>, ApiError> {
     match output {
-        Output::Json | Output::DiscoveryV2 { .. } => Ok(response::json_bytes(code, bytes::Bytes::copy_from_slice(json))),
+        Output::Json | Output::DiscoveryV2 { .. } => Ok(response::json_bytes(
+            code,
+            bytes::Bytes::copy_from_slice(json),
+        )),
         Output::Yaml => Ok(response::yaml_value(code, &parse(json)?)),
-        Output::PartialMetadata => Ok(response::json_value(code, &table::partial_metadata(&parse(json)?))),
+        Output::PartialMetadata => Ok(response::json_value(
+            code,
+            &table::partial_metadata(&parse(json)?),
+        )),
         Output::Table => {
             let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
             let obj = parse(json)?;
-            let rv = obj.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
+            let rv = obj
+                .pointer("/metadata/resourceVersion")
+                .cloned()
+                .unwrap_or(Value::Null);
             let t = table::table(def, &[obj], json!({"resourceVersion": rv}), include);
             let mut resp = response::json_value(code, &t);
-            resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io"));
+            resp.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io"),
+            );
             Ok(resp)
         }
     }
@@ -370,11 +558,18 @@ fn parse(json: &[u8]) -> Result<Value, ApiError> {
     serde_json::from_slice(json).map_err(ApiError::internal)
 }
 
-pub(super) fn encode_list(ctx: &RequestContext, def: &ResourceDef, items: &[Arc<CachedObject>], meta: Value, output: Output) -> Result<Response<Body>, ApiError> {
+pub(super) fn encode_list(
+    ctx: &RequestContext,
+    def: &ResourceDef,
+    items: &[Arc<CachedObject>],
+    meta: Value,
+    output: Output,
+) -> Result<Response<Body>, ApiError> {
     match output {
         Output::Json | Output::DiscoveryV2 { .. } => {
             // Items are already serialized: splice them into the list without re-encoding.
-            let head = json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": meta});
+            let head =
+                json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": meta});
             let mut out = serde_json::to_vec(&head).map_err(ApiError::internal)?;
             out.pop();
             out.extend_from_slice(b",\"items\":[");
@@ -388,21 +583,33 @@ pub(super) fn encode_list(ctx: &RequestContext, def: &ResourceDef, items: &[Arc<
             Ok(response::json_bytes(StatusCode::OK, out))
         }
         Output::Yaml => {
-            let values: Vec<Value> = items.iter().map(|i| parse(&i.json)).collect::<Result<_, _>>()?;
+            let values: Vec<Value> = items
+                .iter()
+                .map(|i| parse(&i.json))
+                .collect::<Result<_, _>>()?;
             let list = json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": meta, "items": values});
             Ok(response::yaml_value(StatusCode::OK, &list))
         }
         Output::PartialMetadata => {
-            let values: Vec<Value> = items.iter().map(|i| parse(&i.json).map(|v| table::partial_metadata(&v))).collect::<Result<_, _>>()?;
+            let values: Vec<Value> = items
+                .iter()
+                .map(|i| parse(&i.json).map(|v| table::partial_metadata(&v)))
+                .collect::<Result<_, _>>()?;
             let list = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": values});
             Ok(response::json_value(StatusCode::OK, &list))
         }
         Output::Table => {
             let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
-            let values: Vec<Value> = items.iter().map(|i| parse(&i.json)).collect::<Result<_, _>>()?;
+            let values: Vec<Value> = items
+                .iter()
+                .map(|i| parse(&i.json))
+                .collect::<Result<_, _>>()?;
             let t = table::table(def, &values, meta, include);
             let mut resp = response::json_value(StatusCode::OK, &t);
-            resp.headers_mut().insert(http::header::CONTENT_TYPE, http::HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io"));
+            resp.headers_mut().insert(
+                http::header::CONTENT_TYPE,
+                http::HeaderValue::from_static("application/json;as=Table;v=v1;g=meta.k8s.io"),
+            );
             Ok(resp)
         }
     }

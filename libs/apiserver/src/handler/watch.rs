@@ -38,8 +38,16 @@ impl Encoder {
         match self.output {
             Output::Table => {
                 let value: Value = serde_json::from_slice(&obj.json).ok()?;
-                let rv = value.pointer("/metadata/resourceVersion").cloned().unwrap_or(Value::Null);
-                let t = table::table(&self.def, &[value], json!({"resourceVersion": rv}), self.include);
+                let rv = value
+                    .pointer("/metadata/resourceVersion")
+                    .cloned()
+                    .unwrap_or(Value::Null);
+                let t = table::table(
+                    &self.def,
+                    &[value],
+                    json!({"resourceVersion": rv}),
+                    self.include,
+                );
                 out.extend_from_slice(&serde_json::to_vec(&t).ok()?);
             }
             Output::PartialMetadata => {
@@ -57,22 +65,32 @@ impl Encoder {
         if initial_end {
             meta["annotations"] = json!({"k8s.io/initial-events-end": "true"});
         }
-        let object = json!({"kind": self.def.kind, "apiVersion": self.def.api_version(), "metadata": meta});
-        let mut out = serde_json::to_vec(&json!({"type": "BOOKMARK", "object": object})).unwrap_or_default();
+        let object =
+            json!({"kind": self.def.kind, "apiVersion": self.def.api_version(), "metadata": meta});
+        let mut out =
+            serde_json::to_vec(&json!({"type": "BOOKMARK", "object": object})).unwrap_or_default();
         out.push(b'\n');
         Bytes::from(out)
     }
 }
 
 fn error_event(err: &ApiError) -> Bytes {
-    let mut out = serde_json::to_vec(&json!({"type": "ERROR", "object": err.to_status()})).unwrap_or_default();
+    let mut out = serde_json::to_vec(&json!({"type": "ERROR", "object": err.to_status()}))
+        .unwrap_or_default();
     out.push(b'\n');
     Bytes::from(out)
 }
 
 /// Decides what a watcher with selectors sees of one change.
-fn visible(def: &ResourceDef, selectors: &Selectors, ns: Option<&str>, ev: &CacheEvent) -> Option<&'static str> {
-    let matches = |o: &CachedObject| ns.is_none_or(|n| o.namespace.as_deref() == Some(n)) && selectors.matches(def, o);
+fn visible(
+    def: &ResourceDef,
+    selectors: &Selectors,
+    ns: Option<&str>,
+    ev: &CacheEvent,
+) -> Option<&'static str> {
+    let matches = |o: &CachedObject| {
+        ns.is_none_or(|n| o.namespace.as_deref() == Some(n)) && selectors.matches(def, o)
+    };
     match ev.kind {
         CacheEventType::Added => matches(&ev.object).then_some("ADDED"),
         CacheEventType::Deleted => matches(&ev.object).then_some("DELETED"),
@@ -105,22 +123,35 @@ impl ApiServer {
         let timeout = match q.number("timeoutSeconds")? {
             Some(secs) if secs > 0 => Duration::from_secs(secs as u64),
             // kube-apiserver spreads watch lifetimes over [30m, 60m) so reconnects do not bunch up.
-            _ => Duration::from_secs(1800 + u64::from(uuid::Uuid::new_v4().as_u128() as u16 % 1800)),
+            _ => {
+                Duration::from_secs(1800 + u64::from(uuid::Uuid::new_v4().as_u128() as u16 % 1800))
+            }
         };
         let include = IncludeObject::parse(q.get("includeObject"))?;
         let rv = opts.resource_version.as_deref().filter(|v| !v.is_empty());
-        if send_initial == Some(true) && opts.resource_version_match.as_deref() != Some("NotOlderThan") {
-            return Err(ApiError::invalid("meta.k8s.io", "ListOptions", "", vec![kcp_apimachinery::status::Cause::forbidden(
-                "resourceVersionMatch",
-                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-            )]));
+        if send_initial == Some(true)
+            && opts.resource_version_match.as_deref() != Some("NotOlderThan")
+        {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "ListOptions",
+                "",
+                vec![kcp_apimachinery::status::Cause::forbidden(
+                    "resourceVersionMatch",
+                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+                )],
+            ));
         }
         let ks = keyspace(&def);
         let prefix = ks.all_clusters().to_string();
         let cache = self.registry.cache().clone();
         let scope = Scope {
             cluster: cluster.map(str::to_string),
-            namespace: if def.namespaced { namespace.clone() } else { None },
+            namespace: if def.namespaced {
+                namespace.clone()
+            } else {
+                None
+            },
         };
         // Initial state: synthetic ADDED events when no resourceVersion (or "0") is given, or when
         // sendInitialEvents asks for them.
@@ -131,23 +162,39 @@ impl ApiServer {
             _ => false,
         };
         if let Some(v) = rv.filter(|v| *v != "0") {
-            let want: i64 = v.parse().map_err(|_| ApiError::bad_request(format!("resourceVersion: Invalid value: {v:?}")))?;
+            let want: i64 = v.parse().map_err(|_| {
+                ApiError::bad_request(format!("resourceVersion: Invalid value: {v:?}"))
+            })?;
             if initial {
-                cache.wait_for(want).await.map_err(crate::registry::cache_error)?;
+                cache
+                    .wait_for(want)
+                    .await
+                    .map_err(crate::registry::cache_error)?;
             }
         } else if initial && rv.is_none() {
-            cache.wait_fresh().await.map_err(crate::registry::cache_error)?;
+            cache
+                .wait_fresh()
+                .await
+                .map_err(crate::registry::cache_error)?;
         }
-        let encoder = Encoder { def: def.clone(), output, include };
+        let encoder = Encoder {
+            def: def.clone(),
+            output,
+            include,
+        };
         let (tx, rx) = mpsc::channel::<Bytes>(64);
         let subscribe = if initial {
             // Snapshot and subscription at one revision: subscribe after the revision read, replaying
             // whatever happened in between, then list; duplicates are dropped by revision.
             let at = cache.revision();
-            cache.subscribe(&prefix, scope.clone(), Some(at)).map(|s| (s, Some(at)))
+            cache
+                .subscribe(&prefix, scope.clone(), Some(at))
+                .map(|s| (s, Some(at)))
         } else {
             let after = rv.and_then(|v| v.parse::<i64>().ok());
-            cache.subscribe(&prefix, scope.clone(), after).map(|s| (s, None))
+            cache
+                .subscribe(&prefix, scope.clone(), after)
+                .map(|s| (s, None))
         };
         let (mut sub, snapshot_rev) = match subscribe {
             Ok(s) => s,
@@ -166,7 +213,11 @@ impl ApiServer {
                 (None, _) => prefix.clone(),
             };
             // Objects newer than the snapshot revision arrive through the backlog instead.
-            initial_objects = cache.list(&list_prefix, None).into_iter().filter(|o| o.revision <= at).collect::<Vec<_>>();
+            initial_objects = cache
+                .list(&list_prefix, None)
+                .into_iter()
+                .filter(|o| o.revision <= at)
+                .collect::<Vec<_>>();
         }
         let selectors = opts.selectors.clone();
         let ns_filter = scope.namespace.clone();
@@ -175,22 +226,38 @@ impl ApiServer {
         tokio::spawn(async move {
             let mut last_rev = snapshot_rev.unwrap_or(0);
             for obj in &initial_objects {
-                if !(ns_filter.as_deref().is_none_or(|n| obj.namespace.as_deref() == Some(n)) && selectors.matches(&encoder.def, obj)) {
+                if !(ns_filter
+                    .as_deref()
+                    .is_none_or(|n| obj.namespace.as_deref() == Some(n))
+                    && selectors.matches(&encoder.def, obj))
+                {
                     continue;
                 }
-                let Some(frame) = encoder.event("ADDED", obj) else { continue };
+                let Some(frame) = encoder.event("ADDED", obj) else {
+                    continue;
+                };
                 if tx.send(frame).await.is_err() {
                     return;
                 }
             }
-            if send_initial_bookmark && tx.send(encoder.bookmark(last_rev.max(cache.revision()), true)).await.is_err() {
+            if send_initial_bookmark
+                && tx
+                    .send(encoder.bookmark(last_rev.max(cache.revision()), true))
+                    .await
+                    .is_err()
+            {
                 return;
             }
             let backlog = std::mem::take(&mut sub.backlog);
             for ev in backlog {
                 last_rev = last_rev.max(ev.revision);
-                let Some(kind) = visible(&encoder.def, &selectors, ns_filter.as_deref(), &ev) else { continue };
-                let Some(frame) = encoder.event(kind, &ev.object) else { continue };
+                let Some(kind) = visible(&encoder.def, &selectors, ns_filter.as_deref(), &ev)
+                else {
+                    continue;
+                };
+                let Some(frame) = encoder.event(kind, &ev.object) else {
+                    continue;
+                };
                 if tx.send(frame).await.is_err() {
                     return;
                 }
@@ -232,7 +299,8 @@ impl ApiServer {
 
 fn watch_response(rx: mpsc::Receiver<Bytes>, output: Output) -> Response<Body> {
     use futures::StreamExt;
-    let stream = ReceiverStream::new(rx).map(|b| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(b)));
+    let stream = ReceiverStream::new(rx)
+        .map(|b| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(b)));
     let body = StreamBody::new(stream).boxed_unsync();
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;
@@ -240,7 +308,11 @@ fn watch_response(rx: mpsc::Receiver<Bytes>, output: Output) -> Response<Body> {
         Output::Table => "application/json;as=Table;v=v1;g=meta.k8s.io",
         _ => "application/json",
     };
-    resp.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
-    resp.headers_mut().insert(header::CACHE_CONTROL, HeaderValue::from_static("no-cache, private"));
+    resp.headers_mut()
+        .insert(header::CONTENT_TYPE, HeaderValue::from_static(ct));
+    resp.headers_mut().insert(
+        header::CACHE_CONTROL,
+        HeaderValue::from_static("no-cache, private"),
+    );
     resp
 }

@@ -26,13 +26,18 @@ impl DeleteOptions {
         let mut opts = DeleteOptions::default();
         if let Some(policy) = body.get("propagationPolicy").and_then(Value::as_str) {
             if !matches!(policy, "Orphan" | "Background" | "Foreground") {
-                return Err(ApiError::bad_request(format!("propagationPolicy: Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\"")));
+                return Err(ApiError::bad_request(format!(
+                    "propagationPolicy: Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+                )));
             }
             opts.propagation_policy = Some(policy.to_string());
         }
         if let Some(pre) = body.get("preconditions") {
             opts.precondition_uid = pre.get("uid").and_then(Value::as_str).map(str::to_string);
-            opts.precondition_resource_version = pre.get("resourceVersion").and_then(Value::as_str).map(str::to_string);
+            opts.precondition_resource_version = pre
+                .get("resourceVersion")
+                .and_then(Value::as_str)
+                .map(str::to_string);
         }
         if let Some(dry) = body.get("dryRun").and_then(Value::as_array) {
             opts.dry_run = dry.iter().any(|d| d == "All");
@@ -51,7 +56,12 @@ pub enum DeleteOutcome {
 const MAX_ATTEMPTS: usize = 16;
 
 impl Registry {
-    pub async fn delete(&self, def: &ResourceDef, at: ObjectRef<'_>, opts: &DeleteOptions) -> Result<DeleteOutcome, ApiError> {
+    pub async fn delete(
+        &self,
+        def: &ResourceDef,
+        at: ObjectRef<'_>,
+        opts: &DeleteOptions,
+    ) -> Result<DeleteOutcome, ApiError> {
         let key = keyspace(def).object(at.cluster, at.namespace, at.name);
         for _ in 0..MAX_ATTEMPTS {
             let current = self.get(def, at).await?;
@@ -59,20 +69,31 @@ impl Registry {
             if let Some(uid) = &opts.precondition_uid
                 && uid != meta_str(&obj, "uid")
             {
-                return Err(ApiError::conflict(&def.group, &def.plural, at.name, &format!(
-                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                    meta_str(&obj, "uid")
-                )));
+                return Err(ApiError::conflict(
+                    &def.group,
+                    &def.plural,
+                    at.name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                        meta_str(&obj, "uid")
+                    ),
+                ));
             }
             if let Some(rv) = &opts.precondition_resource_version
                 && *rv != current.revision.to_string()
             {
-                return Err(ApiError::conflict(&def.group, &def.plural, at.name, &format!(
-                    "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-                    current.revision
-                )));
+                return Err(ApiError::conflict(
+                    &def.group,
+                    &def.plural,
+                    at.name,
+                    &format!(
+                        "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                        current.revision
+                    ),
+                ));
             }
-            let pending = !metadata::finalizers(&obj).is_empty() || def.strategy.blocks_deletion(&obj);
+            let pending =
+                !metadata::finalizers(&obj).is_empty() || def.strategy.blocks_deletion(&obj);
             if pending {
                 if metadata::is_deleting(&obj) {
                     let json = current.json.clone();
@@ -90,15 +111,27 @@ impl Registry {
                     return Ok(DeleteOutcome::Deleted(obj));
                 }
                 Err(StoreError::Conflict { .. }) => continue,
-                Err(StoreError::NotFound { .. }) => return Err(ApiError::not_found(&def.group, &def.plural, at.name)),
+                Err(StoreError::NotFound { .. }) => {
+                    return Err(ApiError::not_found(&def.group, &def.plural, at.name));
+                }
                 Err(err) => return Err(store_error(def, at.name, err)),
             }
         }
-        Err(ApiError::conflict(&def.group, &def.plural, at.name, "too many concurrent updates; please try again"))
+        Err(ApiError::conflict(
+            &def.group,
+            &def.plural,
+            at.name,
+            "too many concurrent updates; please try again",
+        ))
     }
 
     /// Sets `deletionTimestamp` (graceful deletion has no grace period for these kinds).
-    async fn mark_deleting(&self, def: &ResourceDef, at: ObjectRef<'_>, opts: &DeleteOptions) -> Result<Written, ApiError> {
+    async fn mark_deleting(
+        &self,
+        def: &ResourceDef,
+        at: ObjectRef<'_>,
+        opts: &DeleteOptions,
+    ) -> Result<Written, ApiError> {
         let now = metadata::now_rfc3339();
         let key = keyspace(def).object(at.cluster, at.namespace, at.name);
         let strategy = def.strategy.clone();
@@ -114,38 +147,67 @@ impl Registry {
             strategy.prepare_for_delete(&mut obj);
             if opts.dry_run {
                 let json = serde_json::to_vec(&obj).map_err(ApiError::internal)?;
-                return Ok(Written { object: obj, json: json.into() });
+                return Ok(Written {
+                    object: obj,
+                    json: json.into(),
+                });
             }
             let bytes = serde_json::to_vec(&obj).map_err(ApiError::internal)?;
-            match self.store.update(&key, bytes.into(), current.revision).await {
+            match self
+                .store
+                .update(&key, bytes.into(), current.revision)
+                .await
+            {
                 Ok(rev) => {
                     self.cache.note_write(rev);
                     if let Some(m) = meta_mut(&mut obj) {
                         m.insert("resourceVersion".into(), json!(rev.to_string()));
                     }
                     let json = serde_json::to_vec(&obj).map_err(ApiError::internal)?;
-                    return Ok(Written { object: obj, json: json.into() });
+                    return Ok(Written {
+                        object: obj,
+                        json: json.into(),
+                    });
                 }
                 Err(StoreError::Conflict { .. }) => continue,
                 Err(err) => return Err(store_error(def, at.name, err)),
             }
         }
-        Err(ApiError::conflict(&def.group, &def.plural, at.name, "too many concurrent updates; please try again"))
+        Err(ApiError::conflict(
+            &def.group,
+            &def.plural,
+            at.name,
+            "too many concurrent updates; please try again",
+        ))
     }
 
     /// Removes one kind-specific finalizer through the `/finalize` path (the namespace controller).
-    pub async fn finalize(&self, def: &ResourceDef, at: ObjectRef<'_>, finalizer: &str) -> Result<Written, ApiError> {
+    pub async fn finalize(
+        &self,
+        def: &ResourceDef,
+        at: ObjectRef<'_>,
+        finalizer: &str,
+    ) -> Result<Written, ApiError> {
         let finalizer = finalizer.to_string();
-        self.update(def, at, UpdateKind::Finalize, WriteOptions::default(), move |old| {
-            let mut new = old.clone();
-            if let Some(list) = new.pointer_mut("/spec/finalizers").and_then(Value::as_array_mut) {
-                list.retain(|f| f.as_str() != Some(finalizer.as_str()));
-            }
-            if let Some(m) = meta_mut(&mut new) {
-                m.remove("resourceVersion");
-            }
-            Ok(new)
-        })
+        self.update(
+            def,
+            at,
+            UpdateKind::Finalize,
+            WriteOptions::default(),
+            move |old| {
+                let mut new = old.clone();
+                if let Some(list) = new
+                    .pointer_mut("/spec/finalizers")
+                    .and_then(Value::as_array_mut)
+                {
+                    list.retain(|f| f.as_str() != Some(finalizer.as_str()));
+                }
+                if let Some(m) = meta_mut(&mut new) {
+                    m.remove("resourceVersion");
+                }
+                Ok(new)
+            },
+        )
         .await
     }
 }

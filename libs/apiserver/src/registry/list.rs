@@ -27,21 +27,30 @@ struct LabelSlice<'a>(&'a [(String, String)]);
 
 impl Labels for LabelSlice<'_> {
     fn label(&self, key: &str) -> Option<&str> {
-        self.0.iter().find(|(k, _)| k == key).map(|(_, v)| v.as_str())
+        self.0
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 
 impl Selectors {
-    pub fn parse(def: &ResourceDef, label: Option<&str>, field: Option<&str>) -> Result<Selectors, ApiError> {
+    pub fn parse(
+        def: &ResourceDef,
+        label: Option<&str>,
+        field: Option<&str>,
+    ) -> Result<Selectors, ApiError> {
         let label = match label.filter(|s| !s.is_empty()) {
-            Some(s) => Selector::parse(s).map_err(|e| ApiError::bad_request(format!("unable to parse requirement: {e}")))?,
+            Some(s) => Selector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?,
             None => Selector::everything(),
         };
         let field = match field.filter(|s| !s.is_empty()) {
             Some(s) => {
-                let sel = FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
+                let sel =
+                    FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
                 let allowed = def.selectable_fields();
-                sel.check_supported(&allowed).map_err(|e| ApiError::bad_request(e.to_string()))?;
+                sel.check_supported(&allowed)
+                    .map_err(|e| ApiError::bad_request(e.to_string()))?;
                 sel
             }
             None => FieldSelector::everything(),
@@ -61,7 +70,11 @@ impl Selectors {
             return true;
         }
         // Name and namespace are known without decoding; other fields need the object.
-        let needs_value = self.field.requirements().iter().any(|r| !matches!(r.field.as_str(), "metadata.name" | "metadata.namespace"));
+        let needs_value = self
+            .field
+            .requirements()
+            .iter()
+            .any(|r| !matches!(r.field.as_str(), "metadata.name" | "metadata.namespace"));
         let value = if needs_value { obj.value().ok() } else { None };
         self.field.matches(|field| match field {
             "metadata.name" => Some(obj.name.clone()),
@@ -103,13 +116,22 @@ fn encode_continue(revision: Revision, last_key: &str) -> String {
 
 fn decode_continue(token: &str, prefix: &str) -> Result<(Revision, String), ApiError> {
     let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
-    let raw = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
+    let raw = base64::engine::general_purpose::URL_SAFE
+        .decode(token)
+        .map_err(|_| bad("incorrect encoded start resourceVersion (version meta.k8s.io/v1)"))?;
     let v: Value = serde_json::from_slice(&raw).map_err(|_| bad("not a valid token"))?;
     if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
         return Err(bad("server does not recognize this encoded version"));
     }
-    let rv = v.get("rv").and_then(Value::as_i64).filter(|rv| *rv > 0).ok_or_else(|| bad("incorrect encoded start resourceVersion"))?;
-    let start = v.get("start").and_then(Value::as_str).ok_or_else(|| bad("missing start key"))?;
+    let rv = v
+        .get("rv")
+        .and_then(Value::as_i64)
+        .filter(|rv| *rv > 0)
+        .ok_or_else(|| bad("incorrect encoded start resourceVersion"))?;
+    let start = v
+        .get("start")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad("missing start key"))?;
     // A token is only valid for the collection it came from.
     if !start.starts_with(prefix) {
         return Err(bad("the continue token does not belong to this collection"));
@@ -121,11 +143,20 @@ fn parse_rv(rv: &str) -> Result<Revision, ApiError> {
     rv.parse::<Revision>()
         .ok()
         .filter(|r| *r >= 0)
-        .ok_or_else(|| ApiError::bad_request(format!("resourceVersion: Invalid value: {rv:?}: must be a non-negative integer")))
+        .ok_or_else(|| {
+            ApiError::bad_request(format!(
+                "resourceVersion: Invalid value: {rv:?}: must be a non-negative integer"
+            ))
+        })
 }
 
 impl Registry {
-    pub async fn list(&self, def: &ResourceDef, scope: ListScope<'_>, opts: &ListOptions) -> Result<ListResult, ApiError> {
+    pub async fn list(
+        &self,
+        def: &ResourceDef,
+        scope: ListScope<'_>,
+        opts: &ListOptions,
+    ) -> Result<ListResult, ApiError> {
         let ks = keyspace(def);
         let prefix = match (scope.cluster, scope.namespace) {
             (Some(c), Some(ns)) if def.namespaced => ks.namespace(c, ns),
@@ -133,14 +164,25 @@ impl Registry {
             (None, _) => ks.all_clusters().to_string(),
         };
         // With a wildcard cluster the namespace cannot narrow the key range: filter instead.
-        let ns_filter = if scope.cluster.is_none() && def.namespaced { scope.namespace } else { None };
+        let ns_filter = if scope.cluster.is_none() && def.namespaced {
+            scope.namespace
+        } else {
+            None
+        };
         let rv = opts.resource_version.as_deref().filter(|s| !s.is_empty());
-        let rv_match = opts.resource_version_match.as_deref().filter(|s| !s.is_empty());
+        let rv_match = opts
+            .resource_version_match
+            .as_deref()
+            .filter(|s| !s.is_empty());
         if rv_match.is_some() && rv.is_none() {
-            return Err(ApiError::bad_request("resourceVersionMatch is forbidden unless resourceVersion is provided"));
+            return Err(ApiError::bad_request(
+                "resourceVersionMatch is forbidden unless resourceVersion is provided",
+            ));
         }
         if opts.continue_token.is_some() && rv.is_some_and(|v| v != "0") {
-            return Err(ApiError::bad_request("specifying resource version is not allowed when using continue"));
+            return Err(ApiError::bad_request(
+                "specifying resource version is not allowed when using continue",
+            ));
         }
         if let Some(m) = rv_match
             && !matches!(m, "NotOlderThan" | "Exact")
@@ -156,7 +198,8 @@ impl Registry {
                 (Some(rev), Some(start))
             }
             None => {
-                let exact = rv_match == Some("Exact") || (opts.limit > 0 && rv_match.is_none() && rv.is_some_and(|v| v != "0"));
+                let exact = rv_match == Some("Exact")
+                    || (opts.limit > 0 && rv_match.is_none() && rv.is_some_and(|v| v != "0"));
                 match (rv, exact) {
                     (None, _) => {
                         self.cache.wait_fresh().await.map_err(cache_error)?;
@@ -165,7 +208,10 @@ impl Registry {
                     (Some("0"), _) if rv_match != Some("Exact") => (None, None),
                     (Some(v), true) => (Some(parse_rv(v)?), None),
                     (Some(v), false) => {
-                        self.cache.wait_for(parse_rv(v)?).await.map_err(cache_error)?;
+                        self.cache
+                            .wait_for(parse_rv(v)?)
+                            .await
+                            .map_err(cache_error)?;
                         (None, None)
                     }
                 }
@@ -174,19 +220,35 @@ impl Registry {
 
         match snapshot {
             Some(rev) if rev != self.cache.revision() => {
-                self.list_from_store(def, &prefix, ns_filter, rev, start_after, opts).await
+                self.list_from_store(def, &prefix, ns_filter, rev, start_after, opts)
+                    .await
             }
             _ => Ok(self.list_from_cache(def, &prefix, ns_filter, start_after.as_deref(), opts)),
         }
     }
 
-    fn list_from_cache(&self, def: &ResourceDef, prefix: &str, ns_filter: Option<&str>, start_after: Option<&str>, opts: &ListOptions) -> ListResult {
+    fn list_from_cache(
+        &self,
+        def: &ResourceDef,
+        prefix: &str,
+        ns_filter: Option<&str>,
+        start_after: Option<&str>,
+        opts: &ListOptions,
+    ) -> ListResult {
         // Read the revision first: the objects read after it are at least that new, never older.
         let revision = self.cache.revision();
         let all = self.cache.list(prefix, start_after);
-        let matching = all.into_iter().filter(|o| ns_filter.is_none_or(|ns| o.namespace.as_deref() == Some(ns)) && opts.selectors.matches(def, o));
+        let matching = all.into_iter().filter(|o| {
+            ns_filter.is_none_or(|ns| o.namespace.as_deref() == Some(ns))
+                && opts.selectors.matches(def, o)
+        });
         if opts.limit == 0 {
-            return ListResult { items: matching.collect(), revision, continue_token: None, remaining: None };
+            return ListResult {
+                items: matching.collect(),
+                revision,
+                continue_token: None,
+                remaining: None,
+            };
         }
         let mut items = Vec::with_capacity(opts.limit);
         let mut rest = 0usize;
@@ -197,9 +259,22 @@ impl Registry {
                 rest += 1;
             }
         }
-        let continue_token = if rest > 0 { items.last().map(|o| encode_continue(revision, &o.key)) } else { None };
-        let remaining = if rest > 0 && opts.selectors.is_empty() { Some(rest) } else { None };
-        ListResult { items, revision, continue_token, remaining }
+        let continue_token = if rest > 0 {
+            items.last().map(|o| encode_continue(revision, &o.key))
+        } else {
+            None
+        };
+        let remaining = if rest > 0 && opts.selectors.is_empty() {
+            Some(rest)
+        } else {
+            None
+        };
+        ListResult {
+            items,
+            revision,
+            continue_token,
+            remaining,
+        }
     }
 
     async fn list_from_store(
@@ -212,12 +287,16 @@ impl Registry {
         opts: &ListOptions,
     ) -> Result<ListResult, ApiError> {
         let mut items = Vec::new();
-        let want = if opts.limit == 0 { usize::MAX } else { opts.limit };
+        let want = if opts.limit == 0 {
+            usize::MAX
+        } else {
+            opts.limit
+        };
         let mut more = false;
         loop {
             let page = self
                 .store
-                .range(RangeRequest { prefix: prefix.to_string(), start_after: start_after.clone(), limit: want.min(1000).max(1), revision: Some(revision) })
+                .range(RangeRequest { prefix: prefix.to_string(), start_after: start_after.clone(), limit: want.clamp(1, 1000), revision: Some(revision) })
                 .await
                 .map_err(|e| match e {
                     kcp_store::StoreError::Compacted { .. } => ApiError::expired(
@@ -227,8 +306,12 @@ impl Registry {
                 })?;
             for kv in &page.kvs {
                 start_after = Some(kv.key.clone());
-                let Some((value, json)) = decorate(&kv.value, kv.mod_revision) else { continue };
-                let Some(parts) = def_key_parts(def, &kv.key) else { continue };
+                let Some((value, json)) = decorate(&kv.value, kv.mod_revision) else {
+                    continue;
+                };
+                let Some(parts) = def_key_parts(def, &kv.key) else {
+                    continue;
+                };
                 let obj = CachedObject {
                     key: kv.key.clone(),
                     cluster: parts.0,
@@ -238,11 +321,19 @@ impl Registry {
                     labels: value
                         .pointer("/metadata/labels")
                         .and_then(Value::as_object)
-                        .map(|m| m.iter().map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string())).collect())
+                        .map(|m| {
+                            m.iter()
+                                .map(|(k, v)| {
+                                    (k.clone(), v.as_str().unwrap_or_default().to_string())
+                                })
+                                .collect()
+                        })
                         .unwrap_or_default(),
                     json,
                 };
-                if ns_filter.is_none_or(|ns| obj.namespace.as_deref() == Some(ns)) && opts.selectors.matches(def, &obj) {
+                if ns_filter.is_none_or(|ns| obj.namespace.as_deref() == Some(ns))
+                    && opts.selectors.matches(def, &obj)
+                {
                     if items.len() == want {
                         more = true;
                         break;
@@ -254,13 +345,28 @@ impl Registry {
                 break;
             }
         }
-        let continue_token = if more { items.last().map(|o: &Arc<CachedObject>| encode_continue(revision, &o.key)) } else { None };
-        Ok(ListResult { items, revision, continue_token, remaining: None })
+        let continue_token = if more {
+            items
+                .last()
+                .map(|o: &Arc<CachedObject>| encode_continue(revision, &o.key))
+        } else {
+            None
+        };
+        Ok(ListResult {
+            items,
+            revision,
+            continue_token,
+            remaining: None,
+        })
     }
 }
 
 fn def_key_parts(def: &ResourceDef, key: &str) -> Option<(String, Option<String>, String)> {
     let ks = keyspace(def);
     let k = ks.parse(key)?;
-    Some((k.cluster.to_string(), k.namespace.map(str::to_string), k.name.to_string()))
+    Some((
+        k.cluster.to_string(),
+        k.namespace.map(str::to_string),
+        k.name.to_string(),
+    ))
 }

@@ -27,19 +27,28 @@ pub fn meta_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
 }
 
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
-    meta(obj).and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or_default()
+    meta(obj)
+        .and_then(|m| m.get(field))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 pub fn finalizers(obj: &Value) -> Vec<String> {
     meta(obj)
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|f| f.as_str().map(str::to_string)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|f| f.as_str().map(str::to_string))
+                .collect()
+        })
         .unwrap_or_default()
 }
 
 pub fn is_deleting(obj: &Value) -> bool {
-    meta(obj).and_then(|m| m.get("deletionTimestamp")).is_some_and(|t| !t.is_null())
+    meta(obj)
+        .and_then(|m| m.get("deletionTimestamp"))
+        .is_some_and(|t| !t.is_null())
 }
 
 /// The kind's name rule applied to a name (or a generateName prefix).
@@ -53,12 +62,20 @@ pub fn name_errors(rule: &NameRule, name: &str, prefix: bool) -> Vec<String> {
     }
 }
 
-fn string_map<'a>(m: &'a Map<String, Value>, field: &str, causes: &mut Vec<Cause>) -> Vec<(&'a str, &'a str)> {
+fn string_map<'a>(
+    m: &'a Map<String, Value>,
+    field: &str,
+    causes: &mut Vec<Cause>,
+) -> Vec<(&'a str, &'a str)> {
     let mut out = Vec::new();
     for (k, v) in m {
         match v.as_str() {
             Some(s) => out.push((k.as_str(), s)),
-            None => causes.push(Cause::invalid(&format!("{field}.{k}"), v, "must be a string")),
+            None => causes.push(Cause::invalid(
+                &format!("{field}.{k}"),
+                v,
+                "must be a string",
+            )),
         }
     }
     out
@@ -73,7 +90,10 @@ pub fn validate_metadata(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
     };
     let name = m.get("name").and_then(Value::as_str).unwrap_or_default();
     if name.is_empty() {
-        causes.push(Cause::required("metadata.name", "name or generateName is required"));
+        causes.push(Cause::required(
+            "metadata.name",
+            "name or generateName is required",
+        ));
     } else {
         for msg in name_errors(&def.name_rule, name, false) {
             causes.push(Cause::invalid("metadata.name", &json!(name), &msg));
@@ -83,24 +103,44 @@ pub fn validate_metadata(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
         match labels.as_object() {
             Some(l) => {
                 let pairs = string_map(l, "metadata.labels", &mut causes);
-                causes.extend(names::validate_labels(pairs, "metadata.labels").iter().map(Cause::from));
+                causes.extend(
+                    names::validate_labels(pairs, "metadata.labels")
+                        .iter()
+                        .map(Cause::from),
+                );
             }
-            None => causes.push(Cause::invalid("metadata.labels", labels, "must be a map of strings")),
+            None => causes.push(Cause::invalid(
+                "metadata.labels",
+                labels,
+                "must be a map of strings",
+            )),
         }
     }
     if let Some(annotations) = m.get("annotations").filter(|a| !a.is_null()) {
         match annotations.as_object() {
             Some(a) => {
                 let pairs = string_map(a, "metadata.annotations", &mut causes);
-                causes.extend(names::validate_annotations(pairs, "metadata.annotations").iter().map(Cause::from));
+                causes.extend(
+                    names::validate_annotations(pairs, "metadata.annotations")
+                        .iter()
+                        .map(Cause::from),
+                );
             }
-            None => causes.push(Cause::invalid("metadata.annotations", annotations, "must be a map of strings")),
+            None => causes.push(Cause::invalid(
+                "metadata.annotations",
+                annotations,
+                "must be a map of strings",
+            )),
         }
     }
     if let Some(f) = m.get("finalizers").filter(|f| !f.is_null())
         && !f.as_array().is_some_and(|a| a.iter().all(Value::is_string))
     {
-        causes.push(Cause::invalid("metadata.finalizers", f, "must be a list of strings"));
+        causes.push(Cause::invalid(
+            "metadata.finalizers",
+            f,
+            "must be a list of strings",
+        ));
     }
     causes
 }
@@ -108,7 +148,9 @@ pub fn validate_metadata(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
 /// Checks `apiVersion` and `kind` of a body against the endpoint, and fills them when absent.
 pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
     let api_version = def.api_version();
-    let Some(map) = obj.as_object_mut() else { return Err(ApiError::bad_request("the request body must be an object")) };
+    let Some(map) = obj.as_object_mut() else {
+        return Err(ApiError::bad_request("the request body must be an object"));
+    };
     match map.get("apiVersion").and_then(Value::as_str) {
         Some(v) if !v.is_empty() && v != api_version => {
             return Err(ApiError::bad_request(format!(
@@ -119,7 +161,10 @@ pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
     }
     match map.get("kind").and_then(Value::as_str) {
         Some(k) if !k.is_empty() && k != def.kind => {
-            return Err(ApiError::bad_request(format!("the kind in the data ({k}) does not match the expected kind ({})", def.kind)));
+            return Err(ApiError::bad_request(format!(
+                "the kind in the data ({k}) does not match the expected kind ({})",
+                def.kind
+            )));
         }
         _ => {}
     }
@@ -138,8 +183,14 @@ pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
 }
 
 /// The namespace in the body must agree with the URL; an absent one is filled in.
-pub fn check_namespace(def: &ResourceDef, obj: &mut Value, namespace: Option<&str>) -> Result<(), ApiError> {
-    let Some(m) = meta_mut(obj) else { return Err(ApiError::bad_request("metadata must be an object")) };
+pub fn check_namespace(
+    def: &ResourceDef,
+    obj: &mut Value,
+    namespace: Option<&str>,
+) -> Result<(), ApiError> {
+    let Some(m) = meta_mut(obj) else {
+        return Err(ApiError::bad_request("metadata must be an object"));
+    };
     if !def.namespaced {
         m.remove("namespace");
         return Ok(());
@@ -187,23 +238,47 @@ fn set_cluster_annotation(m: &mut Map<String, Value>, cluster: &str) {
 /// The content of an object that is neither metadata nor status: a change there bumps `generation`.
 fn spec_part(obj: &Value) -> Value {
     match obj.as_object() {
-        Some(m) => Value::Object(m.iter().filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status")).map(|(k, v)| (k.clone(), v.clone())).collect()),
+        Some(m) => Value::Object(
+            m.iter()
+                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        ),
         None => Value::Null,
     }
 }
 
 /// System fields on update: what clients may not change is carried over from the stored object.
-pub fn prepare_update(def: &ResourceDef, new: &mut Value, old: &Value, cluster: &str) -> Vec<Cause> {
+pub fn prepare_update(
+    def: &ResourceDef,
+    new: &mut Value,
+    old: &Value,
+    cluster: &str,
+) -> Vec<Cause> {
     let mut causes = Vec::new();
     let old_meta = meta(old).cloned().unwrap_or_default();
     let bump = def.strategy.tracks_generation() && spec_part(new) != spec_part(old);
-    let Some(m) = meta_mut(new) else { return causes };
-    if let Some(uid) = m.get("uid").and_then(Value::as_str).filter(|u| !u.is_empty())
+    let Some(m) = meta_mut(new) else {
+        return causes;
+    };
+    if let Some(uid) = m
+        .get("uid")
+        .and_then(Value::as_str)
+        .filter(|u| !u.is_empty())
         && Some(uid) != old_meta.get("uid").and_then(Value::as_str)
     {
-        causes.push(Cause::invalid("metadata.uid", &json!(uid), "field is immutable"));
+        causes.push(Cause::invalid(
+            "metadata.uid",
+            &json!(uid),
+            "field is immutable",
+        ));
     }
-    for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"] {
+    for field in [
+        "uid",
+        "creationTimestamp",
+        "deletionTimestamp",
+        "deletionGracePeriodSeconds",
+    ] {
         match old_meta.get(field) {
             Some(v) => {
                 m.insert(field.into(), v.clone());
@@ -215,8 +290,14 @@ pub fn prepare_update(def: &ResourceDef, new: &mut Value, old: &Value, cluster: 
     }
     m.remove("selfLink");
     if def.strategy.tracks_generation() {
-        let old_gen = old_meta.get("generation").and_then(Value::as_i64).unwrap_or(1);
-        m.insert("generation".into(), json!(if bump { old_gen + 1 } else { old_gen }));
+        let old_gen = old_meta
+            .get("generation")
+            .and_then(Value::as_i64)
+            .unwrap_or(1);
+        m.insert(
+            "generation".into(),
+            json!(if bump { old_gen + 1 } else { old_gen }),
+        );
     } else {
         m.remove("generation");
     }

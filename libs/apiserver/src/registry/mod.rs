@@ -47,12 +47,15 @@ pub fn store_error(def: &ResourceDef, name: &str, err: StoreError) -> ApiError {
         StoreError::AlreadyExists { .. } => ApiError::already_exists(&def.group, &def.plural, name),
         StoreError::NotFound { .. } => ApiError::not_found(&def.group, &def.plural, name),
         StoreError::Conflict { .. } => ApiError::stale_object(&def.group, &def.plural, name),
-        StoreError::Compacted { requested, compacted } => {
-            ApiError::expired(format!("too old resource version: {requested} ({compacted})"))
-        }
-        StoreError::FutureRevision { requested, current } => {
-            ApiError::timeout(format!("Too large resource version: {requested}, current: {current}"))
-        }
+        StoreError::Compacted {
+            requested,
+            compacted,
+        } => ApiError::expired(format!(
+            "too old resource version: {requested} ({compacted})"
+        )),
+        StoreError::FutureRevision { requested, current } => ApiError::timeout(format!(
+            "Too large resource version: {requested}, current: {current}"
+        )),
         StoreError::TooLarge { .. } => ApiError::too_large(crate::codec::MAX_BODY_BYTES),
         other => ApiError::internal(other),
     }
@@ -68,7 +71,11 @@ pub fn cache_error(err: CacheError) -> ApiError {
 
 impl Registry {
     pub fn new(store: Arc<dyn Store>, cache: Arc<WatchCache>, external_url: String) -> Registry {
-        Registry { store, cache, external_url }
+        Registry {
+            store,
+            cache,
+            external_url,
+        }
     }
 
     pub fn cache(&self) -> &Arc<WatchCache> {
@@ -80,28 +87,52 @@ impl Registry {
     }
 
     /// One object, reflecting every write acknowledged before the call.
-    pub async fn get(&self, def: &ResourceDef, at: ObjectRef<'_>) -> Result<Arc<CachedObject>, ApiError> {
+    pub async fn get(
+        &self,
+        def: &ResourceDef,
+        at: ObjectRef<'_>,
+    ) -> Result<Arc<CachedObject>, ApiError> {
         self.cache.wait_fresh().await.map_err(cache_error)?;
         let key = keyspace(def).object(at.cluster, at.namespace, at.name);
-        self.cache.get(&key).ok_or_else(|| ApiError::not_found(&def.group, &def.plural, at.name))
+        self.cache
+            .get(&key)
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, at.name))
     }
 
     /// The namespace an object is written into must exist and must not be terminating.
     async fn check_namespace(&self, cluster: &str, namespace: &str) -> Result<(), ApiError> {
-        let key = ResourceKeyspace::new("", "namespaces", None, false).object(cluster, None, namespace);
+        let key =
+            ResourceKeyspace::new("", "namespaces", None, false).object(cluster, None, namespace);
         let Some(ns) = self.cache.get(&key) else {
             return Err(ApiError::not_found("", "namespaces", namespace));
         };
-        let terminating = ns.value().ok().and_then(|v| v.pointer("/metadata/deletionTimestamp").map(|t| !t.is_null())).unwrap_or(false);
+        let terminating = ns
+            .value()
+            .ok()
+            .and_then(|v| {
+                v.pointer("/metadata/deletionTimestamp")
+                    .map(|t| !t.is_null())
+            })
+            .unwrap_or(false);
         if terminating {
             let mut err = ApiError::forbidden(
                 "",
                 "",
                 "",
-                &format!("unable to create new content in namespace {namespace} because it is being terminated"),
+                &format!(
+                    "unable to create new content in namespace {namespace} because it is being terminated"
+                ),
             );
-            err.message = format!("unable to create new content in namespace {namespace} because it is being terminated");
-            err.causes.push(kcp_apimachinery::status::Cause::new("NamespaceTerminating", "metadata.namespace", err.message.clone()));
+            err.message = format!(
+                "unable to create new content in namespace {namespace} because it is being terminated"
+            );
+            err.details
+                .causes
+                .push(kcp_apimachinery::status::Cause::new(
+                    "NamespaceTerminating",
+                    "metadata.namespace",
+                    err.message.clone(),
+                ));
             return Err(err);
         }
         Ok(())

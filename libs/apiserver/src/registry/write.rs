@@ -41,7 +41,10 @@ fn served(object: Value, revision: Option<Revision>) -> Result<Written, ApiError
         m.insert("resourceVersion".into(), json!(rev.to_string()));
     }
     let json = serde_json::to_vec(&object).map_err(ApiError::internal)?;
-    Ok(Written { object, json: Bytes::from(json) })
+    Ok(Written {
+        object,
+        json: Bytes::from(json),
+    })
 }
 
 fn stored_bytes(obj: &Value) -> Result<Bytes, ApiError> {
@@ -49,7 +52,9 @@ fn stored_bytes(obj: &Value) -> Result<Bytes, ApiError> {
     if let Some(m) = meta_mut(&mut obj) {
         m.remove("resourceVersion");
     }
-    serde_json::to_vec(&obj).map(Bytes::from).map_err(ApiError::internal)
+    serde_json::to_vec(&obj)
+        .map(Bytes::from)
+        .map_err(ApiError::internal)
 }
 
 fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> ApiError {
@@ -58,23 +63,37 @@ fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> ApiError {
 
 impl Registry {
     fn ctx<'a>(&'a self, cluster: &'a str) -> StrategyContext<'a> {
-        StrategyContext { cluster, external_url: &self.external_url }
+        StrategyContext {
+            cluster,
+            external_url: &self.external_url,
+        }
     }
 
     /// Creates an object in `cluster` (and `namespace` for namespaced kinds).
-    pub async fn create(&self, def: &ResourceDef, cluster: &str, namespace: Option<&str>, mut obj: Value, opts: WriteOptions) -> Result<Written, ApiError> {
+    pub async fn create(
+        &self,
+        def: &ResourceDef,
+        cluster: &str,
+        namespace: Option<&str>,
+        mut obj: Value,
+        opts: WriteOptions,
+    ) -> Result<Written, ApiError> {
         metadata::check_type(def, &mut obj)?;
         metadata::check_namespace(def, &mut obj, namespace)?;
         self.cache.wait_fresh().await.map_err(super::cache_error)?;
         if let (true, Some(ns)) = (def.namespaced, namespace) {
             self.check_namespace(cluster, ns).await?;
         }
-        let generate = meta_str(&obj, "name").is_empty() && !meta_str(&obj, "generateName").is_empty();
+        let generate =
+            meta_str(&obj, "name").is_empty() && !meta_str(&obj, "generateName").is_empty();
         if generate {
             let prefix = meta_str(&obj, "generateName").to_string();
             let errors = metadata::name_errors(&def.name_rule, &prefix, true);
             if !errors.is_empty() {
-                let causes = errors.iter().map(|m| Cause::invalid("metadata.generateName", &json!(prefix), m)).collect();
+                let causes = errors
+                    .iter()
+                    .map(|m| Cause::invalid("metadata.generateName", &json!(prefix), m))
+                    .collect();
                 return Err(invalid(def, &prefix, causes));
             }
         }
@@ -84,13 +103,21 @@ impl Registry {
         {
             m.remove("status");
         }
-        def.strategy.prepare_for_create(&self.ctx(cluster), &mut obj);
+        def.strategy
+            .prepare_for_create(&self.ctx(cluster), &mut obj);
         let mut attempt = 0u64;
         loop {
             if generate && let Some(m) = meta_mut(&mut obj) {
-                let prefix = m.get("generateName").and_then(Value::as_str).unwrap_or_default().to_string();
+                let prefix = m
+                    .get("generateName")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string();
                 let seed = uuid::Uuid::new_v4().as_u64_pair().0 ^ attempt;
-                m.insert("name".into(), json!(kcp_apimachinery::names::generate_name(&prefix, seed)));
+                m.insert(
+                    "name".into(),
+                    json!(kcp_apimachinery::names::generate_name(&prefix, seed)),
+                );
             }
             let name = meta_str(&obj, "name").to_string();
             let mut causes = metadata::validate_metadata(def, &obj);
@@ -117,13 +144,21 @@ impl Registry {
     /// Updates an object: `mutate` turns the current object into the desired one (a PUT body, or the
     /// current object with a patch applied). Retried on revision conflicts unless the desired object
     /// names a resourceVersion of its own.
-    pub async fn update<F>(&self, def: &ResourceDef, at: ObjectRef<'_>, kind: UpdateKind, opts: WriteOptions, mut mutate: F) -> Result<Written, ApiError>
+    pub async fn update<F>(
+        &self,
+        def: &ResourceDef,
+        at: ObjectRef<'_>,
+        kind: UpdateKind,
+        opts: WriteOptions,
+        mut mutate: F,
+    ) -> Result<Written, ApiError>
     where
         F: FnMut(&Value) -> Result<Value, ApiError>,
     {
         let key = keyspace(def).object(at.cluster, at.namespace, at.name);
         let cached = self.get(def, at).await?;
-        let mut current: (Value, Revision) = (cached.value().map_err(ApiError::internal)?, cached.revision);
+        let mut current: (Value, Revision) =
+            (cached.value().map_err(ApiError::internal)?, cached.revision);
         for _ in 0..MAX_ATTEMPTS {
             let (old, old_rev) = &current;
             let desired = mutate(old)?;
@@ -132,20 +167,37 @@ impl Registry {
                 match precondition.parse::<Revision>() {
                     Ok(rv) if rv == *old_rev => {}
                     Ok(_) => return Err(ApiError::stale_object(&def.group, &def.plural, at.name)),
-                    Err(_) => return Err(invalid(def, at.name, vec![Cause::invalid("metadata.resourceVersion", &json!(precondition), "must be a valid resource version")])),
+                    Err(_) => {
+                        return Err(invalid(
+                            def,
+                            at.name,
+                            vec![Cause::invalid(
+                                "metadata.resourceVersion",
+                                &json!(precondition),
+                                "must be a valid resource version",
+                            )],
+                        ));
+                    }
                 }
             }
             let mut new = self.merge_for(def, kind, desired, old, at)?;
             let mut causes = metadata::prepare_update(def, &mut new, old, at.cluster);
             if kind == UpdateKind::Main {
-                def.strategy.prepare_for_update(&self.ctx(at.cluster), &mut new, old);
+                def.strategy
+                    .prepare_for_update(&self.ctx(at.cluster), &mut new, old);
             }
             causes.extend(metadata::validate_metadata(def, &new));
             causes.extend(def.strategy.validate_update(&new, old));
             if metadata::is_deleting(old) {
                 let before = metadata::finalizers(old);
-                if metadata::finalizers(&new).iter().any(|f| !before.contains(f)) {
-                    causes.push(Cause::forbidden("metadata.finalizers", "no new finalizers can be added if the object is being deleted"));
+                if metadata::finalizers(&new)
+                    .iter()
+                    .any(|f| !before.contains(f))
+                {
+                    causes.push(Cause::forbidden(
+                        "metadata.finalizers",
+                        "no new finalizers can be added if the object is being deleted",
+                    ));
                 }
             }
             if !causes.is_empty() {
@@ -161,7 +213,10 @@ impl Registry {
             match self.store.update(&key, stored_bytes(&new)?, *old_rev).await {
                 Ok(rev) => {
                     self.cache.note_write(rev);
-                    if metadata::is_deleting(&new) && metadata::finalizers(&new).is_empty() && !def.strategy.blocks_deletion(&new) {
+                    if metadata::is_deleting(&new)
+                        && metadata::finalizers(&new).is_empty()
+                        && !def.strategy.blocks_deletion(&new)
+                    {
                         // The last finalizer is gone: the deletion that was waiting for it completes now.
                         match self.store.delete(&key, Some(rev)).await {
                             Ok((del_rev, _)) => self.cache.note_write(del_rev),
@@ -171,9 +226,13 @@ impl Registry {
                     }
                     return served(new, Some(rev));
                 }
-                Err(StoreError::Conflict { current: Some(kv), .. }) if precondition.is_empty() => {
+                Err(StoreError::Conflict {
+                    current: Some(kv), ..
+                }) if precondition.is_empty() => {
                     let value = serde_json::from_slice(&kv.value).map_err(ApiError::internal)?;
-                    let Some((value, _)) = decorate_value(value, kv.mod_revision) else { return Err(ApiError::internal("unreadable stored object")) };
+                    let Some((value, _)) = decorate_value(value, kv.mod_revision) else {
+                        return Err(ApiError::internal("unreadable stored object"));
+                    };
                     current = (value, kv.mod_revision);
                 }
                 Err(StoreError::Conflict { current: None, .. } | StoreError::NotFound { .. }) => {
@@ -182,11 +241,23 @@ impl Registry {
                 Err(err) => return Err(store_error(def, at.name, err)),
             }
         }
-        Err(ApiError::conflict(&def.group, &def.plural, at.name, "too many concurrent updates; please try again"))
+        Err(ApiError::conflict(
+            &def.group,
+            &def.plural,
+            at.name,
+            "too many concurrent updates; please try again",
+        ))
     }
 
     /// Combines the desired object with the stored one according to what this update may change.
-    fn merge_for(&self, def: &ResourceDef, kind: UpdateKind, mut desired: Value, old: &Value, at: ObjectRef<'_>) -> Result<Value, ApiError> {
+    fn merge_for(
+        &self,
+        def: &ResourceDef,
+        kind: UpdateKind,
+        mut desired: Value,
+        old: &Value,
+        at: ObjectRef<'_>,
+    ) -> Result<Value, ApiError> {
         metadata::check_type(def, &mut desired)?;
         metadata::check_namespace(def, &mut desired, at.namespace)?;
         let body_name = meta_str(&desired, "name").to_string();
@@ -224,7 +295,10 @@ impl Registry {
             }
             UpdateKind::Finalize => {
                 let mut new = old.clone();
-                let finalizers = desired.pointer("/spec/finalizers").cloned().unwrap_or_else(|| json!([]));
+                let finalizers = desired
+                    .pointer("/spec/finalizers")
+                    .cloned()
+                    .unwrap_or_else(|| json!([]));
                 if let Some(m) = new.as_object_mut() {
                     let spec = m.entry("spec").or_insert_with(|| json!({}));
                     if let Some(spec) = spec.as_object_mut() {

@@ -1,0 +1,590 @@
+//! Kubernetes storage semantics of the generic registry, on the embedded store and on etcd:
+//! resource versions, conflicts, pagination snapshots, watch resume and expiry, finalizers.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcp_api_types::ResourceDef;
+use kcp_apiserver::registry::{
+    DeleteOptions, DeleteOutcome, ListOptions, ListScope, ObjectRef, Registry, UpdateKind,
+    WriteOptions,
+};
+use kcp_apiserver::watch_cache::{CacheEventType, Scope, WatchItem};
+use kcp_apiserver::{ApiServer, ApiServerConfig};
+use kcp_store::StoreConfig;
+use kcp_store::testing::EtcdProcess;
+use serde_json::{Value, json};
+
+struct Harness {
+    server: Arc<ApiServer>,
+    _dir: tempfile::TempDir,
+    _etcd: Option<EtcdProcess>,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Engine {
+    Embedded,
+    Etcd,
+}
+
+async fn harness(engine: Engine) -> Harness {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (config, etcd) = match engine {
+        Engine::Embedded => (
+            StoreConfig::Embedded {
+                path: dir.path().join("store.redb"),
+            },
+            None,
+        ),
+        Engine::Etcd => {
+            let etcd = EtcdProcess::start();
+            let prefix = format!("/test-{}", uuid_like());
+            (
+                StoreConfig::Etcd {
+                    endpoints: etcd.endpoints(),
+                    prefix,
+                },
+                Some(etcd),
+            )
+        }
+    };
+    let store = kcp_store::open(&config).await.expect("store opens");
+    let server = ApiServer::new(ApiServerConfig {
+        store,
+        shard_name: "root".into(),
+        external_url: "https://localhost:6443".into(),
+        authenticators: vec![],
+        authorizers: vec![],
+    })
+    .await
+    .expect("server starts");
+    Harness {
+        server,
+        _dir: dir,
+        _etcd: etcd,
+    }
+}
+
+fn uuid_like() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    )
+}
+
+fn def(plural: &str) -> ResourceDef {
+    kcp_api_types::builtin::catalogue()
+        .into_iter()
+        .find(|d| d.plural == plural && d.group.is_empty())
+        .expect("known resource")
+}
+
+fn cm(name: &str, data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": data})
+}
+
+fn at<'a>(name: &'a str) -> ObjectRef<'a> {
+    ObjectRef {
+        cluster: "root",
+        namespace: Some("default"),
+        name,
+    }
+}
+
+fn rv(v: &Value) -> i64 {
+    v.pointer("/metadata/resourceVersion")
+        .and_then(Value::as_str)
+        .and_then(|s| s.parse().ok())
+        .expect("resourceVersion")
+}
+
+async fn conflicts_and_versions(h: &Harness) {
+    let reg: &Registry = h.server.registry();
+    let cms = def("configmaps");
+    let created = reg
+        .create(
+            &cms,
+            "root",
+            Some("default"),
+            cm("a", json!({"k": "1"})),
+            WriteOptions::default(),
+        )
+        .await
+        .expect("create");
+    let rv1 = rv(&created.object);
+    assert!(created.object.pointer("/metadata/uid").is_some());
+    assert_eq!(
+        created.object["metadata"]["annotations"]["kcp.io/cluster"],
+        "root"
+    );
+
+    // A second create of the same name is AlreadyExists (409).
+    let again = reg
+        .create(
+            &cms,
+            "root",
+            Some("default"),
+            cm("a", json!({})),
+            WriteOptions::default(),
+        )
+        .await
+        .err()
+        .expect("conflict");
+    assert_eq!((again.code, again.reason.as_str()), (409, "AlreadyExists"));
+
+    // An update naming the current resourceVersion succeeds and moves it forward.
+    let mut body = created.object.clone();
+    body["data"]["k"] = json!("2");
+    let updated = reg
+        .update(
+            &cms,
+            at("a"),
+            UpdateKind::Main,
+            WriteOptions::default(),
+            |_| Ok(body.clone()),
+        )
+        .await
+        .expect("update");
+    assert!(rv(&updated.object) > rv1);
+
+    // The same stale body again is a Conflict (409), and nothing changes.
+    let stale = reg
+        .update(
+            &cms,
+            at("a"),
+            UpdateKind::Main,
+            WriteOptions::default(),
+            |_| Ok(body.clone()),
+        )
+        .await
+        .err()
+        .expect("stale");
+    assert_eq!((stale.code, stale.reason.as_str()), (409, "Conflict"));
+    let now = reg.get(&cms, at("a")).await.expect("get");
+    assert_eq!(now.value().expect("json")["data"]["k"], "2");
+
+    // A no-op update writes nothing: the resourceVersion stays.
+    let current = now.value().expect("json");
+    let same = reg
+        .update(
+            &cms,
+            at("a"),
+            UpdateKind::Main,
+            WriteOptions::default(),
+            |_| Ok(current.clone()),
+        )
+        .await
+        .expect("no-op");
+    assert_eq!(rv(&same.object), rv(&updated.object));
+
+    // Dry run validates but writes nothing.
+    let dry = reg
+        .create(
+            &cms,
+            "root",
+            Some("default"),
+            cm("dry", json!({})),
+            WriteOptions { dry_run: true },
+        )
+        .await
+        .expect("dry create");
+    assert_eq!(dry.object["metadata"]["name"], "dry");
+    assert_eq!(
+        reg.get(&cms, at("dry")).await.err().map(|e| e.code),
+        Some(404)
+    );
+
+    // Invalid names are 422 with a cause on metadata.name; a missing namespace is 404.
+    let bad = reg
+        .create(
+            &cms,
+            "root",
+            Some("default"),
+            cm("Bad_Name", json!({})),
+            WriteOptions::default(),
+        )
+        .await
+        .err()
+        .expect("invalid");
+    assert_eq!(bad.code, 422);
+    assert_eq!(
+        bad.details.causes.first().map(|c| c.field.as_str()),
+        Some("metadata.name")
+    );
+    let no_ns = reg
+        .create(
+            &cms,
+            "root",
+            Some("nope"),
+            cm("x", json!({})),
+            WriteOptions::default(),
+        )
+        .await
+        .err()
+        .expect("no namespace");
+    assert_eq!(no_ns.code, 404);
+}
+
+async fn pagination_is_a_snapshot(h: &Harness) {
+    let reg = h.server.registry();
+    let cms = def("configmaps");
+    for i in 0..7 {
+        reg.create(
+            &cms,
+            "root",
+            Some("default"),
+            cm(&format!("p{i}"), json!({})),
+            WriteOptions::default(),
+        )
+        .await
+        .expect("create");
+    }
+    let scope = ListScope {
+        cluster: Some("root"),
+        namespace: Some("default"),
+    };
+    let first = reg
+        .list(
+            &cms,
+            scope,
+            &ListOptions {
+                limit: 3,
+                ..Default::default()
+            },
+        )
+        .await
+        .expect("page 1");
+    assert_eq!(first.items.len(), 3);
+    assert_eq!(first.remaining, Some(4));
+    let token = first.continue_token.clone().expect("continue");
+    // Changes after the first page do not show up in later pages of the same list.
+    reg.create(
+        &cms,
+        "root",
+        Some("default"),
+        cm("p99", json!({})),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create");
+    let mut names: Vec<String> = first.items.iter().map(|o| o.name.clone()).collect();
+    let mut next = Some(token);
+    while let Some(token) = next {
+        let page = reg
+            .list(
+                &cms,
+                scope,
+                &ListOptions {
+                    limit: 3,
+                    continue_token: Some(token),
+                    ..Default::default()
+                },
+            )
+            .await
+            .expect("page");
+        assert_eq!(
+            page.revision, first.revision,
+            "every page is read at the first page's revision"
+        );
+        names.extend(page.items.iter().map(|o| o.name.clone()));
+        next = page.continue_token;
+    }
+    assert_eq!(names, (0..7).map(|i| format!("p{i}")).collect::<Vec<_>>());
+    // A garbage token is 400.
+    let bad = reg
+        .list(
+            &cms,
+            scope,
+            &ListOptions {
+                limit: 3,
+                continue_token: Some("garbage".into()),
+                ..Default::default()
+            },
+        )
+        .await
+        .err();
+    assert_eq!(bad.map(|e| e.code), Some(400));
+    // Other logical clusters see nothing of root's objects.
+    let other = reg
+        .list(
+            &cms,
+            ListScope {
+                cluster: Some("other"),
+                namespace: None,
+            },
+            &ListOptions::default(),
+        )
+        .await
+        .expect("list");
+    assert!(other.items.is_empty());
+    // The wildcard sees them, each with its cluster.
+    let all = reg
+        .list(
+            &cms,
+            ListScope {
+                cluster: None,
+                namespace: None,
+            },
+            &ListOptions::default(),
+        )
+        .await
+        .expect("list");
+    assert!(all.items.iter().all(|o| o.cluster == "root"));
+    assert!(all.items.len() >= 8);
+}
+
+async fn watch_resumes_from_a_revision(h: &Harness) {
+    let reg = h.server.registry();
+    let cms = def("configmaps");
+    let a = reg
+        .create(
+            &cms,
+            "root",
+            Some("default"),
+            cm("w1", json!({})),
+            WriteOptions::default(),
+        )
+        .await
+        .expect("create");
+    let from = rv(&a.object);
+    reg.create(
+        &cms,
+        "root",
+        Some("default"),
+        cm("w2", json!({})),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create");
+    let cache = reg.cache();
+    let prefix = kcp_apiserver::registry::keyspace(&cms)
+        .all_clusters()
+        .to_string();
+    let scope = Scope {
+        cluster: Some("root".into()),
+        namespace: Some("default".into()),
+    };
+    // Acknowledged writes may still be on their way into the cache; a consistent reader waits for them.
+    cache.wait_fresh().await.expect("fresh");
+    let mut sub = cache
+        .subscribe(&prefix, scope, Some(from))
+        .expect("subscribe");
+    assert_eq!(
+        sub.backlog
+            .iter()
+            .map(|e| e.object.name.as_str())
+            .collect::<Vec<_>>(),
+        vec!["w2"]
+    );
+    reg.delete(&cms, at("w1"), &DeleteOptions::default())
+        .await
+        .expect("delete");
+    let ev = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match sub.rx.recv().await {
+                Some(WatchItem::Event(ev)) => return ev,
+                Some(WatchItem::Progress(_)) => continue,
+                None => panic!("watch ended"),
+            }
+        }
+    })
+    .await
+    .expect("event arrives");
+    assert_eq!(
+        (ev.kind, ev.object.name.as_str()),
+        (CacheEventType::Deleted, "w1")
+    );
+    // A watch cache started later (as after a restart) keeps no history from before its start: a
+    // resourceVersion from then is too old (410 Expired).
+    let restarted = ApiServer::new(ApiServerConfig {
+        store: reg.store().clone(),
+        shard_name: "root".into(),
+        external_url: "https://localhost:6443".into(),
+        authenticators: vec![],
+        authorizers: vec![],
+    })
+    .await
+    .expect("second server");
+    let gone = restarted.registry().cache().subscribe(
+        &prefix,
+        Scope {
+            cluster: None,
+            namespace: None,
+        },
+        Some(from),
+    );
+    let err = kcp_apiserver::registry::cache_error(
+        gone.err().expect("history before the cache start is gone"),
+    );
+    assert_eq!((err.code, err.reason.as_str()), (410, "Expired"));
+}
+
+async fn finalizers_hold_deletion(h: &Harness) {
+    let reg = h.server.registry();
+    let cms = def("configmaps");
+    let mut obj = cm("fin", json!({}));
+    obj["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    reg.create(&cms, "root", Some("default"), obj, WriteOptions::default())
+        .await
+        .expect("create");
+    match reg
+        .delete(&cms, at("fin"), &DeleteOptions::default())
+        .await
+        .expect("delete")
+    {
+        DeleteOutcome::Pending(w) => {
+            assert!(w.object.pointer("/metadata/deletionTimestamp").is_some())
+        }
+        DeleteOutcome::Deleted(_) => panic!("finalizer must hold the object"),
+    }
+    // New finalizers may not be added while deleting.
+    let err = reg
+        .update(
+            &cms,
+            at("fin"),
+            UpdateKind::Main,
+            WriteOptions::default(),
+            |old| {
+                let mut o = old.clone();
+                o["metadata"]["finalizers"] = json!(["example.com/hold", "example.com/more"]);
+                Ok(o)
+            },
+        )
+        .await
+        .err();
+    assert_eq!(err.map(|e| e.code), Some(422));
+    // Removing the last finalizer completes the deletion.
+    reg.update(
+        &cms,
+        at("fin"),
+        UpdateKind::Main,
+        WriteOptions::default(),
+        |old| {
+            let mut o = old.clone();
+            o["metadata"]["finalizers"] = json!([]);
+            Ok(o)
+        },
+    )
+    .await
+    .expect("release");
+    assert_eq!(
+        reg.get(&cms, at("fin")).await.err().map(|e| e.code),
+        Some(404)
+    );
+    // Preconditions on delete.
+    reg.create(
+        &cms,
+        "root",
+        Some("default"),
+        cm("pre", json!({})),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create");
+    let opts = DeleteOptions {
+        precondition_uid: Some("wrong".into()),
+        ..Default::default()
+    };
+    assert_eq!(
+        reg.delete(&cms, at("pre"), &opts)
+            .await
+            .err()
+            .map(|e| e.code),
+        Some(409)
+    );
+}
+
+async fn namespaces_are_emptied_on_delete(h: &Harness) {
+    let reg = h.server.registry();
+    let ns = def("namespaces");
+    let cms = def("configmaps");
+    reg.create(
+        &ns,
+        "root",
+        None,
+        json!({"metadata": {"name": "gone"}}),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("ns");
+    reg.create(
+        &cms,
+        "root",
+        Some("gone"),
+        cm("inside", json!({})),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("cm");
+    let nsref = ObjectRef {
+        cluster: "root",
+        namespace: None,
+        name: "gone",
+    };
+    match reg
+        .delete(&ns, nsref, &DeleteOptions::default())
+        .await
+        .expect("delete ns")
+    {
+        DeleteOutcome::Pending(w) => assert_eq!(w.object["status"]["phase"], "Terminating"),
+        DeleteOutcome::Deleted(_) => panic!("a namespace waits for its content"),
+    }
+    // Creating into a terminating namespace is refused.
+    let refused = reg
+        .create(
+            &cms,
+            "root",
+            Some("gone"),
+            cm("late", json!({})),
+            WriteOptions::default(),
+        )
+        .await
+        .err();
+    assert_eq!(refused.map(|e| e.code), Some(403));
+    // Finalization (which the HTTP delete path starts) empties the namespace, then removes it.
+    h.server.finalize_namespaces_now().await;
+    assert_eq!(
+        reg.get(
+            &cms,
+            ObjectRef {
+                cluster: "root",
+                namespace: Some("gone"),
+                name: "inside"
+            }
+        )
+        .await
+        .err()
+        .map(|e| e.code),
+        Some(404)
+    );
+    assert_eq!(reg.get(&ns, nsref).await.err().map(|e| e.code), Some(404));
+}
+
+macro_rules! on_both_stores {
+    ($name:ident) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test]
+            async fn embedded() {
+                let h = harness(Engine::Embedded).await;
+                super::$name(&h).await;
+            }
+
+            #[tokio::test]
+            async fn etcd() {
+                let h = harness(Engine::Etcd).await;
+                super::$name(&h).await;
+            }
+        }
+    };
+}
+
+on_both_stores!(conflicts_and_versions);
+on_both_stores!(pagination_is_a_snapshot);
+on_both_stores!(watch_resumes_from_a_revision);
+on_both_stores!(finalizers_hold_deletion);
+on_both_stores!(namespaces_are_emptied_on_delete);

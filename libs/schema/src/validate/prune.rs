@@ -1,0 +1,72 @@
+//! Pruning: dropping the fields a schema does not know, as decoding into Go types (built-ins) or
+//! structural pruning (custom resources) does. Walks exactly like [`super::unknown_fields`], so what
+//! is reported as unknown is what is dropped.
+
+use serde_json::Value;
+
+use super::{Child, Choice, child, choose};
+use crate::structural::{Schema, SchemaNode};
+
+/// `value` without its unknown fields.
+pub fn prune(schema: &Schema, mut value: Value) -> Value {
+    prune_node(schema.root(), &mut value, true);
+    value
+}
+
+fn prune_node(node: SchemaNode<'_>, value: &mut Value, resource: bool) {
+    let Choice::Node(node) = choose(node, value) else {
+        return;
+    };
+    match value {
+        Value::Object(map) => {
+            map.retain(|key, item| match child(node, key, resource) {
+                Child::Field(sub) | Child::MapValue(sub) => {
+                    prune_node(sub, item, sub.embedded_resource());
+                    true
+                }
+                Child::Allowed => true,
+                Child::Unknown => false,
+            });
+        }
+        Value::Array(items) => {
+            if let Some(sub) = node.items() {
+                for item in items.iter_mut() {
+                    prune_node(sub, item, sub.embedded_resource());
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::{builtin_schema, unknown_fields};
+
+    #[test]
+    fn drops_exactly_the_unknown_fields() {
+        let schema = builtin_schema("", "v1", "Namespace").expect("schema");
+        let body = json!({
+            "apiVersion": "v1", "kind": "Namespace",
+            "metadata": {"name": "demo", "foo": "x", "labels": {"a": "b"}},
+            "spec": {"finalizers": ["kubernetes"], "foo": {"deep": 1}},
+            "bar": 1
+        });
+        let pruned = prune(&schema, body);
+        assert_eq!(
+            pruned,
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "demo", "labels": {"a": "b"}}, "spec": {"finalizers": ["kubernetes"]}})
+        );
+        assert!(unknown_fields(&schema, &pruned).is_empty());
+    }
+
+    #[test]
+    fn keeps_free_form_maps() {
+        let schema = builtin_schema("", "v1", "ConfigMap").expect("schema");
+        let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "annotations": {"x/y": "z"}}, "data": {"any-key": "v"}});
+        assert_eq!(prune(&schema, body.clone()), body);
+    }
+}
