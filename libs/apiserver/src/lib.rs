@@ -98,6 +98,7 @@ impl ApiServer {
             namespaces,
         });
         lifecycle::spawn_namespace_finalizer(server.clone(), queue);
+        lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);
         server.bootstrap().await?;
         Ok(server)
     }

@@ -250,3 +250,35 @@ pub fn spawn_namespace_finalizer(
         }
     });
 }
+
+/// How much history the store keeps for watches and paginated lists (kube-apiserver compacts every 5 minutes).
+pub const COMPACTION_INTERVAL: Duration = Duration::from_secs(300);
+
+/// Compacts the store every interval to the revision it had one interval earlier, so history stays
+/// bounded while resuming watches and continuing lists within the window keep working.
+pub fn spawn_compactor(server: &Arc<ApiServer>, interval: Duration) {
+    let store = server.config.store.clone();
+    let cache = server.registry.cache().clone();
+    let shutdown = server.shutdown.clone();
+    tokio::spawn(async move {
+        let mut previous = cache.revision();
+        let mut compacted = 0;
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(interval) => {}
+                _ = shutdown.cancelled() => return,
+            }
+            let now = cache.revision();
+            if previous > compacted {
+                match store.compact(previous).await {
+                    Ok(()) => {
+                        compacted = previous;
+                        tracing::debug!(revision = previous, "compacted the store");
+                    }
+                    Err(err) => tracing::warn!(revision = previous, error = %err, "compaction failed"),
+                }
+            }
+            previous = now;
+        }
+    });
+}

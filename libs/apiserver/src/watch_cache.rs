@@ -164,6 +164,8 @@ pub struct WatchCache {
     start_revision: AtomicI64,
     next_watcher: AtomicU64,
     revision_tx: tokio::sync::watch::Sender<Revision>,
+    /// Stops following the store (shutdown), releasing it.
+    stop: tokio_util::sync::CancellationToken,
 }
 
 /// `/<group>/<resource>/<identity>/` of a key.
@@ -237,6 +239,7 @@ impl WatchCache {
             start_revision: AtomicI64::new(revision),
             next_watcher: AtomicU64::new(1),
             revision_tx,
+            stop: tokio_util::sync::CancellationToken::new(),
         });
         cache.load(store.as_ref(), revision).await?;
         let stream = store.watch("/", revision).await?;
@@ -331,14 +334,25 @@ impl WatchCache {
     /// reloads everything at the store's current revision and watches again.
     async fn follow(self: Arc<Self>, store: Arc<dyn Store>, mut stream: kcp_store::WatchStream) {
         loop {
-            while let Some(item) = stream.next().await {
+            loop {
+                let item = tokio::select! {
+                    item = stream.next() => item,
+                    _ = self.stop.cancelled() => return,
+                };
                 match item {
-                    Ok(resp) => self.apply(resp),
-                    Err(err) => {
+                    Some(Ok(resp)) => self.apply(resp),
+                    Some(Err(err)) => {
                         tracing::warn!(error = %err, "store watch broke; reloading the watch cache");
                         break;
                     }
+                    None => {
+                        tracing::warn!("store watch ended; reloading the watch cache");
+                        break;
+                    }
                 }
+            }
+            if self.stop.is_cancelled() {
+                return;
             }
             stream = loop {
                 match self.reload(store.as_ref()).await {
@@ -551,8 +565,9 @@ impl WatchCache {
         out
     }
 
-    /// Ends every watcher (shutdown).
+    /// Ends every watcher and stops following the store (shutdown).
     pub fn close_all(&self) {
+        self.stop.cancel();
         for rc in self.resources.read().values() {
             rc.state.write().watchers.clear();
         }

@@ -45,6 +45,7 @@ impl Authenticator for AuthenticatorChain {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
     use super::*;
     use crate::authn::UserInfo;

@@ -68,6 +68,7 @@ pub fn user_from_certificate(cert: &CertificateDer<'_>) -> AuthnResult {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
     use rcgen::{CertificateParams, DnType, KeyPair};
 
@@ -80,13 +81,17 @@ mod tests {
         if let Some(cn) = cn {
             params.distinguished_name.push(DnType::CommonName, cn);
         }
+        // rcgen keeps one value per attribute type, so a second O goes in under O's raw OID
+        // (2.5.4.10), which encodes to the same attribute type as the first.
+        assert!(
+            orgs.len() <= 2,
+            "the test helper supports two organizations"
+        );
         for (i, org) in orgs.iter().enumerate() {
-            // rcgen keeps one value per attribute type, so further O values go in under O's raw OID
-            // (2.5.4.10), which encodes to the same attribute as the first.
             let ty = if i == 0 {
                 DnType::OrganizationName
             } else {
-                DnType::CustomDnType(vec![2, 5, 4, 10, 0][..5 - (i % 1)].to_vec())
+                DnType::CustomDnType(vec![2, 5, 4, 10])
             };
             params.distinguished_name.push(ty, *org);
         }

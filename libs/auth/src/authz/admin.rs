@@ -82,6 +82,7 @@ pub fn forbidden_reason(attrs: &Attributes<'_>) -> String {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
     use super::*;
     use crate::authn::UserInfo;

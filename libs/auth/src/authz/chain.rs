@@ -43,6 +43,7 @@ impl Authorizer for AuthorizerChain {
 }
 
 #[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
     use super::*;
 
