@@ -20,7 +20,10 @@ impl ResourceKeyspace {
     pub fn new(group: &str, resource: &str, identity: Option<&str>, namespaced: bool) -> Self {
         let group = if group.is_empty() { "core" } else { group };
         let identity = identity.unwrap_or("local");
-        ResourceKeyspace { prefix: format!("/{group}/{resource}/{identity}/"), namespaced }
+        ResourceKeyspace {
+            prefix: format!("/{group}/{resource}/{identity}/"),
+            namespaced,
+        }
     }
 
     pub fn is_namespaced(&self) -> bool {
@@ -56,14 +59,21 @@ impl ResourceKeyspace {
         let mut parts = rest.split('/');
         let cluster = parts.next().filter(|s| !s.is_empty())?;
         let (namespace, name) = if self.namespaced {
-            (Some(parts.next().filter(|s| !s.is_empty())?), parts.next().filter(|s| !s.is_empty())?)
+            (
+                Some(parts.next().filter(|s| !s.is_empty())?),
+                parts.next().filter(|s| !s.is_empty())?,
+            )
         } else {
             (None, parts.next().filter(|s| !s.is_empty())?)
         };
         if parts.next().is_some() {
             return None;
         }
-        Some(ObjectKey { cluster, namespace, name })
+        Some(ObjectKey {
+            cluster,
+            namespace,
+            name,
+        })
     }
 }
 
@@ -84,16 +94,37 @@ mod tests {
         let cms = ResourceKeyspace::new("", "configmaps", None, true);
         assert_eq!(cms.all_clusters(), "/core/configmaps/local/");
         assert_eq!(cms.cluster("root"), "/core/configmaps/local/root/");
-        assert_eq!(cms.namespace("root", "default"), "/core/configmaps/local/root/default/");
-        assert_eq!(cms.object("root", Some("default"), "a"), "/core/configmaps/local/root/default/a");
-        let parsed = cms.parse("/core/configmaps/local/root/default/a").expect("parses");
-        assert_eq!(parsed, ObjectKey { cluster: "root", namespace: Some("default"), name: "a" });
+        assert_eq!(
+            cms.namespace("root", "default"),
+            "/core/configmaps/local/root/default/"
+        );
+        assert_eq!(
+            cms.object("root", Some("default"), "a"),
+            "/core/configmaps/local/root/default/a"
+        );
+        let parsed = cms
+            .parse("/core/configmaps/local/root/default/a")
+            .expect("parses");
+        assert_eq!(
+            parsed,
+            ObjectKey {
+                cluster: "root",
+                namespace: Some("default"),
+                name: "a"
+            }
+        );
         assert!(cms.parse("/core/configmaps/local/root/default").is_none());
         assert!(cms.parse("/core/secrets/local/root/default/a").is_none());
 
         let ns = ResourceKeyspace::new("", "namespaces", None, false);
-        assert_eq!(ns.object("system:admin", Some("ignored"), "kube-system"), "/core/namespaces/local/system:admin/kube-system");
-        assert_eq!(ns.parse("/core/namespaces/local/root/x").map(|k| k.name), Some("x"));
+        assert_eq!(
+            ns.object("system:admin", Some("ignored"), "kube-system"),
+            "/core/namespaces/local/system:admin/kube-system"
+        );
+        assert_eq!(
+            ns.parse("/core/namespaces/local/root/x").map(|k| k.name),
+            Some("x")
+        );
 
         let bound = ResourceKeyspace::new("example.io", "widgets", Some("abc123"), true);
         assert_eq!(bound.all_clusters(), "/example.io/widgets/abc123/");
@@ -102,6 +133,9 @@ mod tests {
     #[test]
     fn cluster_prefixes_do_not_overlap() {
         let cms = ResourceKeyspace::new("", "configmaps", None, true);
-        assert!(!cms.object("rootx", Some("default"), "a").starts_with(&cms.cluster("root")));
+        assert!(
+            !cms.object("rootx", Some("default"), "a")
+                .starts_with(&cms.cluster("root"))
+        );
     }
 }

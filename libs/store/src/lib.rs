@@ -6,12 +6,41 @@
 //! revision, after which reads and watches at older revisions fail with [`StoreError::Compacted`].
 //!
 //! Only this crate knows how keys are laid out (see [`keys`]). Callers build keys through it.
+//!
+//! # Revision semantics (the same in every engine)
+//!
+//! - Every successful create, update or delete gets its own revision, one more than the previous write
+//!   (etcd may skip numbers when other tenants share it; callers only rely on "strictly increasing").
+//!   A failed precondition writes nothing and takes no revision.
+//! - `create_revision` is the revision of the create; it is new again when a deleted key is re-created.
+//!   `mod_revision` is the revision of the last write and is what `update`/`delete` compare against.
+//! - A delete event carries `kv.mod_revision` = the deletion's revision, an empty value and
+//!   `create_revision` 0 (as etcd reports it); `prev` holds the deleted value.
+//! - `compact(r)` keeps the state as of `r`: `range` at `r` or later works, at `r - 1` or earlier it
+//!   fails with [`StoreError::Compacted`]; `watch(prefix, after)` needs the changes from `after + 1`, so it
+//!   fails when `after + 1 < r`. Compacting at or below the compacted revision is a no-op; above the
+//!   current revision it is [`StoreError::FutureRevision`]. With etcd the compacted revision is etcd's own,
+//!   shared by every prefix.
+//! - Reading (`range`) or watching (`watch`) at a revision above the current one is
+//!   [`StoreError::FutureRevision`].
+//! - A watch response's `revision` says the watcher has seen every change up to it; empty responses are
+//!   progress notifications.
 
 pub mod keys;
 
+mod config;
 mod engine;
+mod fanout;
+#[cfg(feature = "test-util")]
+pub mod testing;
 
+pub use config::{StoreConfig, open};
 pub use engine::*;
+pub use fanout::WatchConfig;
+
+/// The largest value any engine accepts, the default request limit of etcd (1.5 MiB), so an object that
+/// fits one engine fits them all.
+pub const MAX_VALUE_BYTES: usize = 1536 * 1024;
 
 use std::pin::Pin;
 
@@ -97,13 +126,22 @@ pub enum StoreError {
     /// The key's mod revision is not the expected one. `current` is the present value, if any, so the
     /// caller can retry without a second read (the pattern kube-apiserver uses with etcd).
     #[error("revision conflict on {key}")]
-    Conflict { key: String, current: Option<KeyValue> },
+    Conflict {
+        key: String,
+        current: Option<KeyValue>,
+    },
     /// The requested revision is older than the compacted revision.
     #[error("revision {requested} has been compacted (compacted revision {compacted})")]
-    Compacted { requested: Revision, compacted: Revision },
+    Compacted {
+        requested: Revision,
+        compacted: Revision,
+    },
     /// The requested revision is newer than the store's current revision.
     #[error("revision {requested} is in the future (current revision {current})")]
-    FutureRevision { requested: Revision, current: Revision },
+    FutureRevision {
+        requested: Revision,
+        current: Revision,
+    },
     /// A watcher fell too far behind and was cut off; it must re-list.
     #[error("watcher fell behind and was cut off")]
     WatchLagged,
@@ -134,11 +172,20 @@ pub trait Store: Send + Sync + 'static {
 
     /// Replaces `key` only if its mod revision is `expected`. Returns the new revision.
     /// Fails with `NotFound` if the key is absent and `Conflict` (with the current value) on a mismatch.
-    async fn update(&self, key: &str, value: Bytes, expected: Revision) -> Result<Revision, StoreError>;
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<Revision, StoreError>;
 
     /// Deletes `key`, only if its mod revision is `expected` when given. Returns the revision of the
     /// deletion and the value that was deleted.
-    async fn delete(&self, key: &str, expected: Option<Revision>) -> Result<(Revision, KeyValue), StoreError>;
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<(Revision, KeyValue), StoreError>;
 
     /// Watches every key under `prefix`, delivering all changes with a revision greater than `after`
     /// (so `after = list revision` continues a list without gaps), then live changes. Fails (in the call

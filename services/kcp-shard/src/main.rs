@@ -1,1 +1,89 @@
-fn main() {}
+//! The `kcp-shard` binary: flags, logging and signals around [`kcp_shard::run`].
+
+use std::io::IsTerminal;
+
+use clap::{Parser, Subcommand};
+use kcp_shard::Options;
+use tokio_util::sync::CancellationToken;
+use tracing_subscriber::EnvFilter;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "kcp-shard",
+    version,
+    about = "Runs a kcp-rs shard: a Kubernetes API server hosting many logical clusters.",
+    long_about = "Runs a kcp-rs shard: a Kubernetes API server hosting many logical clusters.\n\n\
+        `kcp-shard start [flags]` and `kcp-shard [flags]` do the same. Log verbosity follows RUST_LOG \
+        (default: info).",
+    args_conflicts_with_subcommands = true
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+    #[command(flatten)]
+    options: Options,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the shard (what plain `kcp-shard` does).
+    Start(Options),
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    // rustls panics at first use if it cannot tell which crypto provider to use; name ring once here.
+    // Err only means one was installed already, which is fine.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+
+    let cli = Cli::parse();
+    let options = match cli.command {
+        Some(Command::Start(options)) => options,
+        None => cli.options,
+    };
+
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
+        )
+        .with_writer(std::io::stderr)
+        // Colour codes only help a terminal; in files and CI logs they are noise.
+        .with_ansi(std::io::stderr().is_terminal())
+        .init();
+
+    let shutdown = CancellationToken::new();
+    tokio::spawn(cancel_on_signal(shutdown.clone()));
+    kcp_shard::run(options, shutdown).await
+}
+
+/// First SIGTERM/SIGINT: shut down gracefully. Second: exit at once, for when draining hangs.
+async fn cancel_on_signal(shutdown: CancellationToken) {
+    wait_for_signal().await;
+    tracing::info!("signal received, shutting down");
+    shutdown.cancel();
+    wait_for_signal().await;
+    tracing::warn!("second signal, exiting now");
+    std::process::exit(130);
+}
+
+#[cfg(unix)]
+async fn wait_for_signal() {
+    use tokio::signal::unix::{SignalKind, signal};
+    match signal(SignalKind::terminate()) {
+        Ok(mut term) => {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = tokio::signal::ctrl_c() => {}
+            }
+        }
+        Err(err) => {
+            tracing::warn!(error = %err, "cannot listen for SIGTERM; only SIGINT stops the shard");
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
+}
+
+#[cfg(not(unix))]
+async fn wait_for_signal() {
+    let _ = tokio::signal::ctrl_c().await;
+}

@@ -1,1 +1,0 @@
-//! Engines implementing [`crate::Store`]. (Filled in by the engines work.)

@@ -1,0 +1,447 @@
+//! `MemoryStore`: the whole MVCC history in `BTreeMap`s behind one lock. For tests and throwaway
+//! shards; it mirrors the table layout of the redb engine (current keys, versions by (key, revision), a
+//! revision-ordered log) so both behave the same.
+
+use std::collections::BTreeMap;
+use std::ops::Bound;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use parking_lot::Mutex;
+
+use crate::fanout::{ReadyReplay, WatchHub, replay_responses, watch_stream};
+use crate::{
+    Event, EventKind, KeyValue, MAX_VALUE_BYTES, RangeRequest, RangeResult, Revision, Store,
+    StoreError, WatchConfig, WatchStream,
+};
+
+/// An in-memory [`Store`]. Cheap to clone; clones share the same data.
+#[derive(Clone)]
+pub struct MemoryStore {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    state: Mutex<State>,
+    hub: Arc<WatchHub>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        self.hub.close();
+    }
+}
+
+/// One version of a key; `value == None` is the tombstone of a delete.
+struct Version {
+    create_revision: Revision,
+    prev_mod_revision: Revision,
+    value: Option<Bytes>,
+}
+
+#[derive(Default)]
+struct State {
+    revision: Revision,
+    compacted: Revision,
+    current: BTreeMap<String, KeyValue>,
+    history: BTreeMap<(String, Revision), Version>,
+    log: BTreeMap<Revision, String>,
+}
+
+impl Default for MemoryStore {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl MemoryStore {
+    pub fn new() -> Self {
+        Self::with_watch_config(WatchConfig::default())
+    }
+
+    pub fn with_watch_config(config: WatchConfig) -> Self {
+        MemoryStore {
+            inner: Arc::new(Inner {
+                state: Mutex::new(State::default()),
+                hub: Arc::new(WatchHub::new(config, 0)),
+            }),
+        }
+    }
+
+    /// Applies one write under the lock and publishes its event before releasing it, so watchers
+    /// registering concurrently see either the history or the live event, never neither.
+    fn write<T>(
+        &self,
+        apply: impl FnOnce(&mut State) -> Result<(T, Event), StoreError>,
+    ) -> Result<T, StoreError> {
+        let mut state = self.inner.state.lock();
+        let (out, event) = apply(&mut state)?;
+        state
+            .log
+            .insert(event.kv.mod_revision, event.kv.key.clone());
+        self.inner
+            .hub
+            .publish(state.revision, std::slice::from_ref(&event));
+        Ok(out)
+    }
+}
+
+fn check_size(value: &Bytes) -> Result<(), StoreError> {
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(StoreError::TooLarge {
+            size: value.len(),
+            limit: MAX_VALUE_BYTES,
+        });
+    }
+    Ok(())
+}
+
+fn start_bound(req: &RangeRequest) -> Bound<&str> {
+    match req.start_after.as_deref() {
+        Some(after) if after >= req.prefix.as_str() => Bound::Excluded(after),
+        _ => Bound::Included(req.prefix.as_str()),
+    }
+}
+
+impl State {
+    fn check_revision(&self, requested: Revision) -> Result<(), StoreError> {
+        if requested > self.revision {
+            return Err(StoreError::FutureRevision {
+                requested,
+                current: self.revision,
+            });
+        }
+        if requested < self.compacted {
+            return Err(StoreError::Compacted {
+                requested,
+                compacted: self.compacted,
+            });
+        }
+        Ok(())
+    }
+
+    /// The key as of revision `at`, from the history.
+    fn version_at(&self, key: &str, at: Revision) -> Option<KeyValue> {
+        let (&(_, rev), version) = self
+            .history
+            .range((key.to_owned(), Revision::MIN)..=(key.to_owned(), at))
+            .next_back()?;
+        let value = version.value.clone()?;
+        Some(KeyValue {
+            key: key.to_owned(),
+            value,
+            create_revision: version.create_revision,
+            mod_revision: rev,
+        })
+    }
+
+    fn range_current(&self, req: &RangeRequest) -> (Vec<KeyValue>, bool) {
+        let mut kvs = Vec::new();
+        let mut iter = self
+            .current
+            .range::<str, _>((start_bound(req), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(req.prefix.as_str()));
+        for (_, kv) in iter.by_ref() {
+            if req.limit > 0 && kvs.len() == req.limit {
+                return (kvs, true);
+            }
+            kvs.push(kv.clone());
+        }
+        (kvs, false)
+    }
+
+    /// Range at an older revision: visit each distinct key of the history once and take its newest
+    /// version at or below `at`.
+    fn range_at(&self, req: &RangeRequest, at: Revision) -> (Vec<KeyValue>, bool) {
+        let mut kvs = Vec::new();
+        let mut lower = match start_bound(req) {
+            Bound::Excluded(after) => Bound::Excluded((after.to_owned(), Revision::MAX)),
+            _ => Bound::Included((req.prefix.clone(), Revision::MIN)),
+        };
+        while let Some(((key, _), _)) = self.history.range((lower, Bound::Unbounded)).next() {
+            if !key.starts_with(req.prefix.as_str()) {
+                break;
+            }
+            if let Some(kv) = self.version_at(key, at) {
+                if req.limit > 0 && kvs.len() == req.limit {
+                    return (kvs, true);
+                }
+                kvs.push(kv);
+            }
+            lower = Bound::Excluded((key.clone(), Revision::MAX));
+        }
+        (kvs, false)
+    }
+
+    /// The event written at `rev` (which must still be in the log).
+    fn event_at(&self, rev: Revision, key: &str) -> Option<Event> {
+        let version = self.history.get(&(key.to_owned(), rev))?;
+        let prev = (version.prev_mod_revision > 0)
+            .then(|| self.version_at(key, version.prev_mod_revision))
+            .flatten()
+            .filter(|kv| kv.mod_revision == version.prev_mod_revision);
+        Some(match &version.value {
+            Some(value) => Event {
+                kind: EventKind::Put,
+                kv: KeyValue {
+                    key: key.to_owned(),
+                    value: value.clone(),
+                    create_revision: version.create_revision,
+                    mod_revision: rev,
+                },
+                prev,
+            },
+            None => Event {
+                kind: EventKind::Delete,
+                kv: KeyValue {
+                    key: key.to_owned(),
+                    value: Bytes::new(),
+                    create_revision: 0,
+                    mod_revision: rev,
+                },
+                prev,
+            },
+        })
+    }
+
+    /// Drops every version below `to` that no read at `to` or later can see, and the log below `to`.
+    fn compact(&mut self, to: Revision) {
+        let below: Vec<(Revision, String)> =
+            self.log.range(..to).map(|(r, k)| (*r, k.clone())).collect();
+        for (rev, key) in below {
+            // Versions older than this one are superseded by it, and it is older than `to`.
+            let older: Vec<(String, Revision)> = self
+                .history
+                .range((key.clone(), Revision::MIN)..(key.clone(), rev))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for k in older {
+                self.history.remove(&k);
+            }
+            if self
+                .history
+                .get(&(key.clone(), rev))
+                .is_some_and(|v| v.value.is_none())
+            {
+                self.history.remove(&(key.clone(), rev));
+            }
+            self.log.remove(&rev);
+        }
+        self.compacted = to;
+    }
+}
+
+#[async_trait::async_trait]
+impl Store for MemoryStore {
+    async fn current_revision(&self) -> Result<Revision, StoreError> {
+        Ok(self.inner.state.lock().revision)
+    }
+
+    async fn get(&self, key: &str) -> Result<Option<KeyValue>, StoreError> {
+        Ok(self.inner.state.lock().current.get(key).cloned())
+    }
+
+    async fn range(&self, req: RangeRequest) -> Result<RangeResult, StoreError> {
+        let state = self.inner.state.lock();
+        let (kvs, more, revision) = match req.revision.filter(|r| *r > 0) {
+            Some(at) if at != state.revision => {
+                state.check_revision(at)?;
+                let (kvs, more) = state.range_at(&req, at);
+                (kvs, more, at)
+            }
+            _ => {
+                let (kvs, more) = state.range_current(&req);
+                (kvs, more, state.revision)
+            }
+        };
+        Ok(RangeResult {
+            kvs,
+            more,
+            revision,
+        })
+    }
+
+    async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StoreError> {
+        check_size(&value)?;
+        self.write(|state| {
+            if state.current.contains_key(key) {
+                return Err(StoreError::AlreadyExists {
+                    key: key.to_owned(),
+                });
+            }
+            state.revision += 1;
+            let rev = state.revision;
+            let kv = KeyValue {
+                key: key.to_owned(),
+                value: value.clone(),
+                create_revision: rev,
+                mod_revision: rev,
+            };
+            state.current.insert(key.to_owned(), kv.clone());
+            state.history.insert(
+                (key.to_owned(), rev),
+                Version {
+                    create_revision: rev,
+                    prev_mod_revision: 0,
+                    value: Some(value),
+                },
+            );
+            Ok((
+                rev,
+                Event {
+                    kind: EventKind::Put,
+                    kv,
+                    prev: None,
+                },
+            ))
+        })
+    }
+
+    async fn update(
+        &self,
+        key: &str,
+        value: Bytes,
+        expected: Revision,
+    ) -> Result<Revision, StoreError> {
+        check_size(&value)?;
+        self.write(|state| {
+            let prev = match state.current.get(key) {
+                None => {
+                    return Err(StoreError::NotFound {
+                        key: key.to_owned(),
+                    });
+                }
+                Some(cur) if cur.mod_revision != expected => {
+                    return Err(StoreError::Conflict {
+                        key: key.to_owned(),
+                        current: Some(cur.clone()),
+                    });
+                }
+                Some(cur) => cur.clone(),
+            };
+            state.revision += 1;
+            let rev = state.revision;
+            let kv = KeyValue {
+                key: key.to_owned(),
+                value: value.clone(),
+                create_revision: prev.create_revision,
+                mod_revision: rev,
+            };
+            state.current.insert(key.to_owned(), kv.clone());
+            state.history.insert(
+                (key.to_owned(), rev),
+                Version {
+                    create_revision: prev.create_revision,
+                    prev_mod_revision: prev.mod_revision,
+                    value: Some(value),
+                },
+            );
+            Ok((
+                rev,
+                Event {
+                    kind: EventKind::Put,
+                    kv,
+                    prev: Some(prev),
+                },
+            ))
+        })
+    }
+
+    async fn delete(
+        &self,
+        key: &str,
+        expected: Option<Revision>,
+    ) -> Result<(Revision, KeyValue), StoreError> {
+        self.write(|state| {
+            let prev = match state.current.get(key) {
+                None => {
+                    return Err(StoreError::NotFound {
+                        key: key.to_owned(),
+                    });
+                }
+                Some(cur) if expected.is_some_and(|e| e != cur.mod_revision) => {
+                    return Err(StoreError::Conflict {
+                        key: key.to_owned(),
+                        current: Some(cur.clone()),
+                    });
+                }
+                Some(cur) => cur.clone(),
+            };
+            state.revision += 1;
+            let rev = state.revision;
+            state.current.remove(key);
+            state.history.insert(
+                (key.to_owned(), rev),
+                Version {
+                    create_revision: 0,
+                    prev_mod_revision: prev.mod_revision,
+                    value: None,
+                },
+            );
+            let kv = KeyValue {
+                key: key.to_owned(),
+                value: Bytes::new(),
+                create_revision: 0,
+                mod_revision: rev,
+            };
+            Ok((
+                (rev, prev.clone()),
+                Event {
+                    kind: EventKind::Delete,
+                    kv,
+                    prev: Some(prev),
+                },
+            ))
+        })
+    }
+
+    async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StoreError> {
+        let after = after.max(0);
+        let state = self.inner.state.lock();
+        if after > state.revision {
+            return Err(StoreError::FutureRevision {
+                requested: after,
+                current: state.revision,
+            });
+        }
+        if after + 1 < state.compacted {
+            return Err(StoreError::Compacted {
+                requested: after + 1,
+                compacted: state.compacted,
+            });
+        }
+        let events: Vec<Event> = state
+            .log
+            .range(after + 1..)
+            .filter(|(_, key)| key.starts_with(prefix))
+            .filter_map(|(rev, key)| state.event_at(*rev, key))
+            .collect();
+        // Subscribing under the state lock: writes publish under it too, so nothing falls in between.
+        let (sub, upto) = self.inner.hub.subscribe(prefix);
+        drop(state);
+        Ok(watch_stream(
+            ReadyReplay(replay_responses(events, upto)),
+            self.inner.hub.clone(),
+            sub,
+            upto,
+        ))
+    }
+
+    async fn compact(&self, revision: Revision) -> Result<(), StoreError> {
+        let mut state = self.inner.state.lock();
+        if revision > state.revision {
+            return Err(StoreError::FutureRevision {
+                requested: revision,
+                current: state.revision,
+            });
+        }
+        if revision > state.compacted {
+            state.compact(revision);
+        }
+        Ok(())
+    }
+
+    async fn compacted_revision(&self) -> Result<Revision, StoreError> {
+        Ok(self.inner.state.lock().compacted)
+    }
+}

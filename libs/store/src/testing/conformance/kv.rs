@@ -1,0 +1,187 @@
+//! Single-key reads and writes: preconditions, errors and revisions.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+
+use super::{b, watch_error};
+use crate::{KeyValue, MAX_VALUE_BYTES, RangeRequest, Store, StoreError};
+
+fn not_found<T>(key: &str) -> Result<T, StoreError> {
+    Err(StoreError::NotFound { key: key.into() })
+}
+
+pub async fn crud_and_cas(store: Arc<dyn Store>) {
+    let key = "/crud/a";
+
+    let r1 = store.create(key, b("v1")).await.expect("create");
+    assert!(r1 > 0);
+    assert_eq!(
+        store.create(key, b("again")).await,
+        Err(StoreError::AlreadyExists { key: key.into() })
+    );
+    let v1 = KeyValue {
+        key: key.into(),
+        value: b("v1"),
+        create_revision: r1,
+        mod_revision: r1,
+    };
+    assert_eq!(store.get(key).await.expect("get"), Some(v1));
+    assert_eq!(store.get("/crud/missing").await.expect("get"), None);
+
+    let r2 = store.update(key, b("v2"), r1).await.expect("update");
+    assert!(r2 > r1);
+    let v2 = KeyValue {
+        key: key.into(),
+        value: b("v2"),
+        create_revision: r1,
+        mod_revision: r2,
+    };
+    assert_eq!(store.get(key).await.expect("get"), Some(v2.clone()));
+
+    // A failed precondition reports the current value and writes nothing.
+    let before = store.current_revision().await.expect("revision");
+    assert_eq!(
+        store.update(key, b("v3"), r1).await,
+        Err(StoreError::Conflict {
+            key: key.into(),
+            current: Some(v2.clone())
+        })
+    );
+    assert_eq!(
+        store.update("/crud/missing", b("x"), r2).await,
+        not_found("/crud/missing")
+    );
+    assert_eq!(
+        store.update("/crud/missing", b("x"), 0).await,
+        not_found("/crud/missing")
+    );
+    assert_eq!(
+        store.delete(key, Some(r1)).await,
+        Err(StoreError::Conflict {
+            key: key.into(),
+            current: Some(v2.clone())
+        })
+    );
+    assert_eq!(
+        store.current_revision().await.expect("revision"),
+        before,
+        "failed writes took a revision"
+    );
+    assert_eq!(store.get(key).await.expect("get"), Some(v2.clone()));
+
+    let (r3, deleted) = store.delete(key, Some(r2)).await.expect("delete");
+    assert!(r3 > r2);
+    assert_eq!(deleted, v2);
+    assert_eq!(store.get(key).await.expect("get"), None);
+    assert!(matches!(
+        store.delete(key, None).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.delete(key, Some(r2)).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(store.update(key, b("v4"), r2).await, not_found(key));
+
+    // Re-creating a deleted key starts a new life: a new create revision.
+    let r4 = store.create(key, b("v5")).await.expect("re-create");
+    assert!(r4 > r3);
+    let v5 = KeyValue {
+        key: key.into(),
+        value: b("v5"),
+        create_revision: r4,
+        mod_revision: r4,
+    };
+    assert_eq!(store.get(key).await.expect("get"), Some(v5.clone()));
+    let (r5, deleted) = store.delete(key, None).await.expect("unconditional delete");
+    assert!(r5 > r4);
+    assert_eq!(deleted, v5);
+    assert!(store.current_revision().await.expect("revision") >= r5);
+
+    // Empty values are values.
+    let r6 = store
+        .create("/crud/empty", Bytes::new())
+        .await
+        .expect("create empty");
+    let empty = store
+        .get("/crud/empty")
+        .await
+        .expect("get")
+        .expect("present");
+    assert_eq!((empty.value.len(), empty.mod_revision), (0, r6));
+
+    let big = Bytes::from(vec![b'x'; MAX_VALUE_BYTES + 1]);
+    assert!(matches!(
+        store.create("/crud/big", big.clone()).await,
+        Err(StoreError::TooLarge { .. })
+    ));
+    assert!(matches!(
+        store.update("/crud/empty", big, r6).await,
+        Err(StoreError::TooLarge { .. })
+    ));
+    assert_eq!(store.get("/crud/big").await.expect("get"), None);
+}
+
+pub async fn revisions_and_future(store: Arc<dyn Store>) {
+    let mut last = store.current_revision().await.expect("revision");
+    for i in 0..10 {
+        let rev = store
+            .create(&format!("/rev/{i}"), b("x"))
+            .await
+            .expect("create");
+        assert!(rev > last, "revision {rev} not after {last}");
+        last = rev;
+    }
+    let rev = store.update(
+        "/rev/0",
+        b("y"),
+        store
+            .get("/rev/0")
+            .await
+            .expect("get")
+            .expect("present")
+            .mod_revision,
+    );
+    let rev = rev.await.expect("update");
+    assert!(rev > last);
+    let (rev2, _) = store.delete("/rev/1", None).await.expect("delete");
+    assert!(rev2 > rev);
+    let current = store.current_revision().await.expect("revision");
+    assert!(current >= rev2);
+    let listed = store
+        .range(RangeRequest {
+            prefix: "/rev/".into(),
+            ..Default::default()
+        })
+        .await
+        .expect("range");
+    assert!(listed.revision >= rev2);
+
+    let future = current + 1000;
+    match store
+        .range(RangeRequest {
+            prefix: "/rev/".into(),
+            revision: Some(future),
+            ..Default::default()
+        })
+        .await
+    {
+        Err(StoreError::FutureRevision {
+            requested,
+            current: at,
+        }) => {
+            assert_eq!(requested, future);
+            assert!(at >= current && at < future);
+        }
+        other => panic!("expected FutureRevision, got {other:?}"),
+    }
+    assert!(matches!(
+        watch_error(&*store, "/rev/", future).await,
+        StoreError::FutureRevision { .. }
+    ));
+    assert!(matches!(
+        store.compact(future).await,
+        Err(StoreError::FutureRevision { .. })
+    ));
+}

@@ -1,0 +1,152 @@
+//! A throwaway etcd for tests: the system `etcd` binary (Debian `etcd-server`, 3.4) on free loopback
+//! ports with a temporary data dir, killed on drop. Set `ETCD_SERVERS` (comma-separated endpoints) to
+//! use an external etcd instead, and `ETCD_BIN` to pick another binary.
+
+use std::io::{self, Read, Write};
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running etcd (or an external one named by `ETCD_SERVERS`).
+pub struct EtcdProcess {
+    endpoints: Vec<String>,
+    child: Option<Child>,
+    _data_dir: Option<tempfile::TempDir>,
+}
+
+const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
+
+impl EtcdProcess {
+    /// Starts etcd and waits until it answers. Panics with the reason when it cannot; this is test
+    /// support, and a test cannot go on without its etcd.
+    pub fn start() -> EtcdProcess {
+        match Self::try_start() {
+            Ok(etcd) => etcd,
+            Err(err) => panic!(
+                "cannot start etcd (install it with `apt-get install -y etcd-server`): {err}"
+            ),
+        }
+    }
+
+    pub fn try_start() -> io::Result<EtcdProcess> {
+        if let Ok(servers) = std::env::var("ETCD_SERVERS") {
+            let endpoints: Vec<String> = servers
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(String::from)
+                .collect();
+            if !endpoints.is_empty() {
+                return Ok(EtcdProcess {
+                    endpoints,
+                    child: None,
+                    _data_dir: None,
+                });
+            }
+        }
+        let binary = std::env::var_os("ETCD_BIN")
+            .map(PathBuf::from)
+            .unwrap_or_else(|| PathBuf::from("/usr/bin/etcd"));
+        let binary = if binary.exists() {
+            binary
+        } else {
+            PathBuf::from("etcd")
+        };
+        let data_dir = tempfile::Builder::new()
+            .prefix("kcp-store-etcd-")
+            .tempdir()?;
+        // Ports are found by binding port 0 and releasing it; a rare collision shows up as a failed start.
+        let client = free_port()?;
+        let peer = free_port()?;
+        let client_url = format!("http://127.0.0.1:{client}");
+        let peer_url = format!("http://127.0.0.1:{peer}");
+        let log = std::fs::File::create(data_dir.path().join("etcd.log"))?;
+        let child = Command::new(&binary)
+            .arg("--name=kcp-test")
+            .arg(format!(
+                "--data-dir={}",
+                data_dir.path().join("data").display()
+            ))
+            .arg(format!("--listen-client-urls={client_url}"))
+            .arg(format!("--advertise-client-urls={client_url}"))
+            .arg(format!("--listen-peer-urls={peer_url}"))
+            .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+            .arg(format!("--initial-cluster=kcp-test={peer_url}"))
+            .arg("--initial-cluster-state=new")
+            .arg("--experimental-watch-progress-notify-interval=2s")
+            .arg("--log-level=warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| io::Error::new(e.kind(), format!("spawning {}: {e}", binary.display())))?;
+        let mut etcd = EtcdProcess {
+            endpoints: vec![client_url],
+            child: Some(child),
+            _data_dir: Some(data_dir),
+        };
+        etcd.wait_healthy(SocketAddr::from(([127, 0, 0, 1], client)))?;
+        Ok(etcd)
+    }
+
+    /// The first client endpoint, `http://127.0.0.1:PORT`.
+    pub fn endpoint(&self) -> String {
+        self.endpoints.first().cloned().unwrap_or_default()
+    }
+
+    pub fn endpoints(&self) -> Vec<String> {
+        self.endpoints.clone()
+    }
+
+    fn wait_healthy(&mut self, addr: SocketAddr) -> io::Result<()> {
+        let deadline = Instant::now() + STARTUP_TIMEOUT;
+        loop {
+            if let Some(child) = self.child.as_mut()
+                && let Some(status) = child.try_wait()?
+            {
+                let log = self
+                    ._data_dir
+                    .as_ref()
+                    .and_then(|d| std::fs::read_to_string(d.path().join("etcd.log")).ok())
+                    .unwrap_or_default();
+                return Err(io::Error::other(format!(
+                    "etcd exited with {status}: {log}"
+                )));
+            }
+            if health(addr).unwrap_or(false) {
+                return Ok(());
+            }
+            if Instant::now() > deadline {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "etcd did not become healthy",
+                ));
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+/// etcd serves `/health` over plain HTTP/1 on the client port.
+fn health(addr: SocketAddr) -> io::Result<bool> {
+    let mut conn = TcpStream::connect_timeout(&addr, Duration::from_millis(500))?;
+    conn.set_read_timeout(Some(Duration::from_secs(2)))?;
+    conn.write_all(b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")?;
+    let mut answer = String::new();
+    conn.read_to_string(&mut answer)?;
+    Ok(answer.contains("\"health\":\"true\""))
+}
+
+fn free_port() -> io::Result<u16> {
+    Ok(TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
+}
+
+impl Drop for EtcdProcess {
+    fn drop(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}

@@ -1,0 +1,154 @@
+//! `admin.kubeconfig`: how kubectl (and the e2e tests) reach this shard as an administrator.
+
+use std::path::Path;
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+
+use crate::pki::{KCP_ADMIN_USER, Pki, PkiError, SHARD_ADMIN_USER};
+
+pub const FILE_NAME: &str = "admin.kubeconfig";
+
+/// The subset of client-go's `clientcmdapi.Config` (v1) that we write.
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub struct Config {
+    #[serde(rename = "apiVersion")]
+    pub api_version: String,
+    pub kind: String,
+    pub clusters: Vec<NamedCluster>,
+    pub users: Vec<NamedUser>,
+    pub contexts: Vec<NamedContext>,
+    pub current_context: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct NamedCluster {
+    pub name: String,
+    pub cluster: Cluster,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub struct Cluster {
+    pub server: String,
+    pub certificate_authority_data: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct NamedUser {
+    pub name: String,
+    pub user: User,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+#[serde(rename_all = "kebab-case")]
+pub struct User {
+    pub client_certificate_data: String,
+    pub client_key_data: String,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct NamedContext {
+    pub name: String,
+    pub context: Context,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
+pub struct Context {
+    pub cluster: String,
+    pub user: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum KubeconfigError {
+    #[error("serializing the kubeconfig: {0}")]
+    Serialize(#[from] serde_saphyr::SerializeError),
+    #[error(transparent)]
+    Write(#[from] PkiError),
+}
+
+/// The admin kubeconfig for a shard reachable at `base_url` (`https://host:port`, no path).
+///
+/// Clusters: `root` (the root LC) and `base` (the bare server, for top-level and `/clusters/...` paths).
+/// Contexts: `root` (current) and `base` as `kcp-admin`; `system:admin` as `shard-admin` on `base`.
+pub fn build(base_url: &str, pki: &Pki) -> Config {
+    let ca = STANDARD.encode(&pki.ca_cert_pem);
+    let cluster = |name: &str, server: String| NamedCluster {
+        name: name.to_string(),
+        cluster: Cluster {
+            server,
+            certificate_authority_data: ca.clone(),
+        },
+    };
+    let user = |name: &str, pair: &crate::pki::CertKey| NamedUser {
+        name: name.to_string(),
+        user: User {
+            client_certificate_data: STANDARD.encode(&pair.cert_pem),
+            client_key_data: STANDARD.encode(&pair.key_pem),
+        },
+    };
+    let context = |name: &str, cluster: &str, user: &str| NamedContext {
+        name: name.to_string(),
+        context: Context {
+            cluster: cluster.to_string(),
+            user: user.to_string(),
+        },
+    };
+    Config {
+        api_version: "v1".to_string(),
+        kind: "Config".to_string(),
+        clusters: vec![
+            cluster("root", format!("{base_url}/clusters/root")),
+            cluster("base", base_url.to_string()),
+        ],
+        users: vec![
+            user(KCP_ADMIN_USER, &pki.kcp_admin),
+            user(SHARD_ADMIN_USER, &pki.shard_admin),
+        ],
+        contexts: vec![
+            context("root", "root", KCP_ADMIN_USER),
+            context("base", "base", KCP_ADMIN_USER),
+            context("system:admin", "base", SHARD_ADMIN_USER),
+        ],
+        current_context: "root".to_string(),
+    }
+}
+
+/// Writes `config` to `path` atomically with mode 0600 (it holds private keys), so a reader polling for
+/// the file never sees half of it.
+pub fn write(path: &Path, config: &Config) -> Result<(), KubeconfigError> {
+    // Plain scalars: the long base64 values would otherwise become folded blocks (`>-`), which are
+    // valid YAML but surprise people and simpler tools reading the file.
+    let options = serde_saphyr::ser_options! { prefer_block_scalars: false };
+    let yaml = serde_saphyr::to_string_with_options(config, options)?;
+    crate::pki::write_file(path, yaml.as_bytes(), 0o600)?;
+    Ok(())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
+mod tests {
+    use super::*;
+
+    #[test]
+    fn round_trips_as_yaml() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = crate::pki::ensure(dir.path(), &[]).unwrap();
+        let config = build("https://127.0.0.1:6443", &pki);
+        let path = dir.path().join(FILE_NAME);
+        write(&path, &config).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(text.contains("current-context: root"), "{text}");
+        assert!(text.contains("apiVersion: v1"), "{text}");
+        assert!(!text.contains(">-"), "{text}");
+        assert!(text.contains("certificate-authority-data:"), "{text}");
+        let back: Config = serde_saphyr::from_str(&text).unwrap();
+        assert_eq!(back, config);
+        assert_eq!(
+            back.clusters[0].cluster.server,
+            "https://127.0.0.1:6443/clusters/root"
+        );
+    }
+}
