@@ -275,7 +275,9 @@ pub fn spawn_compactor(server: &Arc<ApiServer>, interval: Duration) {
                         compacted = previous;
                         tracing::debug!(revision = previous, "compacted the store");
                     }
-                    Err(err) => tracing::warn!(revision = previous, error = %err, "compaction failed"),
+                    Err(err) => {
+                        tracing::warn!(revision = previous, error = %err, "compaction failed")
+                    }
                 }
             }
             previous = now;

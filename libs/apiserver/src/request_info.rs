@@ -183,13 +183,15 @@ fn resource(
         [r, n, s] => (*r, Some(*n), Some(*s)),
         _ => return Target::Unknown,
     };
+    // An empty verb is a method the path does not serve (405), e.g. PUT on a collection.
     let verb = match (method.as_str(), name.is_some()) {
         ("GET" | "HEAD", _) if watch => "watch",
         ("GET" | "HEAD", true) => "get",
         ("GET" | "HEAD", false) => "list",
-        ("POST", _) => "create",
-        ("PUT", _) => "update",
-        ("PATCH", _) => "patch",
+        ("POST", false) => "create",
+        ("POST", true) if subresource.is_some() => "create",
+        ("PUT", true) => "update",
+        ("PATCH", true) => "patch",
         ("DELETE", true) => "delete",
         ("DELETE", false) => "deletecollection",
         _ => "",

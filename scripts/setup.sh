@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what building and testing kcp-rs needs on a fresh Debian/Ubuntu machine, skipping whatever is
+# already there: etcd (Debian's etcd-server, for the etcd store and its tests), protoc, curl; kubectl must be present.
+# A Rust toolchain (rustup, stable >= 1.89) must already be installed.
+set -euo pipefail
+
+as_root() {
+    if [ "$(id -u)" -eq 0 ]; then "$@"; else sudo "$@"; fi
+}
+
+missing=()
+command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || missing+=(etcd-server)
+command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+command -v curl >/dev/null 2>&1 || missing+=(curl)
+command -v diff >/dev/null 2>&1 || missing+=(diffutils)
+
+if [ "${#missing[@]}" -gt 0 ]; then
+    echo "setup: installing ${missing[*]}"
+    as_root apt-get update
+    as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}" ca-certificates
+fi
+
+# kubectl (v1.32) ships with the machines this project runs on; the e2e tests drive the real one.
+if ! command -v kubectl >/dev/null 2>&1; then
+    echo "setup: kubectl not found; install kubectl v1.32 and put it on the PATH" >&2
+    exit 1
+fi
+
+if ! command -v cargo >/dev/null 2>&1; then
+    echo "setup: cargo not found; install Rust with https://rustup.rs (stable, >= 1.89)" >&2
+    exit 1
+fi
