@@ -101,7 +101,12 @@ fn discovery_version_and_identity(store: StoreKind) {
     let whoami = shard.kubectl_ok(&["auth", "whoami"]);
     assert!(whoami.contains("kcp-admin"), "{whoami}");
     assert!(whoami.contains("system:kcp:admin"), "{whoami}");
-    // The system:admin context has no LC in its server URL; name one.
+    // The system:admin context addresses the `system:admin` logical cluster, as kcp's does.
+    let namespaces = shard
+        .kubectl_cmd()
+        .context("system:admin")
+        .ok(&["get", "ns", "-o", "name"]);
+    assert!(namespaces.contains("namespace/default"), "{namespaces}");
     let whoami = shard
         .kubectl_cmd()
         .context("system:admin")

@@ -15,6 +15,8 @@ use crate::{ApiServer, ApiServerError};
 
 /// The logical cluster every shard of a kcp installation starts with.
 pub const ROOT_CLUSTER: &str = "root";
+/// The system logical cluster that will hold the bootstrap policy (with RBAC evaluation).
+pub const SYSTEM_ADMIN_CLUSTER: &str = "system:admin";
 const NAMESPACE_FINALIZER: &str = "kubernetes";
 
 /// Hands namespaces whose deletion started to the finalizer task.
@@ -57,21 +59,24 @@ impl ApiServer {
             .cloned()
     }
 
-    /// Creates what a fresh shard needs: the `root` logical cluster and its `default` namespace.
+    /// Creates what a fresh shard needs: the `root` and `system:admin` logical clusters, each with its
+    /// `default` namespace.
     pub(crate) async fn bootstrap(self: &Arc<Self>) -> Result<(), ApiServerError> {
         let lc = self
             .builtin("core.kcp.io", "logicalclusters")
             .ok_or_else(|| ApiServerError::Bootstrap("LogicalCluster kind missing".into()))?;
-        let obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
-        ignore_exists(
-            self.registry
-                .create(&lc, ROOT_CLUSTER, None, obj, WriteOptions::default())
-                .await,
-        )
-        .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
-        self.ensure_default_namespace(ROOT_CLUSTER)
-            .await
+        for cluster in [ROOT_CLUSTER, SYSTEM_ADMIN_CLUSTER] {
+            let obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
+            ignore_exists(
+                self.registry
+                    .create(&lc, cluster, None, obj, WriteOptions::default())
+                    .await,
+            )
             .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+            self.ensure_default_namespace(cluster)
+                .await
+                .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+        }
         // Resume namespace deletions interrupted by a restart.
         if let Some(ns_def) = self.builtin("", "namespaces") {
             let prefix = crate::registry::keyspace(&ns_def)

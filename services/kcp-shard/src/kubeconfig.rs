@@ -72,7 +72,8 @@ pub enum KubeconfigError {
 /// The admin kubeconfig for a shard reachable at `base_url` (`https://host:port`, no path).
 ///
 /// Clusters: `root` (the root LC) and `base` (the bare server, for top-level and `/clusters/...` paths).
-/// Contexts: `root` (current) and `base` as `kcp-admin`; `system:admin` as `shard-admin` on `base`.
+/// Contexts: `root` (current) and `base` as `kcp-admin`; `system:admin` as `shard-admin` in the
+/// `system:admin` logical cluster, as kcp writes them.
 pub fn build(base_url: &str, pki: &Pki) -> Config {
     let ca = STANDARD.encode(&pki.ca_cert_pem);
     let cluster = |name: &str, server: String| NamedCluster {
@@ -102,6 +103,7 @@ pub fn build(base_url: &str, pki: &Pki) -> Config {
         clusters: vec![
             cluster("root", format!("{base_url}/clusters/root")),
             cluster("base", base_url.to_string()),
+            cluster("system:admin", format!("{base_url}/clusters/system:admin")),
         ],
         users: vec![
             user(KCP_ADMIN_USER, &pki.kcp_admin),
@@ -110,7 +112,7 @@ pub fn build(base_url: &str, pki: &Pki) -> Config {
         contexts: vec![
             context("root", "root", KCP_ADMIN_USER),
             context("base", "base", KCP_ADMIN_USER),
-            context("system:admin", "base", SHARD_ADMIN_USER),
+            context("system:admin", "system:admin", SHARD_ADMIN_USER),
         ],
         current_context: "root".to_string(),
     }

@@ -237,7 +237,7 @@ async fn serves_tls_with_the_generated_kubeconfig() {
         [
             ("root", "root", "kcp-admin"),
             ("base", "base", "kcp-admin"),
-            ("system:admin", "base", "shard-admin")
+            ("system:admin", "system:admin", "shard-admin")
         ]
     );
     let base = shard.admin.base_url().to_string();

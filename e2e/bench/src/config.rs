@@ -1,0 +1,112 @@
+//! Command-line flags and the plan (sizes and caps) they select.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Benchmarks raw etcd, the shard on etcd and the shard on the embedded store in one run, and writes a
+/// Markdown report.
+#[derive(clap::Parser, Debug, Clone)]
+#[command(name = "kcp-bench", version)]
+pub struct Args {
+    /// Where the report is written.
+    #[arg(long, default_value = "docs/benchmarks.md", value_name = "FILE")]
+    pub out: PathBuf,
+    /// A small smoke run (short phases, 1,000 logical clusters for the memory phase).
+    #[arg(long)]
+    pub quick: bool,
+    /// The `kcp-shard` binary to measure. Default: `cargo build --release -p kcp-shard`, then
+    /// `<target>/release/kcp-shard`. Also read from `KCP_SHARD_BIN`.
+    #[arg(long, env = "KCP_SHARD_BIN", value_name = "PATH")]
+    pub shard_bin: Option<PathBuf>,
+    /// Override the length of every timed load phase (seconds).
+    #[arg(long, value_name = "SECS")]
+    pub phase_secs: Option<f64>,
+    /// Override how many logical clusters the memory phase creates.
+    #[arg(long, value_name = "N")]
+    pub lcs: Option<usize>,
+}
+
+/// Sizes and caps of one run.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    pub quick: bool,
+    /// Wall-clock cap of every timed load phase.
+    pub phase: Duration,
+    /// Operation cap of every timed load phase.
+    pub max_ops: u64,
+    /// Concurrent clients of the load phases.
+    pub concurrency: Vec<usize>,
+    /// Objects in the listed collection.
+    pub list_objects: usize,
+    /// Page size of the paged list.
+    pub page_size: usize,
+    /// Bytes of payload in each ConfigMap / etcd value.
+    pub payload_bytes: usize,
+    /// Watcher counts of the watch-latency phase, and how many events each measures.
+    pub watchers: Vec<usize>,
+    pub watch_events: usize,
+    /// Pause between two measured creates in the watch phase.
+    pub watch_interval: Duration,
+    /// Logical clusters of the memory phase and its wall-clock cap.
+    pub lcs: usize,
+    pub lcs_cap: Duration,
+    /// Cap of setup steps (filling the list collection, ...).
+    pub setup_cap: Duration,
+}
+
+impl Plan {
+    pub fn from_args(args: &Args) -> Plan {
+        let mut plan = if args.quick {
+            Plan {
+                quick: true,
+                phase: Duration::from_secs(1),
+                max_ops: 20_000,
+                concurrency: vec![1, 16, 64],
+                list_objects: 2_000,
+                page_size: 500,
+                payload_bytes: 256,
+                watchers: vec![1, 1_000],
+                watch_events: 20,
+                watch_interval: Duration::from_millis(20),
+                lcs: 1_000,
+                lcs_cap: Duration::from_secs(30),
+                setup_cap: Duration::from_secs(30),
+            }
+        } else {
+            Plan {
+                quick: false,
+                phase: Duration::from_secs(5),
+                max_ops: 400_000,
+                concurrency: vec![1, 16, 64],
+                list_objects: 10_000,
+                page_size: 500,
+                payload_bytes: 256,
+                watchers: vec![1, 1_000],
+                watch_events: 200,
+                watch_interval: Duration::from_millis(20),
+                lcs: 100_000,
+                lcs_cap: Duration::from_secs(150),
+                setup_cap: Duration::from_secs(60),
+            }
+        };
+        if let Some(secs) = args.phase_secs
+            && secs > 0.0
+        {
+            plan.phase = Duration::from_secs_f64(secs);
+        }
+        if let Some(lcs) = args.lcs {
+            plan.lcs = lcs;
+        }
+        plan
+    }
+
+    /// Connections shared by `clients` concurrent clients: 1 → 1, 16 → 4, 64 → 8 (as in the etcd
+    /// baseline measured for this machine kind).
+    pub fn connections_for(clients: usize) -> usize {
+        match clients {
+            0..=1 => 1,
+            2..=16 => clients.div_ceil(4),
+            _ => 8,
+        }
+    }
+}

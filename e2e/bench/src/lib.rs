@@ -1,0 +1,109 @@
+//! `kcp-bench`: one command that starts etcd and the `kcp-shard` binary (on etcd and on its embedded
+//! store), drives load over HTTPS from this process, and writes `docs/benchmarks.md`.
+//!
+//! Phases, each capped in time and operations: raw etcd put / txn create / get / range (the baseline);
+//! on each shard: create, get, update, list (whole and paged), watch latency with 1 and 1,000
+//! watchers; then, on fresh shards, RSS per logical cluster. Nothing here is a test: numbers are
+//! reported, never asserted.
+
+mod client;
+mod config;
+mod etcd_raw;
+mod lc_memory;
+mod objects;
+mod phase;
+mod procfs;
+mod report;
+mod shard;
+mod shard_load;
+mod watch;
+
+use std::time::Instant;
+
+use anyhow::Context as _;
+
+pub use config::Args;
+use config::Plan;
+use shard::{Backend, ShardProcess};
+
+/// Runs the whole benchmark and writes the report.
+pub async fn run(args: Args) -> anyhow::Result<()> {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let plan = Plan::from_args(&args);
+    let machine = procfs::Machine::read();
+    let started = chrono::Local::now();
+    let binary = shard::shard_binary(args.shard_bin.as_deref())?;
+    let t0 = Instant::now();
+    let load_before_phases = procfs::load_average();
+    eprintln!(
+        "kcp-bench: {} run with {}; load average {load_before_phases}",
+        if plan.quick { "quick" } else { "full" },
+        binary.display()
+    );
+
+    let mut report = report::Report {
+        machine,
+        load_before_phases,
+        started,
+        elapsed: Default::default(),
+        plan: plan.clone(),
+        shard_bin: binary.clone(),
+        git: procfs::git_revision(&shard::workspace_root()),
+        etcd_version: procfs::version_of("/usr/bin/etcd", &["--version"]),
+        bench_debug_build: cfg!(debug_assertions),
+        baseline: Err("not run".into()),
+        shards: Vec::new(),
+        memory: Vec::new(),
+    };
+
+    report.baseline = baseline(&plan).await.map_err(|e| format!("{e:#}"));
+
+    for backend in [Backend::Etcd, Backend::Embedded] {
+        let outcome = match ShardProcess::start(&binary, backend).await {
+            Ok(shard) => {
+                let results = shard_load::run(&plan, &shard).await;
+                drop(shard);
+                Ok(results)
+            }
+            Err(err) => Err(format!("starting the shard: {err:#}")),
+        };
+        report.shards.push((backend, outcome));
+    }
+
+    for backend in [Backend::Embedded, Backend::Etcd] {
+        let outcome = match ShardProcess::start(&binary, backend).await {
+            Ok(shard) => {
+                let result = lc_memory::measure(&plan, &shard).await;
+                let result =
+                    result.map_err(|e| format!("{e:#}\nshard log tail:\n{}", shard.log_tail(20)));
+                drop(shard);
+                result
+            }
+            Err(err) => Err(format!("starting the shard: {err:#}")),
+        };
+        report.memory.push((backend, outcome));
+    }
+
+    report.elapsed = t0.elapsed();
+    let markdown = report.render();
+    if let Some(parent) = args.out.parent()
+        && !parent.as_os_str().is_empty()
+    {
+        std::fs::create_dir_all(parent)?;
+    }
+    std::fs::write(&args.out, markdown)
+        .with_context(|| format!("writing {}", args.out.display()))?;
+    eprintln!(
+        "kcp-bench: wrote {} after {:.0} s",
+        args.out.display(),
+        report.elapsed.as_secs_f64()
+    );
+    Ok(())
+}
+
+async fn baseline(plan: &Plan) -> anyhow::Result<etcd_raw::Baseline> {
+    let (etcd, pid) = shard::start_etcd()?;
+    let result = etcd_raw::run(plan, &etcd.endpoint(), pid).await;
+    drop(etcd);
+    result
+}

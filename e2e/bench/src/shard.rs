@@ -1,0 +1,232 @@
+//! The processes under test: the release `kcp-shard` binary (on etcd or on its embedded store) and
+//! the etcd it may use.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use http::Method;
+use kcp_store::testing::EtcdProcess;
+
+use crate::client::{Conn, Connector};
+use crate::procfs;
+
+/// How long a shard may take to write its kubeconfig and answer `/readyz`.
+const STARTUP_DEADLINE: Duration = Duration::from_secs(60);
+
+/// Which store a shard runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    Etcd,
+    Embedded,
+}
+
+impl Backend {
+    pub fn label(self) -> &'static str {
+        match self {
+            Backend::Etcd => "shard on etcd",
+            Backend::Embedded => "shard on embedded store",
+        }
+    }
+}
+
+/// The workspace root (this crate is `e2e/bench`).
+pub fn workspace_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The release `kcp-shard`: `explicit` when given, otherwise built with cargo (a no-op when up to date)
+/// into the target directory this benchmark runs from.
+pub fn shard_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(path) = explicit {
+        if !path.is_file() {
+            bail!("--shard-bin {} does not exist", path.display());
+        }
+        return Ok(path.to_path_buf());
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("kcp-bench: building the release kcp-shard (cargo build --release -p kcp-shard)");
+    let status = Command::new(&cargo)
+        .args(["build", "--release", "-p", "kcp-shard"])
+        .current_dir(workspace_root())
+        .status()
+        .context("running cargo build --release -p kcp-shard")?;
+    if !status.success() {
+        bail!("cargo build --release -p kcp-shard failed: {status}");
+    }
+    // This executable is `<target>/<profile>/kcp-bench`; the shard is `<target>/release/kcp-shard`.
+    let exe = std::env::current_exe().context("locating kcp-bench")?;
+    let target = exe
+        .parent()
+        .and_then(Path::parent)
+        .context("kcp-bench is not inside a cargo target directory")?;
+    let candidates = [
+        target.join("release/kcp-shard"),
+        workspace_root().join("target/release/kcp-shard"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .with_context(|| format!("no kcp-shard binary at {candidates:?}; pass --shard-bin"))
+}
+
+/// A running shard with its own temporary root directory, killed on drop.
+pub struct ShardProcess {
+    pub backend: Backend,
+    child: Child,
+    dir: tempfile::TempDir,
+    pub connector: Connector,
+    etcd: Option<EtcdProcess>,
+    etcd_pid: Option<u32>,
+}
+
+impl ShardProcess {
+    /// Starts `binary` on `backend` (a fresh etcd is started for [`Backend::Etcd`]) and waits until it
+    /// answers `/readyz`.
+    pub async fn start(binary: &Path, backend: Backend) -> anyhow::Result<ShardProcess> {
+        let (etcd, etcd_pid) = match backend {
+            Backend::Etcd => {
+                let (etcd, pid) = start_etcd()?;
+                (Some(etcd), pid)
+            }
+            Backend::Embedded => (None, None),
+        };
+        let dir = tempfile::Builder::new()
+            .prefix("kcp-bench-shard-")
+            .tempdir()
+            .context("creating the shard's directory")?;
+        let root = dir.path().join("root");
+        std::fs::create_dir_all(&root)?;
+        let log = std::fs::File::create(dir.path().join("shard.log"))?;
+        let mut command = Command::new(binary);
+        command
+            .arg("start")
+            .arg("--root-directory")
+            .arg(&root)
+            .args(["--secure-port", "0", "--bind-address", "127.0.0.1"])
+            // One log line per request would measure the log, not the server.
+            .env(
+                "RUST_LOG",
+                std::env::var("KCP_BENCH_SHARD_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log);
+        if let Some(etcd) = &etcd {
+            command
+                .arg("--etcd-servers")
+                .arg(etcd.endpoints().join(","));
+        }
+        let mut child = command
+            .spawn()
+            .with_context(|| format!("spawning {}", binary.display()))?;
+        let connector = match wait_ready(&mut child, dir.path()).await {
+            Ok(connector) => connector,
+            Err(err) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(err);
+            }
+        };
+        Ok(ShardProcess {
+            backend,
+            child,
+            dir,
+            connector,
+            etcd,
+            etcd_pid,
+        })
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn etcd_pid(&self) -> Option<u32> {
+        self.etcd_pid
+    }
+
+    /// The directory holding the shard's (embedded) data, or etcd's data directory.
+    pub fn data_dir(&self) -> Option<PathBuf> {
+        match self.backend {
+            Backend::Embedded => Some(self.dir.path().join("root")),
+            Backend::Etcd => self
+                .etcd_pid
+                .and_then(|pid| procfs::cmdline_flag(pid, "--data-dir"))
+                .map(PathBuf::from),
+        }
+    }
+
+    pub fn log_tail(&self, lines: usize) -> String {
+        log_tail(self.dir.path(), lines)
+    }
+
+    /// A connection to this shard.
+    pub async fn conn(&self) -> anyhow::Result<Conn> {
+        self.connector.connect().await
+    }
+}
+
+impl Drop for ShardProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        // etcd (if any) is killed by its own drop, after the shard.
+        drop(self.etcd.take());
+    }
+}
+
+fn log_tail(dir: &Path, lines: usize) -> String {
+    let log = std::fs::read_to_string(dir.join("shard.log")).unwrap_or_default();
+    let all: Vec<&str> = log.lines().collect();
+    all[all.len().saturating_sub(lines)..].join("\n")
+}
+
+/// Waits until the shard in `dir` has written its kubeconfig and answers `/readyz`.
+async fn wait_ready(child: &mut Child, dir: &Path) -> anyhow::Result<Connector> {
+    let kubeconfig = dir.join("root/admin.kubeconfig");
+    let deadline = Instant::now() + STARTUP_DEADLINE;
+    let mut last_error = String::from("no kubeconfig yet");
+    loop {
+        if let Some(status) = child.try_wait()? {
+            bail!(
+                "kcp-shard exited with {status} during startup:\n{}",
+                log_tail(dir, 40)
+            );
+        }
+        if Instant::now() > deadline {
+            bail!(
+                "kcp-shard not ready after {STARTUP_DEADLINE:?} ({last_error}):\n{}",
+                log_tail(dir, 40)
+            );
+        }
+        if kubeconfig.is_file() {
+            match probe(&kubeconfig).await {
+                Ok(connector) => return Ok(connector),
+                Err(err) => last_error = format!("{err:#}"),
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+async fn probe(kubeconfig: &Path) -> anyhow::Result<Connector> {
+    let connector = Connector::from_kubeconfig(kubeconfig, "system:admin")?;
+    let mut conn = connector.connect().await?;
+    conn.ok(Method::GET, "/readyz", None).await?;
+    Ok(connector)
+}
+
+/// A fresh etcd and its process id (for CPU accounting).
+pub fn start_etcd() -> anyhow::Result<(EtcdProcess, Option<u32>)> {
+    let before = procfs::child_pids_named("etcd");
+    let etcd = EtcdProcess::try_start().context(
+        "starting etcd (install it with `apt-get install -y etcd-server`, or set ETCD_SERVERS)",
+    )?;
+    let pid = procfs::child_pids_named("etcd")
+        .into_iter()
+        .find(|pid| !before.contains(pid));
+    Ok((etcd, pid))
+}
