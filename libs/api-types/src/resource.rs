@@ -120,6 +120,23 @@ pub struct ResourceDef {
     /// The OpenAPI component schema name of the kind, e.g. `io.k8s.api.core.v1.ConfigMap`.
     pub schema_name: String,
     pub backing: ResourceKind,
+    /// Set when this resource is another API's view of objects stored under a different resource
+    /// (events.k8s.io/v1 Events are core/v1 Events in storage).
+    pub shared_storage: Option<SharedStorage>,
+}
+
+/// Where a resource's objects are stored when it is a view of another resource, and how they convert.
+#[derive(Clone)]
+pub struct SharedStorage {
+    pub group: String,
+    pub plural: String,
+    pub conversion: Arc<dyn Conversion>,
+}
+
+/// Converts objects between the form an API serves and the form the store keeps.
+pub trait Conversion: Send + Sync + 'static {
+    fn to_storage(&self, api: Value) -> Value;
+    fn from_storage(&self, stored: Value) -> Value;
 }
 
 impl ResourceDef {
@@ -135,6 +152,14 @@ impl ResourceDef {
     /// `configmaps` or `roles.rbac.authorization.k8s.io`.
     pub fn qualified_resource(&self) -> String {
         kcp_apimachinery::status::qualified_resource(&self.group, &self.plural)
+    }
+
+    /// `(group, plural)` of the resource whose keys hold this resource's objects.
+    pub fn storage_resource(&self) -> (&str, &str) {
+        match &self.shared_storage {
+            Some(s) => (&s.group, &s.plural),
+            None => (&self.group, &self.plural),
+        }
     }
 
     pub fn is_stored(&self) -> bool {

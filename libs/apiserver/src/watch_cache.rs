@@ -74,6 +74,49 @@ pub struct CacheEvent {
     pub object: Arc<CachedObject>,
     /// The state before this change, for watchers whose selector the object leaves or enters.
     pub prev: Option<Arc<CachedObject>>,
+    /// The JSON watch frame of this event per event type, encoded once for every watcher that
+    /// sees it (index: ADDED, MODIFIED, DELETED).
+    frames: [std::sync::OnceLock<Bytes>; 3],
+}
+
+impl CacheEvent {
+    fn new(
+        kind: CacheEventType,
+        revision: Revision,
+        object: Arc<CachedObject>,
+        prev: Option<Arc<CachedObject>>,
+    ) -> CacheEvent {
+        CacheEvent {
+            kind,
+            revision,
+            object,
+            prev,
+            frames: Default::default(),
+        }
+    }
+
+    /// `{"type":"<kind>","object":<object>}\n`, shared by every JSON watcher of this event.
+    pub fn json_frame(&self, kind: CacheEventType) -> Bytes {
+        let slot = match kind {
+            CacheEventType::Added => 0,
+            CacheEventType::Modified => 1,
+            CacheEventType::Deleted => 2,
+        };
+        self.frames[slot]
+            .get_or_init(|| json_frame(kind, &self.object.json))
+            .clone()
+    }
+}
+
+/// One watch event line in JSON.
+pub fn json_frame(kind: CacheEventType, object_json: &[u8]) -> Bytes {
+    let mut out = Vec::with_capacity(object_json.len() + 32);
+    out.extend_from_slice(b"{\"type\":\"");
+    out.extend_from_slice(kind.as_str().as_bytes());
+    out.extend_from_slice(b"\",\"object\":");
+    out.extend_from_slice(object_json);
+    out.extend_from_slice(b"}\n");
+    Bytes::from(out)
 }
 
 /// What a watcher receives.
@@ -393,12 +436,7 @@ impl WatchCache {
                     } else {
                         CacheEventType::Added
                     };
-                    CacheEvent {
-                        kind,
-                        revision: ev.kv.mod_revision,
-                        object: obj,
-                        prev,
-                    }
+                    CacheEvent::new(kind, ev.kv.mod_revision, obj, prev)
                 }
                 EventKind::Delete => {
                     st.objects.remove(&ev.kv.key);
@@ -416,12 +454,7 @@ impl WatchCache {
                         labels: labels_of(&value),
                         json,
                     });
-                    CacheEvent {
-                        kind: CacheEventType::Deleted,
-                        revision: deleted_rev,
-                        object: obj,
-                        prev,
-                    }
+                    CacheEvent::new(CacheEventType::Deleted, deleted_rev, obj, prev)
                 }
             };
             let event = Arc::new(event);

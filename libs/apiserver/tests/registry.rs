@@ -563,6 +563,118 @@ async fn namespaces_are_emptied_on_delete(h: &Harness) {
     assert_eq!(reg.get(&ns, nsref).await.err().map(|e| e.code), Some(404));
 }
 
+fn events_def() -> ResourceDef {
+    kcp_api_types::builtin::catalogue()
+        .into_iter()
+        .find(|d| d.group == "events.k8s.io" && d.plural == "events")
+        .expect("events.k8s.io events")
+}
+
+async fn events_are_one_set_of_objects_in_two_apis(h: &Harness) {
+    let reg = h.server.registry();
+    let core = def("events");
+    let events = events_def();
+    let scope = ListScope {
+        cluster: Some("root"),
+        namespace: Some("default"),
+    };
+    // Written through events.k8s.io/v1, read through core/v1 ...
+    let obj = json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event", "metadata": {"name": "e1"},
+        "eventTime": "2026-11-21T10:00:00.000000Z", "reportingController": "ctl", "reportingInstance": "ctl-1",
+        "action": "Poke", "reason": "Poked", "type": "Normal", "note": "hello",
+        "regarding": {"kind": "ConfigMap", "name": "c", "namespace": "default"},
+    });
+    let created = reg
+        .create(
+            &events,
+            "root",
+            Some("default"),
+            obj,
+            WriteOptions::default(),
+        )
+        .await
+        .expect("create");
+    assert_eq!(created.object["note"], "hello");
+    let as_core = reg
+        .get(&core, at("e1"))
+        .await
+        .expect("core view")
+        .value()
+        .expect("json");
+    assert_eq!(
+        (as_core["apiVersion"].as_str(), as_core["message"].as_str()),
+        (Some("v1"), Some("hello"))
+    );
+    assert_eq!(as_core["involvedObject"]["name"], "c");
+    assert_eq!(as_core["reportingComponent"], "ctl");
+    // ... and the other way round, including lists and field selectors of each API.
+    let core_obj = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e2"}, "message": "from core", "reason": "R", "type": "Warning", "involvedObject": {"kind": "Secret", "name": "s"}});
+    reg.create(
+        &core,
+        "root",
+        Some("default"),
+        core_obj,
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create core");
+    let listed = reg
+        .list(&events, scope, &ListOptions::default())
+        .await
+        .expect("list");
+    let notes: Vec<String> = listed
+        .items
+        .iter()
+        .map(|o| {
+            o.value().expect("json")["note"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(notes, ["hello", "from core"]);
+    let selected = ListOptions {
+        selectors: kcp_apiserver::registry::Selectors::parse(
+            &events,
+            None,
+            Some("regarding.kind=Secret"),
+        )
+        .expect("selector"),
+        ..Default::default()
+    };
+    let only = reg.list(&events, scope, &selected).await.expect("list");
+    assert_eq!(
+        only.items
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect::<Vec<_>>(),
+        ["e2"]
+    );
+    // Updating through one API keeps the other's view in step.
+    reg.update(
+        &events,
+        at("e2"),
+        UpdateKind::Main,
+        WriteOptions::default(),
+        |old| {
+            let mut o = old.clone();
+            o["note"] = json!("changed");
+            Ok(o)
+        },
+    )
+    .await
+    .expect("update");
+    let as_core = reg
+        .get(&core, at("e2"))
+        .await
+        .expect("core view")
+        .value()
+        .expect("json");
+    assert_eq!(as_core["message"], "changed");
+    assert!(as_core.get("note").is_none());
+}
+
 macro_rules! on_both_stores {
     ($name:ident) => {
         mod $name {
@@ -588,3 +700,4 @@ on_both_stores!(pagination_is_a_snapshot);
 on_both_stores!(watch_resumes_from_a_revision);
 on_both_stores!(finalizers_hold_deletion);
 on_both_stores!(namespaces_are_emptied_on_delete);
+on_both_stores!(events_are_one_set_of_objects_in_two_apis);

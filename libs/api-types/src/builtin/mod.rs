@@ -2,6 +2,7 @@
 //! field selectors.
 
 mod columns;
+mod events;
 
 pub use columns::age_since;
 mod strategies;
@@ -9,7 +10,8 @@ mod strategies;
 use std::sync::Arc;
 
 use crate::resource::{
-    Column, DefaultStrategy, FieldSelectorDef, NameRule, ResourceDef, ResourceKind, Strategy,
+    Column, DefaultStrategy, FieldSelectorDef, NameRule, ResourceDef, ResourceKind, SharedStorage,
+    Strategy,
 };
 
 use columns::*;
@@ -55,6 +57,7 @@ fn def(
         strategy: Arc::new(DefaultStrategy),
         schema_name: schema_name.to_string(),
         backing: ResourceKind::Stored,
+        shared_storage: None,
     })
 }
 
@@ -85,6 +88,20 @@ impl Def {
     }
     fn strategy(mut self, strategy: impl Strategy) -> Def {
         self.0.strategy = Arc::new(strategy);
+        self
+    }
+    /// Served from another resource's stored objects through a conversion.
+    fn stored_as(
+        mut self,
+        group: &str,
+        plural: &str,
+        conversion: impl crate::resource::Conversion,
+    ) -> Def {
+        self.0.shared_storage = Some(SharedStorage {
+            group: group.to_string(),
+            plural: plural.to_string(),
+            conversion: Arc::new(conversion),
+        });
         self
     }
     fn review(mut self) -> Def {
@@ -131,14 +148,17 @@ fn event_fields() -> Vec<FieldSelectorDef> {
     ]
 }
 
+/// Field selectors of events.k8s.io Events; they read the stored (core/v1) form.
 fn regarding_fields() -> Vec<FieldSelectorDef> {
     vec![
-        field("regarding.kind", |o| str_at(o, "/regarding/kind")),
-        field("regarding.namespace", |o| str_at(o, "/regarding/namespace")),
-        field("regarding.name", |o| str_at(o, "/regarding/name")),
-        field("regarding.uid", |o| str_at(o, "/regarding/uid")),
+        field("regarding.kind", |o| str_at(o, "/involvedObject/kind")),
+        field("regarding.namespace", |o| {
+            str_at(o, "/involvedObject/namespace")
+        }),
+        field("regarding.name", |o| str_at(o, "/involvedObject/name")),
+        field("regarding.uid", |o| str_at(o, "/involvedObject/uid")),
         field("reason", |o| str_at(o, "/reason")),
-        field("reportingController", |o| str_at(o, "/reportingController")),
+        field("reportingController", |o| str_at(o, "/reportingComponent")),
         field("type", |o| str_at(o, "/type")),
     ]
 }
@@ -327,6 +347,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
         .short(&["ev"])
         .columns(event_columns())
         .fields(regarding_fields())
+        .stored_as("", "events", events::EventsConversion)
         .0,
         rbac("ClusterRole", "clusterroles", false).0,
         rbac("ClusterRoleBinding", "clusterrolebindings", false)

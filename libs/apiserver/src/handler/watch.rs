@@ -1,5 +1,10 @@
 //! Watch: chunked JSON events from the watch cache, filtered per watcher.
+//!
+//! The response body itself polls the watcher's queue: no task or channel sits between the cache and
+//! the connection, and a JSON event is encoded once and shared by every watcher that sees it.
 
+use std::collections::VecDeque;
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,15 +14,17 @@ use http_body_util::{BodyExt, StreamBody};
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::ApiError;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
+use tokio_util::sync::CancellationToken;
 
 use super::RequestContext;
 use super::resource::list_options;
 use crate::codec::Output;
 use crate::registry::{Selectors, keyspace};
 use crate::table::{self, IncludeObject};
-use crate::watch_cache::{CacheEvent, CacheEventType, CachedObject, Scope, WatchItem};
+use crate::watch_cache::{
+    CacheEvent, CacheEventType, CachedObject, Scope, Subscription, WatchCache, WatchItem,
+    json_frame,
+};
 use crate::{ApiServer, Body};
 
 /// How often a watcher that asked for bookmarks gets one.
@@ -30,34 +37,51 @@ struct Encoder {
 }
 
 impl Encoder {
-    fn event(&self, kind: &str, obj: &CachedObject) -> Option<Bytes> {
-        let mut out = Vec::with_capacity(obj.json.len() + 32);
-        out.extend_from_slice(b"{\"type\":\"");
-        out.extend_from_slice(kind.as_bytes());
-        out.extend_from_slice(b"\",\"object\":");
-        match self.output {
+    /// The frame of an object that has no cache event (the initial state).
+    /// Whether frames are this watcher's own: shared JSON frames hold the stored form as JSON.
+    fn per_watcher(&self) -> bool {
+        matches!(self.output, Output::Table | Output::PartialMetadata)
+            || self.def.shared_storage.is_some()
+    }
+
+    fn object(&self, kind: CacheEventType, obj: &CachedObject) -> Option<Bytes> {
+        if self.per_watcher() {
+            self.converted(kind, obj)
+        } else {
+            Some(json_frame(kind, &obj.json))
+        }
+    }
+
+    fn event(&self, kind: CacheEventType, ev: &CacheEvent) -> Option<Bytes> {
+        if self.per_watcher() {
+            self.converted(kind, &ev.object)
+        } else {
+            Some(ev.json_frame(kind))
+        }
+    }
+
+    /// Frames that depend on the watcher (Table, PartialObjectMetadata, another API's view): built
+    /// per watcher from the stored object.
+    fn converted(&self, kind: CacheEventType, obj: &CachedObject) -> Option<Bytes> {
+        let value = crate::registry::to_api(&self.def, serde_json::from_slice(&obj.json).ok()?);
+        let object = match self.output {
             Output::Table => {
-                let value: Value = serde_json::from_slice(&obj.json).ok()?;
                 let rv = value
                     .pointer("/metadata/resourceVersion")
                     .cloned()
                     .unwrap_or(Value::Null);
-                let t = table::table(
+                table::table(
                     &self.def,
                     &[value],
                     json!({"resourceVersion": rv}),
                     self.include,
-                );
-                out.extend_from_slice(&serde_json::to_vec(&t).ok()?);
+                )
             }
-            Output::PartialMetadata => {
-                let value: Value = serde_json::from_slice(&obj.json).ok()?;
-                out.extend_from_slice(&serde_json::to_vec(&table::partial_metadata(&value)).ok()?);
-            }
-            _ => out.extend_from_slice(&obj.json),
-        }
-        out.extend_from_slice(b"}\n");
-        Some(Bytes::from(out))
+            Output::PartialMetadata => table::partial_metadata(&value),
+            _ => value,
+        };
+        let bytes = serde_json::to_vec(&object).ok()?;
+        Some(json_frame(kind, &bytes))
     }
 
     fn bookmark(&self, revision: i64, initial_end: bool) -> Bytes {
@@ -81,27 +105,86 @@ fn error_event(err: &ApiError) -> Bytes {
     Bytes::from(out)
 }
 
-/// Decides what a watcher with selectors sees of one change.
-fn visible(
-    def: &ResourceDef,
-    selectors: &Selectors,
-    ns: Option<&str>,
-    ev: &CacheEvent,
-) -> Option<&'static str> {
-    let matches = |o: &CachedObject| {
-        ns.is_none_or(|n| o.namespace.as_deref() == Some(n)) && selectors.matches(def, o)
-    };
-    match ev.kind {
-        CacheEventType::Added => matches(&ev.object).then_some("ADDED"),
-        CacheEventType::Deleted => matches(&ev.object).then_some("DELETED"),
-        CacheEventType::Modified => {
-            let now = matches(&ev.object);
-            let before = ev.prev.as_deref().is_some_and(matches);
-            match (before, now) {
-                (true, true) => Some("MODIFIED"),
-                (false, true) => Some("ADDED"),
-                (true, false) => Some("DELETED"),
-                (false, false) => None,
+/// Who a watcher is: what it asked to see.
+struct Filter {
+    def: Arc<ResourceDef>,
+    selectors: Selectors,
+    namespace: Option<String>,
+}
+
+impl Filter {
+    fn matches(&self, o: &CachedObject) -> bool {
+        self.namespace
+            .as_deref()
+            .is_none_or(|n| o.namespace.as_deref() == Some(n))
+            && self.selectors.matches(&self.def, o)
+    }
+
+    /// What this watcher sees of one change: an object entering the selector is ADDED for it, one
+    /// leaving it is DELETED.
+    fn visible(&self, ev: &CacheEvent) -> Option<CacheEventType> {
+        match ev.kind {
+            CacheEventType::Added | CacheEventType::Deleted => {
+                self.matches(&ev.object).then_some(ev.kind)
+            }
+            CacheEventType::Modified => {
+                let now = self.matches(&ev.object);
+                let before = ev.prev.as_deref().is_some_and(|p| self.matches(p));
+                match (before, now) {
+                    (true, true) => Some(CacheEventType::Modified),
+                    (false, true) => Some(CacheEventType::Added),
+                    (true, false) => Some(CacheEventType::Deleted),
+                    (false, false) => None,
+                }
+            }
+        }
+    }
+}
+
+/// The state of one watch response body.
+struct WatchStream {
+    sub: Subscription,
+    encoder: Encoder,
+    filter: Filter,
+    /// Frames ready to go before the live queue is read (initial state, replayed history).
+    pending: VecDeque<Bytes>,
+    /// Events at or below this revision were already sent.
+    last_rev: i64,
+    deadline: Pin<Box<tokio::time::Sleep>>,
+    bookmarks: Option<tokio::time::Interval>,
+    shutdown: CancellationToken,
+    cache: Arc<WatchCache>,
+}
+
+impl WatchStream {
+    async fn next_frame(&mut self) -> Option<Bytes> {
+        loop {
+            if let Some(frame) = self.pending.pop_front() {
+                return Some(frame);
+            }
+            let bookmark = async {
+                match self.bookmarks.as_mut() {
+                    Some(t) => t.tick().await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                item = self.sub.rx.recv() => match item? {
+                    WatchItem::Event(ev) => {
+                        if ev.revision <= self.last_rev {
+                            continue;
+                        }
+                        self.last_rev = ev.revision;
+                        let Some(kind) = self.filter.visible(&ev) else { continue };
+                        if let Some(frame) = self.encoder.event(kind, &ev) {
+                            return Some(frame);
+                        }
+                    }
+                    WatchItem::Progress(_) => {}
+                },
+                _ = bookmark => return Some(self.encoder.bookmark(self.cache.revision().max(self.last_rev), false)),
+                _ = &mut self.deadline => return None,
+                _ = self.shutdown.cancelled() => return None,
             }
         }
     }
@@ -161,146 +244,105 @@ impl ApiServer {
             (None | Some("0"), None) => true,
             _ => false,
         };
-        if let Some(v) = rv.filter(|v| *v != "0") {
-            let want: i64 = v.parse().map_err(|_| {
+        let after = match rv.filter(|v| *v != "0") {
+            Some(v) => Some(v.parse::<i64>().map_err(|_| {
                 ApiError::bad_request(format!("resourceVersion: Invalid value: {v:?}"))
-            })?;
-            if initial {
-                cache
-                    .wait_for(want)
-                    .await
-                    .map_err(crate::registry::cache_error)?;
+            })?),
+            None => None,
+        };
+        if initial {
+            match after {
+                Some(want) => cache.wait_for(want).await,
+                None if rv.is_none() => cache.wait_fresh().await,
+                None => Ok(cache.revision()),
             }
-        } else if initial && rv.is_none() {
-            cache
-                .wait_fresh()
-                .await
-                .map_err(crate::registry::cache_error)?;
+            .map_err(crate::registry::cache_error)?;
         }
         let encoder = Encoder {
             def: def.clone(),
             output,
             include,
         };
-        let (tx, rx) = mpsc::channel::<Bytes>(64);
-        let subscribe = if initial {
-            // Snapshot and subscription at one revision: subscribe after the revision read, replaying
-            // whatever happened in between, then list; duplicates are dropped by revision.
-            let at = cache.revision();
-            cache
-                .subscribe(&prefix, scope.clone(), Some(at))
-                .map(|s| (s, Some(at)))
-        } else {
-            let after = rv.and_then(|v| v.parse::<i64>().ok());
-            cache
-                .subscribe(&prefix, scope.clone(), after)
-                .map(|s| (s, None))
+        let filter = Filter {
+            def: def.clone(),
+            selectors: opts.selectors.clone(),
+            namespace: scope.namespace.clone(),
         };
-        let (mut sub, snapshot_rev) = match subscribe {
+        // With an initial state, subscribe at the revision read first and list after: whatever
+        // happens in between arrives through the replayed history, and duplicates are dropped by revision.
+        let snapshot_rev = initial.then(|| cache.revision());
+        let subscribed = cache.subscribe(
+            &prefix,
+            scope.clone(),
+            if initial { snapshot_rev } else { after },
+        );
+        let mut sub = match subscribed {
             Ok(s) => s,
+            // kube-apiserver answers a too-old watch with 200 and one ERROR event.
             Err(err) => {
-                // kube-apiserver answers a too-old watch with 200 and one ERROR event.
-                let _ = tx.try_send(error_event(&crate::registry::cache_error(err)));
-                drop(tx);
-                return Ok(watch_response(rx, output));
+                return Ok(watch_response(
+                    futures::stream::iter([error_event(&crate::registry::cache_error(err))]),
+                    output,
+                ));
             }
         };
-        let mut initial_objects = Vec::new();
+        let mut pending = VecDeque::new();
+        let mut last_rev = 0;
         if let Some(at) = snapshot_rev {
+            last_rev = at;
             let list_prefix = match (cluster, &scope.namespace) {
                 (Some(c), Some(ns)) => ks.namespace(c, ns),
                 (Some(c), None) => ks.cluster(c),
                 (None, _) => prefix.clone(),
             };
-            // Objects newer than the snapshot revision arrive through the backlog instead.
-            initial_objects = cache
+            // Objects newer than the snapshot revision arrive through the replayed history instead.
+            for obj in cache
                 .list(&list_prefix, None)
-                .into_iter()
-                .filter(|o| o.revision <= at)
-                .collect::<Vec<_>>();
-        }
-        let selectors = opts.selectors.clone();
-        let ns_filter = scope.namespace.clone();
-        let shutdown = self.shutdown.clone();
-        let send_initial_bookmark = send_initial == Some(true) && bookmarks;
-        tokio::spawn(async move {
-            let mut last_rev = snapshot_rev.unwrap_or(0);
-            for obj in &initial_objects {
-                if !(ns_filter
-                    .as_deref()
-                    .is_none_or(|n| obj.namespace.as_deref() == Some(n))
-                    && selectors.matches(&encoder.def, obj))
-                {
-                    continue;
-                }
-                let Some(frame) = encoder.event("ADDED", obj) else {
-                    continue;
-                };
-                if tx.send(frame).await.is_err() {
-                    return;
-                }
-            }
-            if send_initial_bookmark
-                && tx
-                    .send(encoder.bookmark(last_rev.max(cache.revision()), true))
-                    .await
-                    .is_err()
+                .iter()
+                .filter(|o| o.revision <= at && filter.matches(o))
             {
-                return;
+                pending.extend(encoder.object(CacheEventType::Added, obj));
             }
-            let backlog = std::mem::take(&mut sub.backlog);
-            for ev in backlog {
-                last_rev = last_rev.max(ev.revision);
-                let Some(kind) = visible(&encoder.def, &selectors, ns_filter.as_deref(), &ev)
-                else {
-                    continue;
-                };
-                let Some(frame) = encoder.event(kind, &ev.object) else {
-                    continue;
-                };
-                if tx.send(frame).await.is_err() {
-                    return;
-                }
+            if send_initial == Some(true) && bookmarks {
+                pending.push_back(encoder.bookmark(at, true));
             }
-            let deadline = tokio::time::sleep(timeout);
-            tokio::pin!(deadline);
-            let mut ticker = tokio::time::interval(BOOKMARK_INTERVAL);
-            ticker.tick().await;
-            loop {
-                tokio::select! {
-                    item = sub.rx.recv() => {
-                        let Some(item) = item else { return }; // cut off (too slow) or cache reset
-                        if let WatchItem::Event(ev) = item {
-                            if ev.revision <= last_rev {
-                                continue;
-                            }
-                            last_rev = ev.revision;
-                            let Some(kind) = visible(&encoder.def, &selectors, ns_filter.as_deref(), &ev) else { continue };
-                            let Some(frame) = encoder.event(kind, &ev.object) else { continue };
-                            if tx.send(frame).await.is_err() {
-                                return;
-                            }
-                        }
-                    }
-                    _ = ticker.tick(), if bookmarks => {
-                        if tx.send(encoder.bookmark(cache.revision().max(last_rev), false)).await.is_err() {
-                            return;
-                        }
-                    }
-                    _ = &mut deadline => return,
-                    _ = shutdown.cancelled() => return,
-                    _ = tx.closed() => return,
-                }
+        }
+        for ev in std::mem::take(&mut sub.backlog) {
+            last_rev = last_rev.max(ev.revision);
+            if let Some(kind) = filter.visible(&ev) {
+                pending.extend(encoder.event(kind, &ev));
             }
+        }
+        let bookmarks = bookmarks.then(|| {
+            tokio::time::interval_at(
+                tokio::time::Instant::now() + BOOKMARK_INTERVAL,
+                BOOKMARK_INTERVAL,
+            )
         });
-        Ok(watch_response(rx, output))
+        let state = WatchStream {
+            sub,
+            encoder,
+            filter,
+            pending,
+            last_rev,
+            deadline: Box::pin(tokio::time::sleep(timeout)),
+            bookmarks,
+            shutdown: self.shutdown.clone(),
+            cache,
+        };
+        let stream = futures::stream::unfold(state, |mut st| async move {
+            st.next_frame().await.map(|frame| (frame, st))
+        });
+        Ok(watch_response(stream, output))
     }
 }
 
-fn watch_response(rx: mpsc::Receiver<Bytes>, output: Output) -> Response<Body> {
+fn watch_response<S>(frames: S, output: Output) -> Response<Body>
+where
+    S: futures::Stream<Item = Bytes> + Send + 'static,
+{
     use futures::StreamExt;
-    let stream = ReceiverStream::new(rx)
-        .map(|b| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(b)));
+    let stream = frames.map(|b| Ok::<_, std::convert::Infallible>(hyper::body::Frame::data(b)));
     let body = StreamBody::new(stream).boxed_unsync();
     let mut resp = Response::new(body);
     *resp.status_mut() = StatusCode::OK;

@@ -152,7 +152,8 @@ impl Registry {
                     json: json.into(),
                 });
             }
-            let bytes = serde_json::to_vec(&obj).map_err(ApiError::internal)?;
+            let bytes = serde_json::to_vec(&super::to_storage(def, obj.clone()))
+                .map_err(ApiError::internal)?;
             match self
                 .store
                 .update(&key, bytes.into(), current.revision)

@@ -151,7 +151,26 @@ fn parse_rv(rv: &str) -> Result<Revision, ApiError> {
 }
 
 impl Registry {
+    /// Lists `def`'s objects as `def` serves them.
     pub async fn list(
+        &self,
+        def: &ResourceDef,
+        scope: ListScope<'_>,
+        opts: &ListOptions,
+    ) -> Result<ListResult, ApiError> {
+        let mut result = self.list_stored(def, scope, opts).await?;
+        if def.shared_storage.is_some() {
+            result.items = result
+                .items
+                .into_iter()
+                .map(|o| super::present(def, o))
+                .collect::<Result<_, _>>()?;
+        }
+        Ok(result)
+    }
+
+    /// Lists stored objects (selectors apply to the stored form).
+    async fn list_stored(
         &self,
         def: &ResourceDef,
         scope: ListScope<'_>,

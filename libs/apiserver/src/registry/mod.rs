@@ -38,7 +38,42 @@ pub struct Registry {
 }
 
 pub fn keyspace(def: &ResourceDef) -> ResourceKeyspace {
-    ResourceKeyspace::new(&def.group, &def.plural, None, def.namespaced)
+    let (group, plural) = def.storage_resource();
+    ResourceKeyspace::new(group, plural, None, def.namespaced)
+}
+
+/// A stored object in the form `def` serves (they differ only for views of another resource's storage).
+pub fn to_api(def: &ResourceDef, stored: serde_json::Value) -> serde_json::Value {
+    match &def.shared_storage {
+        Some(s) => s.conversion.from_storage(stored),
+        None => stored,
+    }
+}
+
+/// An object in the form `def` serves, in the form the store keeps.
+pub fn to_storage(def: &ResourceDef, api: serde_json::Value) -> serde_json::Value {
+    match &def.shared_storage {
+        Some(s) => s.conversion.to_storage(api),
+        None => api,
+    }
+}
+
+/// A cached (stored-form) object as `def` serves it; the same object when no conversion applies.
+pub fn present(def: &ResourceDef, obj: Arc<CachedObject>) -> Result<Arc<CachedObject>, ApiError> {
+    if def.shared_storage.is_none() {
+        return Ok(obj);
+    }
+    let value = to_api(def, obj.value().map_err(ApiError::internal)?);
+    let json = serde_json::to_vec(&value).map_err(ApiError::internal)?;
+    Ok(Arc::new(CachedObject {
+        key: obj.key.clone(),
+        cluster: obj.cluster.clone(),
+        namespace: obj.namespace.clone(),
+        name: obj.name.clone(),
+        revision: obj.revision,
+        labels: obj.labels.clone(),
+        json: json.into(),
+    }))
 }
 
 /// The one place store errors become API errors.
@@ -94,9 +129,11 @@ impl Registry {
     ) -> Result<Arc<CachedObject>, ApiError> {
         self.cache.wait_fresh().await.map_err(cache_error)?;
         let key = keyspace(def).object(at.cluster, at.namespace, at.name);
-        self.cache
+        let obj = self
+            .cache
             .get(&key)
-            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, at.name))
+            .ok_or_else(|| ApiError::not_found(&def.group, &def.plural, at.name))?;
+        present(def, obj)
     }
 
     /// The namespace an object is written into must exist and must not be terminating.

@@ -47,8 +47,9 @@ fn served(object: Value, revision: Option<Revision>) -> Result<Written, ApiError
     })
 }
 
-fn stored_bytes(obj: &Value) -> Result<Bytes, ApiError> {
-    let mut obj = obj.clone();
+/// The bytes the store keeps: the stored form, without resourceVersion (the revision is the version).
+fn stored_bytes(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> {
+    let mut obj = super::to_storage(def, obj.clone());
     if let Some(m) = meta_mut(&mut obj) {
         m.remove("resourceVersion");
     }
@@ -129,7 +130,7 @@ impl Registry {
                 return served(obj, None);
             }
             let key = keyspace(def).object(cluster, namespace, &name);
-            match self.store.create(&key, stored_bytes(&obj)?).await {
+            match self.store.create(&key, stored_bytes(def, &obj)?).await {
                 Ok(rev) => {
                     self.cache.note_write(rev);
                     return served(obj, Some(rev));
@@ -210,7 +211,11 @@ impl Registry {
             if opts.dry_run {
                 return served(new, Some(*old_rev));
             }
-            match self.store.update(&key, stored_bytes(&new)?, *old_rev).await {
+            match self
+                .store
+                .update(&key, stored_bytes(def, &new)?, *old_rev)
+                .await
+            {
                 Ok(rev) => {
                     self.cache.note_write(rev);
                     if metadata::is_deleting(&new)
@@ -229,7 +234,10 @@ impl Registry {
                 Err(StoreError::Conflict {
                     current: Some(kv), ..
                 }) if precondition.is_empty() => {
-                    let value = serde_json::from_slice(&kv.value).map_err(ApiError::internal)?;
+                    let value = super::to_api(
+                        def,
+                        serde_json::from_slice(&kv.value).map_err(ApiError::internal)?,
+                    );
                     let Some((value, _)) = decorate_value(value, kv.mod_revision) else {
                         return Err(ApiError::internal("unreadable stored object"));
                     };
