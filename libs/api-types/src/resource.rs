@@ -136,7 +136,7 @@ pub struct SharedStorage {
 /// Converts objects between the form an API serves and the form the store keeps.
 pub trait Conversion: Send + Sync + 'static {
     fn to_storage(&self, api: Value) -> Value;
-    fn from_storage(&self, stored: Value) -> Value;
+    fn to_api(&self, stored: Value) -> Value;
 }
 
 impl ResourceDef {

@@ -44,7 +44,7 @@ impl Conversion for EventsConversion {
         rename(api, "v1", true)
     }
 
-    fn from_storage(&self, stored: Value) -> Value {
+    fn to_api(&self, stored: Value) -> Value {
         rename(stored, "events.k8s.io/v1", false)
     }
 }
@@ -69,6 +69,6 @@ mod tests {
         assert_eq!(core["message"], "hello");
         assert_eq!(core["reportingComponent"], "me");
         assert!(core.get("note").is_none());
-        assert_eq!(EventsConversion.from_storage(core), events);
+        assert_eq!(EventsConversion.to_api(core), events);
     }
 }

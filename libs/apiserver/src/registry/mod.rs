@@ -45,7 +45,7 @@ pub fn keyspace(def: &ResourceDef) -> ResourceKeyspace {
 /// A stored object in the form `def` serves (they differ only for views of another resource's storage).
 pub fn to_api(def: &ResourceDef, stored: serde_json::Value) -> serde_json::Value {
     match &def.shared_storage {
-        Some(s) => s.conversion.from_storage(stored),
+        Some(s) => s.conversion.to_api(stored),
         None => stored,
     }
 }
