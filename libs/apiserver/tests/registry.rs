@@ -675,6 +675,69 @@ async fn events_are_one_set_of_objects_in_two_apis(h: &Harness) {
     assert!(as_core.get("note").is_none());
 }
 
+async fn kind_rules_are_enforced(h: &Harness) {
+    let reg = h.server.registry();
+    let rbs = kcp_api_types::builtin::catalogue()
+        .into_iter()
+        .find(|d| d.plural == "rolebindings")
+        .expect("rolebindings");
+    // Required fields of the kind's schema are 422 with one cause each.
+    let missing = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "rb"}, "subjects": [{"kind": "User"}]});
+    let err = reg
+        .create(
+            &rbs,
+            "root",
+            Some("default"),
+            missing,
+            WriteOptions::default(),
+        )
+        .await
+        .err()
+        .expect("invalid");
+    assert_eq!(err.code, 422);
+    let fields: Vec<&str> = err
+        .details
+        .causes
+        .iter()
+        .map(|c| c.field.as_str())
+        .collect();
+    assert_eq!(fields, ["roleRef", "subjects[0].name"]);
+    assert!(
+        err.details
+            .causes
+            .iter()
+            .all(|c| c.reason == "FieldValueRequired")
+    );
+    // A binding's roleRef cannot change.
+    let rb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "rb"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "a"}});
+    reg.create(&rbs, "root", Some("default"), rb, WriteOptions::default())
+        .await
+        .expect("create");
+    let err = reg
+        .update(
+            &rbs,
+            at("rb"),
+            UpdateKind::Main,
+            WriteOptions::default(),
+            |old| {
+                let mut o = old.clone();
+                o["roleRef"]["name"] = json!("b");
+                Ok(o)
+            },
+        )
+        .await
+        .err()
+        .expect("immutable");
+    assert_eq!(
+        (
+            err.code,
+            err.details.causes.first().map(|c| c.field.as_str())
+        ),
+        (422, Some("roleRef"))
+    );
+}
+
 macro_rules! on_both_stores {
     ($name:ident) => {
         mod $name {
@@ -701,3 +764,4 @@ on_both_stores!(watch_resumes_from_a_revision);
 on_both_stores!(finalizers_hold_deletion);
 on_both_stores!(namespaces_are_emptied_on_delete);
 on_both_stores!(events_are_one_set_of_objects_in_two_apis);
+on_both_stores!(kind_rules_are_enforced);

@@ -19,5 +19,6 @@ pub use structural::{
     AdditionalProperties, CompileOptions, Schema, SchemaNode, SchemaSet, SchemaType,
 };
 pub use validate::{
-    FieldCause, FieldValidation, duplicate_fields, prune, type_errors, unknown_fields,
+    FieldCause, FieldValidation, duplicate_fields, missing_required, prune, type_errors,
+    unknown_fields,
 };

@@ -352,10 +352,12 @@ pub fn catalogue() -> Vec<ResourceDef> {
         rbac("ClusterRole", "clusterroles", false).0,
         rbac("ClusterRoleBinding", "clusterrolebindings", false)
             .columns(binding_columns())
+            .strategy(BindingStrategy)
             .0,
         rbac("Role", "roles", true).0,
         rbac("RoleBinding", "rolebindings", true)
             .columns(binding_columns())
+            .strategy(BindingStrategy)
             .0,
     ]
 }

@@ -215,6 +215,23 @@ impl Strategy for NamespaceStrategy {
     }
 }
 
+/// RoleBinding and ClusterRoleBinding: the role a binding grants is fixed once created.
+pub struct BindingStrategy;
+
+impl Strategy for BindingStrategy {
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        let mut causes = self.validate(new);
+        if new.get("roleRef") != old.get("roleRef") {
+            causes.push(Cause::invalid(
+                "roleRef",
+                new.get("roleRef").unwrap_or(&Value::Null),
+                "cannot change roleRef",
+            ));
+        }
+        causes
+    }
+}
+
 pub struct LogicalClusterStrategy;
 
 impl Strategy for LogicalClusterStrategy {

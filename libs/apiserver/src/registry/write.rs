@@ -58,6 +58,17 @@ fn stored_bytes(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> {
         .map_err(ApiError::internal)
 }
 
+/// Fields the kind's schema requires, absent from `obj`: 422 causes, as Kubernetes' validation reports them.
+fn required_fields(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+    match kcp_schema::builtin_schema(&def.group, &def.version, &def.kind) {
+        Some(schema) => kcp_schema::missing_required(&schema, obj)
+            .iter()
+            .map(|path| Cause::required(path, ""))
+            .collect(),
+        None => Vec::new(),
+    }
+}
+
 fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> ApiError {
     ApiError::invalid(&def.group, &def.kind, name, causes)
 }
@@ -123,6 +134,7 @@ impl Registry {
             let name = meta_str(&obj, "name").to_string();
             let mut causes = metadata::validate_metadata(def, &obj);
             causes.extend(def.strategy.validate(&obj));
+            causes.extend(required_fields(def, &obj));
             if !causes.is_empty() {
                 return Err(invalid(def, &name, causes));
             }
@@ -189,6 +201,7 @@ impl Registry {
             }
             causes.extend(metadata::validate_metadata(def, &new));
             causes.extend(def.strategy.validate_update(&new, old));
+            causes.extend(required_fields(def, &new));
             if metadata::is_deleting(old) {
                 let before = metadata::finalizers(old);
                 if metadata::finalizers(&new)

@@ -12,6 +12,7 @@
 mod duplicates;
 mod path;
 mod prune;
+mod required;
 mod types;
 mod unknown;
 
@@ -21,6 +22,7 @@ use serde_json::Value;
 
 pub use duplicates::duplicate_fields;
 pub use prune::prune;
+pub use required::missing_required;
 pub use types::{
     CauseReason, FieldCause, TypeMismatch, decode_error, type_errors, type_mismatches,
 };
