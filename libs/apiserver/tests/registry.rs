@@ -532,7 +532,9 @@ async fn namespaces_are_emptied_on_delete(h: &Harness) {
         DeleteOutcome::Pending(w) => assert_eq!(w.object["status"]["phase"], "Terminating"),
         DeleteOutcome::Deleted(_) => panic!("a namespace waits for its content"),
     }
-    // Creating into a terminating namespace is refused.
+    // Creating into a namespace known to be terminating is refused (as in Kubernetes, the check reads
+    // the cache; content created in the race window is removed by finalization all the same).
+    reg.cache().wait_fresh().await.expect("fresh");
     let refused = reg
         .create(
             &cms,

@@ -205,16 +205,21 @@ impl ApiServer {
         ))
     }
 
+    /// Whether a logical cluster exists; a cluster the cache does not know yet is looked up again once
+    /// the cache has caught up with every acknowledged write (it may have just been created).
     pub(crate) async fn logical_cluster_exists(&self, cluster: &str) -> Result<bool, ApiError> {
-        self.registry
-            .cache()
-            .wait_fresh()
-            .await
-            .map_err(crate::registry::cache_error)?;
         let key =
             kcp_store::keys::ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
                 .object(cluster, None, "cluster");
-        Ok(self.registry.cache().get(&key).is_some())
+        let cache = self.registry.cache();
+        if cache.get(&key).is_some() {
+            return Ok(true);
+        }
+        cache
+            .wait_fresh()
+            .await
+            .map_err(crate::registry::cache_error)?;
+        Ok(cache.get(&key).is_some())
     }
 
     fn serve_discovery_root(&self, ctx: &RequestContext) -> Result<Response<Body>, ApiError> {

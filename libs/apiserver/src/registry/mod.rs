@@ -137,11 +137,21 @@ impl Registry {
     }
 
     /// The namespace an object is written into must exist and must not be terminating.
+    ///
+    /// Like kube-apiserver's namespace lifecycle admission, this trusts the cache when it knows the
+    /// namespace and only waits for the cache to catch up when it does not (a namespace created just
+    /// before), so writes do not wait on the watch round trip.
     async fn check_namespace(&self, cluster: &str, namespace: &str) -> Result<(), ApiError> {
         let key =
             ResourceKeyspace::new("", "namespaces", None, false).object(cluster, None, namespace);
-        let Some(ns) = self.cache.get(&key) else {
-            return Err(ApiError::not_found("", "namespaces", namespace));
+        let ns = match self.cache.get(&key) {
+            Some(ns) => ns,
+            None => {
+                self.cache.wait_fresh().await.map_err(cache_error)?;
+                self.cache
+                    .get(&key)
+                    .ok_or_else(|| ApiError::not_found("", "namespaces", namespace))?
+            }
         };
         let terminating = ns
             .value()
@@ -152,23 +162,17 @@ impl Registry {
             })
             .unwrap_or(false);
         if terminating {
-            let mut err = ApiError::forbidden(
-                "",
-                "",
-                "",
-                &format!(
-                    "unable to create new content in namespace {namespace} because it is being terminated"
-                ),
-            );
-            err.message = format!(
+            let message = format!(
                 "unable to create new content in namespace {namespace} because it is being terminated"
             );
+            let mut err =
+                ApiError::new(kcp_apimachinery::status::Reason::Forbidden, message.clone());
             err.details
                 .causes
                 .push(kcp_apimachinery::status::Cause::new(
                     "NamespaceTerminating",
                     "metadata.namespace",
-                    err.message.clone(),
+                    message,
                 ));
             return Err(err);
         }

@@ -92,7 +92,6 @@ impl Registry {
     ) -> Result<Written, ApiError> {
         metadata::check_type(def, &mut obj)?;
         metadata::check_namespace(def, &mut obj, namespace)?;
-        self.cache.wait_fresh().await.map_err(super::cache_error)?;
         if let (true, Some(ns)) = (def.namespaced, namespace) {
             self.check_namespace(cluster, ns).await?;
         }
