@@ -103,6 +103,33 @@ pub struct Event {
     pub prev: Option<KeyValue>,
 }
 
+impl Event {
+    /// The event of a write at `revision`: a put of `value` (`Some`) or a deletion (`None`; delete
+    /// events carry an empty value and create revision 0, as etcd's do).
+    pub fn of_write(
+        key: &str,
+        value: Option<Bytes>,
+        create_revision: Revision,
+        revision: Revision,
+        prev: Option<KeyValue>,
+    ) -> Event {
+        let (kind, value, create_revision) = match value {
+            Some(v) => (EventKind::Put, v, create_revision),
+            None => (EventKind::Delete, Bytes::new(), 0),
+        };
+        Event {
+            kind,
+            kv: KeyValue {
+                key: key.to_owned(),
+                value,
+                create_revision,
+                mod_revision: revision,
+            },
+            prev,
+        }
+    }
+}
+
 /// A batch delivered by a watch: the events of one or more revisions, in revision order, or an empty
 /// progress notification telling that the store has reached `revision` with nothing to report.
 #[derive(Clone, Debug, PartialEq, Eq)]

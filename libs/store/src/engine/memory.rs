@@ -180,28 +180,13 @@ impl State {
             .then(|| self.version_at(key, version.prev_mod_revision))
             .flatten()
             .filter(|kv| kv.mod_revision == version.prev_mod_revision);
-        Some(match &version.value {
-            Some(value) => Event {
-                kind: EventKind::Put,
-                kv: KeyValue {
-                    key: key.to_owned(),
-                    value: value.clone(),
-                    create_revision: version.create_revision,
-                    mod_revision: rev,
-                },
-                prev,
-            },
-            None => Event {
-                kind: EventKind::Delete,
-                kv: KeyValue {
-                    key: key.to_owned(),
-                    value: Bytes::new(),
-                    create_revision: 0,
-                    mod_revision: rev,
-                },
-                prev,
-            },
-        })
+        Some(Event::of_write(
+            key,
+            version.value.clone(),
+            version.create_revision,
+            rev,
+            prev,
+        ))
     }
 
     /// Drops every version below `to` that no read at `to` or later can see, and the log below `to`.

@@ -9,7 +9,7 @@
 use bytes::Bytes;
 use redb::TableDefinition;
 
-use crate::{Event, EventKind, KeyValue, Revision, StoreError};
+use crate::{Event, KeyValue, Revision, StoreError};
 
 pub(super) const KV: TableDefinition<&str, &[u8]> = TableDefinition::new("kv");
 pub(super) const HISTORY: TableDefinition<(&str, i64), &[u8]> = TableDefinition::new("history");
@@ -121,27 +121,6 @@ impl Version {
 
     /// The watch event this version was written by; `prev` is looked up by the caller.
     pub(super) fn into_event(self, key: &str, rev: Revision, prev: Option<KeyValue>) -> Event {
-        match self.value {
-            Some(value) => Event {
-                kind: EventKind::Put,
-                kv: KeyValue {
-                    key: key.to_owned(),
-                    value,
-                    create_revision: self.create_revision,
-                    mod_revision: rev,
-                },
-                prev,
-            },
-            None => Event {
-                kind: EventKind::Delete,
-                kv: KeyValue {
-                    key: key.to_owned(),
-                    value: Bytes::new(),
-                    create_revision: 0,
-                    mod_revision: rev,
-                },
-                prev,
-            },
-        }
+        Event::of_write(key, self.value, self.create_revision, rev, prev)
     }
 }
