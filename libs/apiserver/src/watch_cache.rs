@@ -584,15 +584,25 @@ impl WatchCache {
 
     /// Every `(cluster, namespace)`-scoped object of every resource, for namespace deletion.
     pub fn objects_in_namespace(&self, cluster: &str, namespace: &str) -> Vec<Arc<CachedObject>> {
-        let caches: Vec<Arc<ResourceCache>> = self.resources.read().values().cloned().collect();
+        let caches: Vec<(String, Arc<ResourceCache>)> = self
+            .resources
+            .read()
+            .iter()
+            .map(|(p, rc)| (p.clone(), rc.clone()))
+            .collect();
         let mut out = Vec::new();
-        for rc in caches {
+        for (resource_prefix, rc) in caches {
+            // Keys are resource-major: one range per resource covers exactly this namespace.
+            let prefix = format!("{resource_prefix}{cluster}/{namespace}/");
             let st = rc.state.read();
             out.extend(
                 st.objects
-                    .values()
-                    .filter(|o| o.cluster == cluster && o.namespace.as_deref() == Some(namespace))
-                    .cloned(),
+                    .range::<String, _>((
+                        std::ops::Bound::Included(&prefix),
+                        std::ops::Bound::Unbounded,
+                    ))
+                    .take_while(|(k, _)| k.starts_with(&prefix))
+                    .map(|(_, o)| o.clone()),
             );
         }
         out
