@@ -98,6 +98,9 @@ fn discovery_version_and_identity(store: StoreKind) {
         "empty description:\n{explain}"
     );
 
+    // `auth can-i` posts a protobuf SelfSubjectAccessReview; the admin may do anything.
+    let can = shard.kubectl_ok(&["auth", "can-i", "create", "configmaps"]);
+    assert_eq!(can.trim(), "yes", "{can}");
     let whoami = shard.kubectl_ok(&["auth", "whoami"]);
     assert!(whoami.contains("kcp-admin"), "{whoami}");
     assert!(whoami.contains("system:kcp:admin"), "{whoami}");

@@ -497,9 +497,7 @@ fn delete_options(ctx: &RequestContext, raw: &[u8]) -> Result<DeleteOptions, Api
         opts.dry_run = true;
     }
     if let Some(policy) = ctx.query.get("propagationPolicy").filter(|p| !p.is_empty()) {
-        opts = DeleteOptions::from_body(
-            &json!({"propagationPolicy": policy, "preconditions": {"uid": opts.precondition_uid, "resourceVersion": opts.precondition_resource_version}, "dryRun": if opts.dry_run { json!(["All"]) } else { json!([]) }}),
-        )?;
+        opts.set_propagation_policy(policy)?;
     }
     Ok(opts)
 }

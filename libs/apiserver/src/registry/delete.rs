@@ -21,16 +21,22 @@ pub struct DeleteOptions {
 }
 
 impl DeleteOptions {
+    /// `Orphan`, `Background` or `Foreground`; anything else is 400.
+    pub fn set_propagation_policy(&mut self, policy: &str) -> Result<(), ApiError> {
+        if !matches!(policy, "Orphan" | "Background" | "Foreground") {
+            return Err(ApiError::bad_request(format!(
+                "propagationPolicy: Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+            )));
+        }
+        self.propagation_policy = Some(policy.to_string());
+        Ok(())
+    }
+
     /// Reads a `DeleteOptions` JSON body (kubectl sends one with `propagationPolicy`).
     pub fn from_body(body: &Value) -> Result<DeleteOptions, ApiError> {
         let mut opts = DeleteOptions::default();
         if let Some(policy) = body.get("propagationPolicy").and_then(Value::as_str) {
-            if !matches!(policy, "Orphan" | "Background" | "Foreground") {
-                return Err(ApiError::bad_request(format!(
-                    "propagationPolicy: Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
-                )));
-            }
-            opts.propagation_policy = Some(policy.to_string());
+            opts.set_propagation_policy(policy)?;
         }
         if let Some(pre) = body.get("preconditions") {
             opts.precondition_uid = pre.get("uid").and_then(Value::as_str).map(str::to_string);
