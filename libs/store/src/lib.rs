@@ -103,6 +103,17 @@ pub struct Event {
     pub prev: Option<KeyValue>,
 }
 
+/// Every engine refuses values over [`MAX_VALUE_BYTES`] the same way.
+pub(crate) fn check_value_size(value: &Bytes) -> Result<(), StoreError> {
+    if value.len() > MAX_VALUE_BYTES {
+        return Err(StoreError::TooLarge {
+            size: value.len(),
+            limit: MAX_VALUE_BYTES,
+        });
+    }
+    Ok(())
+}
+
 impl Event {
     /// The event of a write at `revision`: a put of `value` (`Some`) or a deletion (`None`; delete
     /// events carry an empty value and create revision 0, as etcd's do).

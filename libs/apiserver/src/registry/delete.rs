@@ -123,12 +123,7 @@ impl Registry {
                 Err(err) => return Err(store_error(def, at.name, err)),
             }
         }
-        Err(ApiError::conflict(
-            &def.group,
-            &def.plural,
-            at.name,
-            "too many concurrent updates; please try again",
-        ))
+        Err(super::retries_exhausted(def, at.name))
     }
 
     /// Sets `deletionTimestamp` (graceful deletion has no grace period for these kinds).
@@ -180,12 +175,7 @@ impl Registry {
                 Err(err) => return Err(store_error(def, at.name, err)),
             }
         }
-        Err(ApiError::conflict(
-            &def.group,
-            &def.plural,
-            at.name,
-            "too many concurrent updates; please try again",
-        ))
+        Err(super::retries_exhausted(def, at.name))
     }
 
     /// Removes one kind-specific finalizer through the `/finalize` path (the namespace controller).

@@ -96,6 +96,16 @@ pub fn store_error(def: &ResourceDef, name: &str, err: StoreError) -> ApiError {
     }
 }
 
+/// Compare-and-swap retries ran out because other writers kept changing the object.
+fn retries_exhausted(def: &ResourceDef, name: &str) -> ApiError {
+    ApiError::conflict(
+        &def.group,
+        &def.plural,
+        name,
+        "too many concurrent updates; please try again",
+    )
+}
+
 pub fn cache_error(err: CacheError) -> ApiError {
     match err {
         CacheError::TooOld { .. } => ApiError::expired(err.to_string()),

@@ -261,12 +261,7 @@ impl Registry {
                 Err(err) => return Err(store_error(def, at.name, err)),
             }
         }
-        Err(ApiError::conflict(
-            &def.group,
-            &def.plural,
-            at.name,
-            "too many concurrent updates; please try again",
-        ))
+        Err(super::retries_exhausted(def, at.name))
     }
 
     /// Combines the desired object with the stored one according to what this update may change.

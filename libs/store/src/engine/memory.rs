@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 
 use crate::fanout::{ReadyReplay, WatchHub, replay_responses, watch_stream};
 use crate::{
-    Event, EventKind, KeyValue, MAX_VALUE_BYTES, RangeRequest, RangeResult, Revision, Store,
-    StoreError, WatchConfig, WatchStream,
+    Event, EventKind, KeyValue, RangeRequest, RangeResult, Revision, Store, StoreError,
+    WatchConfig, WatchStream,
 };
 
 /// An in-memory [`Store`]. Cheap to clone; clones share the same data.
@@ -84,16 +84,6 @@ impl MemoryStore {
             .publish(state.revision, std::slice::from_ref(&event));
         Ok(out)
     }
-}
-
-fn check_size(value: &Bytes) -> Result<(), StoreError> {
-    if value.len() > MAX_VALUE_BYTES {
-        return Err(StoreError::TooLarge {
-            size: value.len(),
-            limit: MAX_VALUE_BYTES,
-        });
-    }
-    Ok(())
 }
 
 fn start_bound(req: &RangeRequest) -> Bound<&str> {
@@ -247,7 +237,7 @@ impl Store for MemoryStore {
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StoreError> {
-        check_size(&value)?;
+        crate::check_value_size(&value)?;
         self.write(|state| {
             if state.current.contains_key(key) {
                 return Err(StoreError::AlreadyExists {
@@ -288,7 +278,7 @@ impl Store for MemoryStore {
         value: Bytes,
         expected: Revision,
     ) -> Result<Revision, StoreError> {
-        check_size(&value)?;
+        crate::check_value_size(&value)?;
         self.write(|state| {
             let prev = match state.current.get(key) {
                 None => {

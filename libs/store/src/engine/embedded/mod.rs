@@ -24,8 +24,8 @@ use self::codec::{
 use self::writer::{Op, Outcome, Request, Revisions};
 use crate::fanout::{Replay, WatchHub, watch_stream};
 use crate::{
-    KeyValue, MAX_VALUE_BYTES, RangeRequest, RangeResult, Revision, Store, StoreError, WatchConfig,
-    WatchResponse, WatchStream,
+    KeyValue, RangeRequest, RangeResult, Revision, Store, StoreError, WatchConfig, WatchResponse,
+    WatchStream,
 };
 
 /// Tuning of a [`RedbStore`].
@@ -182,16 +182,6 @@ fn init(db: &Database) -> Result<Revisions, StoreError> {
     Ok(revs)
 }
 
-fn check_size(value: &Bytes) -> Result<(), StoreError> {
-    if value.len() > MAX_VALUE_BYTES {
-        return Err(StoreError::TooLarge {
-            size: value.len(),
-            limit: MAX_VALUE_BYTES,
-        });
-    }
-    Ok(())
-}
-
 fn unexpected() -> StoreError {
     StoreError::Backend("redb writer answered with the wrong outcome".into())
 }
@@ -212,7 +202,7 @@ impl Store for RedbStore {
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StoreError> {
-        check_size(&value)?;
+        crate::check_value_size(&value)?;
         match self
             .submit(Op::Create {
                 key: key.to_owned(),
@@ -231,7 +221,7 @@ impl Store for RedbStore {
         value: Bytes,
         expected: Revision,
     ) -> Result<Revision, StoreError> {
-        check_size(&value)?;
+        crate::check_value_size(&value)?;
         match self
             .submit(Op::Update {
                 key: key.to_owned(),

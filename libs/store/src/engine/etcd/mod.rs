@@ -180,16 +180,6 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
     vec![0]
 }
 
-fn check_size(value: &Bytes) -> Result<(), StoreError> {
-    if value.len() > MAX_VALUE_BYTES {
-        return Err(StoreError::TooLarge {
-            size: value.len(),
-            limit: MAX_VALUE_BYTES,
-        });
-    }
-    Ok(())
-}
-
 #[async_trait::async_trait]
 impl Store for EtcdStore {
     async fn current_revision(&self) -> Result<Revision, StoreError> {
@@ -253,7 +243,7 @@ impl Store for EtcdStore {
     }
 
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StoreError> {
-        check_size(&value)?;
+        crate::check_value_size(&value)?;
         let full = self.full(key);
         let len = value.len();
         let txn = Txn::new()
@@ -274,7 +264,7 @@ impl Store for EtcdStore {
         value: Bytes,
         expected: Revision,
     ) -> Result<Revision, StoreError> {
-        check_size(&value)?;
+        crate::check_value_size(&value)?;
         let full = self.full(key);
         let len = value.len();
         let txn = Txn::new()
