@@ -1,5 +1,8 @@
 //! Client-certificate authentication, as Kubernetes' x509 authenticator: CN is the user, each O a group.
 
+use std::collections::HashMap;
+use std::sync::{PoisonError, RwLock};
+
 use rustls_pki_types::CertificateDer;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
@@ -10,12 +13,21 @@ pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
 
 /// Authenticates by the client's TLS certificate. The chain has already been verified by the TLS layer
 /// against the client CA, so this only reads the subject of the leaf.
-#[derive(Clone, Debug, Default)]
-pub struct X509Authenticator;
+///
+/// Clients send the same certificate on every request, so the user read from a certificate is kept
+/// (up to [`CACHE_CAPACITY`] certificates; the cache starts over when full) instead of parsing the DER
+/// on every request.
+#[derive(Debug, Default)]
+pub struct X509Authenticator {
+    cache: RwLock<HashMap<Box<[u8]>, UserInfo>>,
+}
+
+/// How many distinct client certificates the authenticator remembers.
+pub const CACHE_CAPACITY: usize = 4096;
 
 impl X509Authenticator {
     pub fn new() -> Self {
-        X509Authenticator
+        X509Authenticator::default()
     }
 }
 
@@ -28,7 +40,23 @@ impl Authenticator for X509Authenticator {
         let Some(leaf) = peer_certificates.first() else {
             return AuthnResult::NoCredential;
         };
-        user_from_certificate(leaf)
+        if let Some(user) = self
+            .cache
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(leaf.as_ref())
+        {
+            return AuthnResult::Authenticated(user.clone());
+        }
+        let result = user_from_certificate(leaf);
+        if let AuthnResult::Authenticated(user) = &result {
+            let mut cache = self.cache.write().unwrap_or_else(PoisonError::into_inner);
+            if cache.len() >= CACHE_CAPACITY {
+                cache.clear();
+            }
+            cache.insert(leaf.as_ref().into(), user.clone());
+        }
+        result
     }
 }
 
@@ -125,7 +153,7 @@ mod tests {
     #[test]
     fn no_orgs_still_authenticated() {
         let AuthnResult::Authenticated(user) =
-            X509Authenticator.authenticate(&parts(), &[cert(Some("bob"), &[])])
+            X509Authenticator::new().authenticate(&parts(), &[cert(Some("bob"), &[])])
         else {
             panic!("expected a user");
         };
@@ -136,21 +164,39 @@ mod tests {
     #[test]
     fn no_certificate_is_no_credential() {
         assert_eq!(
-            X509Authenticator.authenticate(&parts(), &[]),
+            X509Authenticator::new().authenticate(&parts(), &[]),
             AuthnResult::NoCredential
         );
     }
 
     #[test]
     fn missing_cn_is_invalid() {
-        let result = X509Authenticator.authenticate(&parts(), &[cert(None, &["g"])]);
+        let result = X509Authenticator::new().authenticate(&parts(), &[cert(None, &["g"])]);
         assert!(matches!(result, AuthnResult::Invalid(_)), "{result:?}");
     }
 
     #[test]
     fn garbage_is_invalid() {
-        let result =
-            X509Authenticator.authenticate(&parts(), &[CertificateDer::from(vec![1u8, 2, 3])]);
+        let result = X509Authenticator::new()
+            .authenticate(&parts(), &[CertificateDer::from(vec![1u8, 2, 3])]);
         assert!(matches!(result, AuthnResult::Invalid(_)), "{result:?}");
+    }
+
+    #[test]
+    fn a_certificate_is_read_once_and_remembered() {
+        let authn = X509Authenticator::new();
+        let c = cert(Some("carol"), &["team"]);
+        let first = authn.authenticate(&parts(), std::slice::from_ref(&c));
+        let second = authn.authenticate(&parts(), std::slice::from_ref(&c));
+        assert_eq!(first, second);
+        assert!(matches!(second, AuthnResult::Authenticated(ref u) if u.name == "carol"));
+        assert_eq!(authn.cache.read().unwrap().len(), 1);
+        // Invalid certificates are never remembered.
+        let bad = cert(None, &["g"]);
+        assert!(matches!(
+            authn.authenticate(&parts(), &[bad]),
+            AuthnResult::Invalid(_)
+        ));
+        assert_eq!(authn.cache.read().unwrap().len(), 1);
     }
 }
