@@ -13,6 +13,48 @@ pub struct EtcdProcess {
     endpoints: Vec<String>,
     child: Option<Child>,
     _data_dir: Option<tempfile::TempDir>,
+    /// How this etcd was launched (`None` for an external one), so it can be restarted.
+    launch: Option<Launch>,
+}
+
+/// The command line of a throwaway etcd: binary, data dir and ports.
+struct Launch {
+    binary: PathBuf,
+    data_dir: PathBuf,
+    client: u16,
+    peer: u16,
+}
+
+impl Launch {
+    fn spawn(&self) -> io::Result<Child> {
+        let client_url = format!("http://127.0.0.1:{}", self.client);
+        let peer_url = format!("http://127.0.0.1:{}", self.peer);
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(self.data_dir.join("etcd.log"))?;
+        Command::new(&self.binary)
+            .arg("--name=kcp-test")
+            .arg(format!(
+                "--data-dir={}",
+                self.data_dir.join("data").display()
+            ))
+            .arg(format!("--listen-client-urls={client_url}"))
+            .arg(format!("--advertise-client-urls={client_url}"))
+            .arg(format!("--listen-peer-urls={peer_url}"))
+            .arg(format!("--initial-advertise-peer-urls={peer_url}"))
+            .arg(format!("--initial-cluster=kcp-test={peer_url}"))
+            .arg("--initial-cluster-state=new")
+            .arg("--experimental-watch-progress-notify-interval=2s")
+            .arg("--log-level=warn")
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .map_err(|e| {
+                io::Error::new(e.kind(), format!("spawning {}: {e}", self.binary.display()))
+            })
+    }
 }
 
 const STARTUP_TIMEOUT: Duration = Duration::from_secs(30);
@@ -42,6 +84,7 @@ impl EtcdProcess {
                     endpoints,
                     child: None,
                     _data_dir: None,
+                    launch: None,
                 });
             }
         }
@@ -59,35 +102,36 @@ impl EtcdProcess {
         // Ports are found by binding port 0 and releasing it; a rare collision shows up as a failed start.
         let client = free_port()?;
         let peer = free_port()?;
-        let client_url = format!("http://127.0.0.1:{client}");
-        let peer_url = format!("http://127.0.0.1:{peer}");
-        let log = std::fs::File::create(data_dir.path().join("etcd.log"))?;
-        let child = Command::new(&binary)
-            .arg("--name=kcp-test")
-            .arg(format!(
-                "--data-dir={}",
-                data_dir.path().join("data").display()
-            ))
-            .arg(format!("--listen-client-urls={client_url}"))
-            .arg(format!("--advertise-client-urls={client_url}"))
-            .arg(format!("--listen-peer-urls={peer_url}"))
-            .arg(format!("--initial-advertise-peer-urls={peer_url}"))
-            .arg(format!("--initial-cluster=kcp-test={peer_url}"))
-            .arg("--initial-cluster-state=new")
-            .arg("--experimental-watch-progress-notify-interval=2s")
-            .arg("--log-level=warn")
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log)
-            .spawn()
-            .map_err(|e| io::Error::new(e.kind(), format!("spawning {}: {e}", binary.display())))?;
+        let launch = Launch {
+            binary,
+            data_dir: data_dir.path().to_path_buf(),
+            client,
+            peer,
+        };
+        let child = launch.spawn()?;
         let mut etcd = EtcdProcess {
-            endpoints: vec![client_url],
+            endpoints: vec![format!("http://127.0.0.1:{client}")],
             child: Some(child),
             _data_dir: Some(data_dir),
+            launch: Some(launch),
         };
         etcd.wait_healthy(SocketAddr::from(([127, 0, 0, 1], client)))?;
         Ok(etcd)
+    }
+
+    /// Kills etcd (SIGKILL) and starts it again on the same data and ports, waiting until it answers:
+    /// what a client sees when its etcd restarts. Not possible for an external etcd.
+    pub fn restart(&mut self) -> io::Result<()> {
+        let Some(launch) = self.launch.as_ref() else {
+            return Err(io::Error::other("an external etcd cannot be restarted"));
+        };
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+        let client = launch.client;
+        self.child = Some(launch.spawn()?);
+        self.wait_healthy(SocketAddr::from(([127, 0, 0, 1], client)))
     }
 
     /// The first client endpoint, `http://127.0.0.1:PORT`.

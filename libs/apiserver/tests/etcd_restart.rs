@@ -1,0 +1,116 @@
+//! When etcd restarts under a running API server, the watch cache reloads from the store and serves
+//! consistent reads again; watchers of the old stream are ended so their clients re-list.
+//! (The embedded store lives in the shard's process; its crash test is e2e/tests/durability.rs.)
+
+use std::time::Duration;
+
+use kcp_apiserver::registry::{ObjectRef, WriteOptions};
+use kcp_apiserver::watch_cache::Scope;
+use kcp_apiserver::{ApiServer, ApiServerConfig};
+use kcp_store::StoreConfig;
+use kcp_store::testing::EtcdProcess;
+use serde_json::json;
+
+#[tokio::test]
+async fn the_cache_recovers_after_etcd_restarts() {
+    let mut etcd = EtcdProcess::start();
+    let store = kcp_store::open(&StoreConfig::Etcd {
+        endpoints: etcd.endpoints(),
+        prefix: "/restart".into(),
+    })
+    .await
+    .expect("store");
+    let server = ApiServer::new(ApiServerConfig {
+        store,
+        shard_name: "root".into(),
+        external_url: "https://localhost:6443".into(),
+        authenticators: vec![],
+        authorizers: vec![],
+    })
+    .await
+    .expect("server");
+    let reg = server.registry();
+    let cms = kcp_api_types::builtin::catalogue()
+        .into_iter()
+        .find(|d| d.plural == "configmaps")
+        .expect("configmaps");
+    let cm =
+        |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    let at = |name: &'static str| ObjectRef {
+        cluster: "root",
+        namespace: Some("default"),
+        name,
+    };
+    reg.create(
+        &cms,
+        "root",
+        Some("default"),
+        cm("before"),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create before");
+    let prefix = kcp_apiserver::registry::keyspace(&cms)
+        .all_clusters()
+        .to_string();
+    let mut watcher = reg
+        .cache()
+        .subscribe(
+            &prefix,
+            Scope {
+                cluster: None,
+                namespace: None,
+            },
+            None,
+        )
+        .expect("subscribe");
+
+    etcd.restart().expect("etcd restarts");
+
+    // Writes succeed again once the client has reconnected.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        match reg
+            .create(
+                &cms,
+                "root",
+                Some("default"),
+                cm("after"),
+                WriteOptions::default(),
+            )
+            .await
+        {
+            Ok(_) => break,
+            Err(e) if e.code == 409 => break,
+            Err(e) => {
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "no write succeeded after the restart: {e}"
+                );
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
+        }
+    }
+    // Consistent reads see both objects: the cache reloaded and follows the new stream.
+    let after = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if let Ok(obj) = reg.get(&cms, at("after")).await {
+                return obj;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await
+    .expect("the new object becomes readable");
+    assert_eq!(after.name, "after");
+    assert!(reg.get(&cms, at("before")).await.is_ok());
+    // The watcher of the old stream was ended, so its client knows to re-list.
+    let ended = tokio::time::timeout(Duration::from_secs(30), async {
+        while watcher.rx.recv().await.is_some() {}
+    })
+    .await;
+    assert!(
+        ended.is_ok(),
+        "a watcher of the broken stream must be ended"
+    );
+}
