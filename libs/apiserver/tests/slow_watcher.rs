@@ -1,0 +1,52 @@
+//! A watcher that stops reading is cut off once its queue is full: the cache never buffers without bound.
+
+use std::time::Duration;
+
+use kcp_apiserver::registry::WriteOptions;
+use kcp_apiserver::watch_cache::{Scope, WATCHER_QUEUE};
+use kcp_apiserver::{ApiServer, ApiServerConfig};
+use kcp_store::StoreConfig;
+use serde_json::json;
+
+#[tokio::test]
+async fn a_watcher_that_falls_behind_is_cut_off() {
+    let store = kcp_store::open(&StoreConfig::Memory).await.expect("store");
+    let server = ApiServer::new(ApiServerConfig {
+        store,
+        shard_name: "root".into(),
+        external_url: "https://localhost:6443".into(),
+        authenticators: vec![],
+        authorizers: vec![],
+    })
+    .await
+    .expect("server");
+    let reg = server.registry();
+    let cms = kcp_api_types::builtin::catalogue().into_iter().find(|d| d.plural == "configmaps").expect("configmaps");
+    let prefix = kcp_apiserver::registry::keyspace(&cms).all_clusters().to_string();
+    let scope = Scope { cluster: Some("root".into()), namespace: None };
+    let mut slow = reg.cache().subscribe(&prefix, scope.clone(), None).expect("subscribe");
+    let mut fast = reg.cache().subscribe(&prefix, scope, None).expect("subscribe");
+    let total = WATCHER_QUEUE + 100;
+    let reader = tokio::spawn(async move {
+        let mut seen = 0usize;
+        while seen < total {
+            match tokio::time::timeout(Duration::from_secs(30), fast.rx.recv()).await {
+                Ok(Some(_)) => seen += 1,
+                _ => break,
+            }
+        }
+        seen
+    });
+    for i in 0..total {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}});
+        reg.create(&cms, "root", Some("default"), cm, WriteOptions::default()).await.expect("create");
+    }
+    assert_eq!(reader.await.expect("reader"), total, "a watcher that keeps up sees every event");
+    // The slow one got at most a full queue, then its stream ended.
+    let mut got = 0usize;
+    while let Ok(Some(_)) = tokio::time::timeout(Duration::from_secs(5), slow.rx.recv()).await {
+        got += 1;
+    }
+    assert_eq!(got, WATCHER_QUEUE, "exactly one full queue was buffered before the cut");
+    assert!(slow.rx.recv().await.is_none(), "the slow watcher's stream is closed");
+}
