@@ -157,6 +157,8 @@ struct ResourceState {
     history: VecDeque<Arc<CacheEvent>>,
     /// Watches may resume from any revision at or after this one.
     history_start: Revision,
+    /// The revision of the last event applied to this resource.
+    applied: Revision,
     watchers: Vec<Watcher>,
 }
 
@@ -458,6 +460,7 @@ impl WatchCache {
                 }
             };
             let event = Arc::new(event);
+            st.applied = event.revision;
             st.history.push_back(event.clone());
             if st.history.len() > HISTORY_PER_RESOURCE
                 && let Some(old) = st.history.pop_front()
@@ -521,6 +524,17 @@ impl WatchCache {
     /// Objects whose keys start with `prefix` (which must lie inside one resource), in key order,
     /// strictly after `start_after`.
     pub fn list(&self, prefix: &str, start_after: Option<&str>) -> Vec<Arc<CachedObject>> {
+        self.list_at(prefix, start_after).0
+    }
+
+    /// Like [`WatchCache::list`], with the revision the objects are exactly the state of: every event
+    /// of the resource up to it is applied and none after it, so a watch from it misses and repeats
+    /// nothing.
+    pub fn list_at(
+        &self,
+        prefix: &str,
+        start_after: Option<&str>,
+    ) -> (Vec<Arc<CachedObject>>, Revision) {
         let Some(rp) = resource_prefix(prefix).or_else(|| {
             if prefix.matches('/').count() == 4 {
                 Some(prefix)
@@ -528,21 +542,26 @@ impl WatchCache {
                 None
             }
         }) else {
-            return Vec::new();
+            return (Vec::new(), self.revision());
         };
         let Some(rc) = self.resources.read().get(rp).cloned() else {
-            return Vec::new();
+            return (Vec::new(), self.revision());
         };
         let st = rc.state.read();
+        // Events are applied in revision order and the shard revision moves only after a whole batch,
+        // so under this lock the resource reflects exactly its events up to the larger of the two.
+        let revision = self.revision().max(st.applied);
         let lower = match start_after {
             Some(k) if k >= prefix => std::ops::Bound::Excluded(k.to_string()),
             _ => std::ops::Bound::Included(prefix.to_string()),
         };
-        st.objects
+        let objects = st
+            .objects
             .range((lower, std::ops::Bound::Unbounded))
             .take_while(|(k, _)| k.starts_with(prefix))
             .map(|(_, v)| v.clone())
-            .collect()
+            .collect();
+        (objects, revision)
     }
 
     /// Registers a watcher on one resource. With `after = Some(rev)`, events after `rev` are replayed

@@ -21,11 +21,25 @@ async fn a_watcher_that_falls_behind_is_cut_off() {
     .await
     .expect("server");
     let reg = server.registry();
-    let cms = kcp_api_types::builtin::catalogue().into_iter().find(|d| d.plural == "configmaps").expect("configmaps");
-    let prefix = kcp_apiserver::registry::keyspace(&cms).all_clusters().to_string();
-    let scope = Scope { cluster: Some("root".into()), namespace: None };
-    let mut slow = reg.cache().subscribe(&prefix, scope.clone(), None).expect("subscribe");
-    let mut fast = reg.cache().subscribe(&prefix, scope, None).expect("subscribe");
+    let cms = kcp_api_types::builtin::catalogue()
+        .into_iter()
+        .find(|d| d.plural == "configmaps")
+        .expect("configmaps");
+    let prefix = kcp_apiserver::registry::keyspace(&cms)
+        .all_clusters()
+        .to_string();
+    let scope = Scope {
+        cluster: Some("root".into()),
+        namespace: None,
+    };
+    let mut slow = reg
+        .cache()
+        .subscribe(&prefix, scope.clone(), None)
+        .expect("subscribe");
+    let mut fast = reg
+        .cache()
+        .subscribe(&prefix, scope, None)
+        .expect("subscribe");
     let total = WATCHER_QUEUE + 100;
     let reader = tokio::spawn(async move {
         let mut seen = 0usize;
@@ -38,15 +52,28 @@ async fn a_watcher_that_falls_behind_is_cut_off() {
         seen
     });
     for i in 0..total {
-        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}});
-        reg.create(&cms, "root", Some("default"), cm, WriteOptions::default()).await.expect("create");
+        let cm =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}});
+        reg.create(&cms, "root", Some("default"), cm, WriteOptions::default())
+            .await
+            .expect("create");
     }
-    assert_eq!(reader.await.expect("reader"), total, "a watcher that keeps up sees every event");
+    assert_eq!(
+        reader.await.expect("reader"),
+        total,
+        "a watcher that keeps up sees every event"
+    );
     // The slow one got at most a full queue, then its stream ended.
     let mut got = 0usize;
     while let Ok(Some(_)) = tokio::time::timeout(Duration::from_secs(5), slow.rx.recv()).await {
         got += 1;
     }
-    assert_eq!(got, WATCHER_QUEUE, "exactly one full queue was buffered before the cut");
-    assert!(slow.rx.recv().await.is_none(), "the slow watcher's stream is closed");
+    assert_eq!(
+        got, WATCHER_QUEUE,
+        "exactly one full queue was buffered before the cut"
+    );
+    assert!(
+        slow.rx.recv().await.is_none(),
+        "the slow watcher's stream is closed"
+    );
 }

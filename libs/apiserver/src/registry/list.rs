@@ -254,9 +254,7 @@ impl Registry {
         start_after: Option<&str>,
         opts: &ListOptions,
     ) -> ListResult {
-        // Read the revision first: the objects read after it are at least that new, never older.
-        let revision = self.cache.revision();
-        let all = self.cache.list(prefix, start_after);
+        let (all, revision) = self.cache.list_at(prefix, start_after);
         let matching = all.into_iter().filter(|o| {
             ns_filter.is_none_or(|ns| o.namespace.as_deref() == Some(ns))
                 && opts.selectors.matches(def, o)
