@@ -15,6 +15,7 @@ on_both_stores!(
     label_annotate_patch_edit_delete,
     second_logical_cluster_is_isolated,
     errors_are_status_with_kubernetes_codes,
+    delete_namespace_waits_until_it_is_empty_and_gone,
 );
 
 fn names(list: &Value) -> BTreeSet<String> {
@@ -883,4 +884,53 @@ fn errors_are_status_with_kubernetes_codes(store: StoreKind) {
         err.contains("BadRequest") || err.contains("unable to parse requirement"),
         "{err}"
     );
+}
+
+/// `kubectl delete ns` waits (kubectl polls until 404): the shard marks the namespace Terminating,
+/// refuses new content, deletes everything in it, then releases the `kubernetes` finalizer.
+fn delete_namespace_waits_until_it_is_empty_and_gone(store: StoreKind) {
+    let shard = Shard::start(store);
+    shard.kubectl_ok(&["create", "namespace", "doomed"]);
+    for name in ["a", "b", "c"] {
+        shard.kubectl_ok(&[
+            "-n",
+            "doomed",
+            "create",
+            "configmap",
+            name,
+            "--from-literal=k=v",
+        ]);
+    }
+    shard.kubectl_ok(&[
+        "-n",
+        "doomed",
+        "create",
+        "secret",
+        "generic",
+        "s",
+        "--from-literal=p=q",
+    ]);
+    // A namespace of the same name in another place is untouched: keep one object outside.
+    shard.kubectl_ok(&["create", "configmap", "outside", "--from-literal=k=v"]);
+
+    let out = shard.kubectl_ok(&["delete", "namespace", "doomed", "--timeout=60s"]);
+    assert!(out.contains("namespace \"doomed\" deleted"), "{out}");
+
+    let gone = shard.kubectl_fails(&["get", "namespace", "doomed"]);
+    assert!(
+        gone.contains("NotFound") || gone.contains("not found"),
+        "{gone}"
+    );
+    let raw = shard.kubectl_ok(&[
+        "get",
+        "--raw",
+        "/clusters/root/api/v1/namespaces/doomed/configmaps",
+    ]);
+    let list: Value = serde_json::from_str(&raw).expect("a list");
+    assert!(
+        names(&list).is_empty(),
+        "content of a deleted namespace is gone: {raw}"
+    );
+    let outside = shard.kubectl_ok(&["get", "configmap", "outside", "-o", "name"]);
+    assert_eq!(outside.trim(), "configmap/outside");
 }
