@@ -2,11 +2,12 @@
 //! consistent reads again; watchers of the old stream are ended so their clients re-list.
 //! (The embedded store lives in the shard's process; its crash test is e2e/tests/durability.rs.)
 
+mod common;
+
 use std::time::Duration;
 
 use kcp_apiserver::registry::{ObjectRef, WriteOptions};
 use kcp_apiserver::watch_cache::Scope;
-use kcp_apiserver::{ApiServer, ApiServerConfig};
 use kcp_store::StoreConfig;
 use kcp_store::testing::EtcdProcess;
 use serde_json::json;
@@ -20,20 +21,9 @@ async fn the_cache_recovers_after_etcd_restarts() {
     })
     .await
     .expect("store");
-    let server = ApiServer::new(ApiServerConfig {
-        store,
-        shard_name: "root".into(),
-        external_url: "https://localhost:6443".into(),
-        authenticators: vec![],
-        authorizers: vec![],
-    })
-    .await
-    .expect("server");
+    let server = common::server(store).await;
     let reg = server.registry();
-    let cms = kcp_api_types::builtin::catalogue()
-        .into_iter()
-        .find(|d| d.plural == "configmaps")
-        .expect("configmaps");
+    let cms = common::builtin("", "configmaps");
     let cm =
         |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
     let at = |name: &'static str| ObjectRef {

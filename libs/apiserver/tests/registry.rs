@@ -1,16 +1,18 @@
 //! Kubernetes storage semantics of the generic registry, on the embedded store and on etcd:
 //! resource versions, conflicts, pagination snapshots, watch resume and expiry, finalizers.
 
+mod common;
+
 use std::sync::Arc;
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
+use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{
     DeleteOptions, DeleteOutcome, ListOptions, ListScope, ObjectRef, Registry, UpdateKind,
     WriteOptions,
 };
 use kcp_apiserver::watch_cache::{CacheEventType, Scope, WatchItem};
-use kcp_apiserver::{ApiServer, ApiServerConfig};
 use kcp_store::StoreConfig;
 use kcp_store::testing::EtcdProcess;
 use serde_json::{Value, json};
@@ -49,15 +51,7 @@ async fn harness(engine: Engine) -> Harness {
         }
     };
     let store = kcp_store::open(&config).await.expect("store opens");
-    let server = ApiServer::new(ApiServerConfig {
-        store,
-        shard_name: "root".into(),
-        external_url: "https://localhost:6443".into(),
-        authenticators: vec![],
-        authorizers: vec![],
-    })
-    .await
-    .expect("server starts");
+    let server = common::server(store).await;
     Harness {
         server,
         _dir: dir,
@@ -76,10 +70,7 @@ fn uuid_like() -> String {
 }
 
 fn def(plural: &str) -> ResourceDef {
-    kcp_api_types::builtin::catalogue()
-        .into_iter()
-        .find(|d| d.plural == plural && d.group.is_empty())
-        .expect("known resource")
+    common::builtin("", plural)
 }
 
 fn cm(name: &str, data: Value) -> Value {
@@ -399,15 +390,7 @@ async fn watch_resumes_from_a_revision(h: &Harness) {
     );
     // A watch cache started later (as after a restart) keeps no history from before its start: a
     // resourceVersion from then is too old (410 Expired).
-    let restarted = ApiServer::new(ApiServerConfig {
-        store: reg.store().clone(),
-        shard_name: "root".into(),
-        external_url: "https://localhost:6443".into(),
-        authenticators: vec![],
-        authorizers: vec![],
-    })
-    .await
-    .expect("second server");
+    let restarted = common::server(reg.store().clone()).await;
     let gone = restarted.registry().cache().subscribe(
         &prefix,
         Scope {
@@ -566,10 +549,7 @@ async fn namespaces_are_emptied_on_delete(h: &Harness) {
 }
 
 fn events_def() -> ResourceDef {
-    kcp_api_types::builtin::catalogue()
-        .into_iter()
-        .find(|d| d.group == "events.k8s.io" && d.plural == "events")
-        .expect("events.k8s.io events")
+    common::builtin("events.k8s.io", "events")
 }
 
 async fn events_are_one_set_of_objects_in_two_apis(h: &Harness) {
@@ -679,10 +659,7 @@ async fn events_are_one_set_of_objects_in_two_apis(h: &Harness) {
 
 async fn kind_rules_are_enforced(h: &Harness) {
     let reg = h.server.registry();
-    let rbs = kcp_api_types::builtin::catalogue()
-        .into_iter()
-        .find(|d| d.plural == "rolebindings")
-        .expect("rolebindings");
+    let rbs = common::builtin("rbac.authorization.k8s.io", "rolebindings");
     // Required fields of the kind's schema are 422 with one cause each.
     let missing = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "rb"}, "subjects": [{"kind": "User"}]});
     let err = reg

@@ -1,30 +1,20 @@
 //! A watcher that stops reading is cut off once its queue is full: the cache never buffers without bound.
 
+mod common;
+
 use std::time::Duration;
 
 use kcp_apiserver::registry::WriteOptions;
 use kcp_apiserver::watch_cache::{Scope, WATCHER_QUEUE};
-use kcp_apiserver::{ApiServer, ApiServerConfig};
 use kcp_store::StoreConfig;
 use serde_json::json;
 
 #[tokio::test]
 async fn a_watcher_that_falls_behind_is_cut_off() {
     let store = kcp_store::open(&StoreConfig::Memory).await.expect("store");
-    let server = ApiServer::new(ApiServerConfig {
-        store,
-        shard_name: "root".into(),
-        external_url: "https://localhost:6443".into(),
-        authenticators: vec![],
-        authorizers: vec![],
-    })
-    .await
-    .expect("server");
+    let server = common::server(store).await;
     let reg = server.registry();
-    let cms = kcp_api_types::builtin::catalogue()
-        .into_iter()
-        .find(|d| d.plural == "configmaps")
-        .expect("configmaps");
+    let cms = common::builtin("", "configmaps");
     let prefix = kcp_apiserver::registry::keyspace(&cms)
         .all_clusters()
         .to_string();
