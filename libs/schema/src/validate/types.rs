@@ -29,6 +29,18 @@ pub enum CauseReason {
     FieldValueInvalid,
     /// `FieldValueTypeInvalid`: the value has the wrong JSON type.
     FieldValueTypeInvalid,
+    /// `FieldValueRequired`: a required field is missing.
+    FieldValueRequired,
+    /// `FieldValueNotSupported`: a value outside an enum.
+    FieldValueNotSupported,
+    /// `FieldValueDuplicate`: a repeated item of a set or key of a map list.
+    FieldValueDuplicate,
+    /// `FieldValueTooLong`: a string or list longer than allowed.
+    FieldValueTooLong,
+    /// `FieldValueTooMany`: more items or properties than allowed.
+    FieldValueTooMany,
+    /// `FieldValueForbidden`: a field that may not be set (here).
+    FieldValueForbidden,
 }
 
 impl CauseReason {
@@ -36,6 +48,12 @@ impl CauseReason {
         match self {
             Self::FieldValueInvalid => "FieldValueInvalid",
             Self::FieldValueTypeInvalid => "FieldValueTypeInvalid",
+            Self::FieldValueRequired => "FieldValueRequired",
+            Self::FieldValueNotSupported => "FieldValueNotSupported",
+            Self::FieldValueDuplicate => "FieldValueDuplicate",
+            Self::FieldValueTooLong => "FieldValueTooLong",
+            Self::FieldValueTooMany => "FieldValueTooMany",
+            Self::FieldValueForbidden => "FieldValueForbidden",
         }
     }
 }
@@ -85,7 +103,7 @@ impl TypeMismatch {
                 path = self.path,
                 expected = self.expected,
             ),
-            CauseReason::FieldValueInvalid => format!(
+            _ => format!(
                 "Invalid value: {value}: {path} in body must be of type {expected}: \"{value}\"",
                 value = self.go_value.trim_start_matches("number "),
                 path = self.path,
