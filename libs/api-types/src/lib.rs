@@ -6,9 +6,11 @@
 //! type at run time.
 
 pub mod builtin;
+pub mod custom;
+pub mod jsonpath;
 pub mod resource;
 
 pub use resource::{
-    Column, ColumnValue, FieldSelectorDef, NameRule, ResourceDef, ResourceKind, Strategy,
-    StrategyContext,
+    Column, ColumnValue, FieldSelectorDef, FieldSource, NameRule, ResourceDef, ResourceKind,
+    Strategy, StrategyContext, Text,
 };

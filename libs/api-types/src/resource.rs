@@ -1,5 +1,6 @@
 //! The description of one served resource.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use kcp_apimachinery::status::Cause;
@@ -27,14 +28,17 @@ pub enum ResourceKind {
     Review,
 }
 
+/// Text that is usually a literal of the catalogue but may come from a CRD.
+pub type Text = Cow<'static, str>;
+
 /// Where a printer column's cell comes from.
 #[derive(Clone)]
 pub enum ColumnValue {
     Name,
     /// Time since `metadata.creationTimestamp`, as kubectl shows it (`5m`, `3d`).
     Age,
-    /// A simple dotted path into the object, e.g. `.status.phase` (missing → empty cell).
-    Path(&'static str),
+    /// A Kubernetes JSONPath into the object, e.g. `.status.phase` (missing → `<none>`).
+    Path(Text),
     /// Computed from the object.
     Computed(fn(&Value) -> Value),
 }
@@ -42,10 +46,10 @@ pub enum ColumnValue {
 /// One column of Table output, as kube-apiserver prints it for the kind.
 #[derive(Clone)]
 pub struct Column {
-    pub name: &'static str,
-    pub type_: &'static str,
-    pub format: &'static str,
-    pub description: &'static str,
+    pub name: Text,
+    pub type_: Text,
+    pub format: Text,
+    pub description: Text,
     pub priority: i32,
     pub value: ColumnValue,
 }
@@ -53,8 +57,29 @@ pub struct Column {
 /// A kind-specific field selector (beyond `metadata.name` and `metadata.namespace`).
 #[derive(Clone)]
 pub struct FieldSelectorDef {
-    pub field: &'static str,
-    pub value: fn(&Value) -> Option<String>,
+    pub field: Text,
+    pub value: FieldSource,
+}
+
+/// How a selectable field's value is read from an object.
+#[derive(Clone)]
+pub enum FieldSource {
+    Computed(fn(&Value) -> Option<String>),
+    /// A CRD's `selectableFields[].jsonPath`; a missing field selects as the empty string.
+    Path(Text),
+}
+
+impl FieldSource {
+    pub fn value(&self, obj: &Value) -> Option<String> {
+        match self {
+            FieldSource::Computed(f) => f(obj),
+            FieldSource::Path(path) => Some(match crate::jsonpath::first(obj, path) {
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Null) | None => String::new(),
+                Some(other) => other.to_string(),
+            }),
+        }
+    }
 }
 
 /// Where a write happens, for strategies that derive fields from it.
@@ -123,6 +148,13 @@ pub struct ResourceDef {
     /// Set when this resource is another API's view of objects stored under a different resource
     /// (events.k8s.io/v1 Events are core/v1 Events in storage).
     pub shared_storage: Option<SharedStorage>,
+    /// The identity segment of the storage keys: `None` for built-ins, `customresources` for a
+    /// CRD of the logical cluster, an APIExport's identity hash for bound APIs.
+    pub storage_identity: Option<String>,
+    /// The compiled schema when it does not come from the built-in catalogue (CRDs).
+    pub custom_schema: Option<Arc<kcp_schema::Schema>>,
+    /// The OpenAPI component schema of a kind that is not built in (CRDs), for OpenAPI documents.
+    pub openapi_component: Option<Arc<Value>>,
 }
 
 /// Where a resource's objects are stored when it is a view of another resource, and how they convert.
@@ -162,6 +194,14 @@ impl ResourceDef {
         }
     }
 
+    /// The schema objects of this resource are checked against, when there is one.
+    pub fn schema(&self) -> Option<Arc<kcp_schema::Schema>> {
+        match &self.custom_schema {
+            Some(schema) => Some(schema.clone()),
+            None => kcp_schema::builtin_schema(&self.group, &self.version, &self.kind),
+        }
+    }
+
     pub fn is_stored(&self) -> bool {
         self.backing == ResourceKind::Stored
     }
@@ -185,17 +225,17 @@ impl ResourceDef {
                 .field_selectors
                 .iter()
                 .find(|f| f.field == field)
-                .and_then(|f| (f.value)(obj)),
+                .and_then(|f| f.value.value(obj)),
         }
     }
 
     /// Every field this kind can select on, for error messages and validation.
-    pub fn selectable_fields(&self) -> Vec<&'static str> {
+    pub fn selectable_fields(&self) -> Vec<&str> {
         let mut fields = vec!["metadata.name"];
         if self.namespaced {
             fields.push("metadata.namespace");
         }
-        fields.extend(self.field_selectors.iter().map(|f| f.field));
+        fields.extend(self.field_selectors.iter().map(|f| f.field.as_ref()));
         fields
     }
 }

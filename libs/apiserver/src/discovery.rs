@@ -16,6 +16,8 @@ pub const V2BETA1_CONTENT_TYPE: &str =
 /// The resources of one logical cluster, grouped for discovery.
 pub struct ApiSet {
     resources: Vec<Arc<ResourceDef>>,
+    /// Built on first use: most logical clusters are never asked for their OpenAPI.
+    openapi: std::sync::OnceLock<crate::openapi::OpenApiDocs>,
 }
 
 fn subresources(def: &ResourceDef) -> Vec<&'static str> {
@@ -38,7 +40,16 @@ fn subresource_verbs(sub: &str) -> Vec<&'static str> {
 
 impl ApiSet {
     pub fn new(resources: Vec<Arc<ResourceDef>>) -> ApiSet {
-        ApiSet { resources }
+        ApiSet {
+            resources,
+            openapi: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// The `/openapi/v3` documents of this set.
+    pub fn openapi(&self) -> &crate::openapi::OpenApiDocs {
+        self.openapi
+            .get_or_init(|| crate::openapi::OpenApiDocs::build(self))
     }
 
     pub fn resources(&self) -> &[Arc<ResourceDef>] {

@@ -4,6 +4,7 @@
 //! → the generic [`registry`] over the store and the [`watch_cache`] → encoding ([`codec`], [`table`]).
 
 pub mod codec;
+pub mod crd;
 pub mod discovery;
 mod handler;
 mod lifecycle;
@@ -26,7 +27,6 @@ use kcp_store::Store;
 use tokio_util::sync::CancellationToken;
 
 use crate::discovery::ApiSet;
-use crate::openapi::OpenApiDocs;
 use crate::registry::Registry;
 use crate::request_info::ClusterTarget;
 use crate::watch_cache::WatchCache;
@@ -61,9 +61,9 @@ pub enum ApiServerError {
 pub struct ApiServer {
     config: ApiServerConfig,
     registry: Registry,
-    /// The built-in API set every logical cluster serves (CRDs will extend it per cluster).
-    builtins: Arc<ApiSet>,
-    openapi: OpenApiDocs,
+    /// The API set of each logical cluster: the built-ins, plus its CRDs.
+    crds: crd::CrdApis,
+    crd_requeue: crd::controller::Requeue,
     /// `host:port` for `serverAddressByClientCIDRs`.
     server_address: String,
     shutdown: CancellationToken,
@@ -81,31 +81,37 @@ impl ApiServer {
                 .map(Arc::new)
                 .collect(),
         ));
-        let openapi = OpenApiDocs::build(&builtins);
         let server_address = config
             .external_url
             .trim_start_matches("https://")
             .trim_start_matches("http://")
             .to_string();
         let (namespaces, queue) = lifecycle::NamespaceFinalizer::new();
+        let (crd_requeue, crd_queue) = crd::controller::Requeue::new();
         let server = Arc::new(ApiServer {
             config,
             registry,
-            builtins,
-            openapi,
+            crds: crd::CrdApis::new(builtins),
+            crd_requeue,
             server_address,
             shutdown: CancellationToken::new(),
             namespaces,
         });
         lifecycle::spawn_namespace_finalizer(server.clone(), queue);
         lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);
+        crd::controller::spawn(server.clone(), crd_queue);
         server.bootstrap().await?;
         Ok(server)
     }
 
     /// The APIs served in a logical cluster.
-    fn api_set(&self, _cluster: &ClusterTarget) -> Arc<ApiSet> {
-        self.builtins.clone()
+    fn api_set(&self, cluster: &ClusterTarget) -> Arc<ApiSet> {
+        match cluster {
+            ClusterTarget::Name(name) => self.crds.for_cluster(name),
+            // Wildcard requests see the built-ins only; custom resources across clusters need
+            // identical schemas everywhere, which bound APIs (not local CRDs) provide.
+            ClusterTarget::Wildcard | ClusterTarget::None => self.crds.builtins().clone(),
+        }
     }
 
     /// Ends every open watch so connections can drain.

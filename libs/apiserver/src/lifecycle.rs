@@ -51,8 +51,9 @@ fn ignore_exists(result: Result<Written, ApiError>) -> Result<(), ApiError> {
 }
 
 impl ApiServer {
-    fn builtin(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
-        self.builtins
+    pub(crate) fn builtin(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+        self.crds
+            .builtins()
             .resources()
             .iter()
             .find(|d| is(d, group, plural))
@@ -165,7 +166,8 @@ impl ApiServer {
             .cache()
             .objects_in_namespace(cluster, namespace)
         {
-            let Some(def) = self.builtins.resources().iter().find(|d| {
+            let set = self.crds.for_cluster(cluster);
+            let Some(def) = set.resources().iter().find(|d| {
                 obj.key
                     .starts_with(crate::registry::keyspace(d).all_clusters())
             }) else {

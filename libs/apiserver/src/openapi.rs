@@ -17,11 +17,15 @@ pub struct OpenApiDocs {
 impl OpenApiDocs {
     pub fn build(set: &ApiSet) -> OpenApiDocs {
         let mut by_gv: HashMap<(String, String), Vec<OpenApiResource>> = HashMap::new();
+        let mut extra = serde_json::Map::new();
         for d in set
             .resources()
             .iter()
             .filter(|d| d.is_stored() || !d.schema_name.is_empty())
         {
+            if let Some(component) = &d.openapi_component {
+                extra.insert(d.schema_name.clone(), component.as_ref().clone());
+            }
             let mut subresources = Vec::new();
             if d.status_subresource {
                 subresources.push("status".to_string());
@@ -43,7 +47,7 @@ impl OpenApiDocs {
         let mut docs = HashMap::new();
         let mut index = Vec::new();
         for ((group, version), resources) in by_gv {
-            let doc = kcp_schema::v3_group_version(&resources);
+            let doc = kcp_schema::openapi::v3_group_version_with(&resources, &extra);
             let hash = kcp_schema::hash(&doc);
             index.push((
                 kcp_schema::openapi::group_version_path(&group, &version),

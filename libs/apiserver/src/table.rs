@@ -24,18 +24,7 @@ impl IncludeObject {
     }
 }
 
-fn path_value(obj: &Value, path: &str) -> Value {
-    let mut cur = obj;
-    for seg in path.trim_start_matches('.').split('.') {
-        match cur.get(seg) {
-            Some(v) => cur = v,
-            None => return Value::Null,
-        }
-    }
-    cur.clone()
-}
-
-fn cell(column: &Column, obj: &Value) -> Value {
+fn cell(column: &Column, obj: &Value, custom: bool) -> Value {
     match &column.value {
         ColumnValue::Name => obj
             .pointer("/metadata/name")
@@ -48,11 +37,24 @@ fn cell(column: &Column, obj: &Value) -> Value {
                 .unwrap_or_default();
             json!(kcp_api_types::builtin::age_since(ts))
         }
-        ColumnValue::Path(p) => match path_value(obj, p) {
-            Value::Null => json!("<none>"),
-            v => v,
+        ColumnValue::Path(p) => match kcp_api_types::jsonpath::first(obj, p) {
+            None | Some(Value::Null) => json!("<none>"),
+            Some(v) if custom => typed_cell(&column.type_, v),
+            Some(v) => v.clone(),
         },
         ColumnValue::Computed(f) => f(obj),
+    }
+}
+
+/// A custom resource's cell as kube-apiserver's CRD table converter types it: `string` columns print any value as text,
+/// the others keep the JSON value.
+fn typed_cell(type_: &str, value: &Value) -> Value {
+    match (type_, value) {
+        // Dates print as ages ("5m"), as kube-apiserver renders them for custom resources.
+        ("date", Value::String(ts)) => json!(kcp_api_types::builtin::age_since(ts)),
+        ("string", Value::String(_)) | (_, Value::String(_)) => value.clone(),
+        ("string", other) => Value::String(other.to_string()),
+        _ => value.clone(),
     }
 }
 
@@ -66,7 +68,11 @@ pub fn partial_metadata(obj: &Value) -> Value {
 }
 
 fn row(def: &ResourceDef, obj: &Value, include: IncludeObject) -> Value {
-    let cells: Vec<Value> = def.columns.iter().map(|c| cell(c, obj)).collect();
+    let cells: Vec<Value> = def
+        .columns
+        .iter()
+        .map(|c| cell(c, obj, def.custom_schema.is_some()))
+        .collect();
     let mut row = Map::new();
     row.insert("cells".into(), Value::Array(cells));
     match include {

@@ -1,5 +1,7 @@
 //! Printer columns as kube-apiserver defines them for the built-in kinds.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use crate::resource::{Column, ColumnValue};
@@ -9,10 +11,10 @@ const CREATED_DESCRIPTION: &str = "CreationTimestamp is a timestamp representing
 
 pub fn name_column() -> Column {
     Column {
-        name: "Name",
-        type_: "string",
-        format: "name",
-        description: NAME_DESCRIPTION,
+        name: "Name".into(),
+        type_: "string".into(),
+        format: "name".into(),
+        description: NAME_DESCRIPTION.into(),
         priority: 0,
         value: ColumnValue::Name,
     }
@@ -20,35 +22,47 @@ pub fn name_column() -> Column {
 
 pub fn age_column() -> Column {
     Column {
-        name: "Age",
-        type_: "string",
-        format: "",
-        description: CREATED_DESCRIPTION,
+        name: "Age".into(),
+        type_: "string".into(),
+        format: "".into(),
+        description: CREATED_DESCRIPTION.into(),
         priority: 0,
         value: ColumnValue::Age,
+    }
+}
+
+/// The `Age` column kube-apiserver gives custom resources whose CRD lists no printer columns.
+pub fn age_column_for_crd() -> Column {
+    Column {
+        name: "Age".into(),
+        type_: "date".into(),
+        format: "".into(),
+        description: CREATED_DESCRIPTION.into(),
+        priority: 0,
+        value: ColumnValue::Path(Cow::Borrowed(".metadata.creationTimestamp")),
     }
 }
 
 /// The default table of kinds without a printer of their own: the creation time as a date.
 pub fn created_at_column() -> Column {
     Column {
-        name: "Created At",
-        type_: "date",
-        format: "",
-        description: CREATED_DESCRIPTION,
+        name: "Created At".into(),
+        type_: "date".into(),
+        format: "".into(),
+        description: CREATED_DESCRIPTION.into(),
         priority: 0,
-        value: ColumnValue::Path(".metadata.creationTimestamp"),
+        value: ColumnValue::Path(Cow::Borrowed(".metadata.creationTimestamp")),
     }
 }
 
 pub fn path_column(name: &'static str, description: &'static str, path: &'static str) -> Column {
     Column {
-        name,
-        type_: "string",
-        format: "",
-        description,
+        name: name.into(),
+        type_: "string".into(),
+        format: "".into(),
+        description: description.into(),
         priority: 0,
-        value: ColumnValue::Path(path),
+        value: ColumnValue::Path(path.into()),
     }
 }
 
@@ -68,10 +82,10 @@ pub fn count_column(name: &'static str, pointer: &'static str) -> Column {
         _ => |_| json!(0),
     };
     Column {
-        name,
-        type_: "integer",
-        format: "",
-        description: "",
+        name: name.into(),
+        type_: "integer".into(),
+        format: "".into(),
+        description: "".into(),
         priority: 0,
         value: ColumnValue::Computed(value),
     }
@@ -79,10 +93,10 @@ pub fn count_column(name: &'static str, pointer: &'static str) -> Column {
 
 pub fn configmap_data_column() -> Column {
     Column {
-        name: "Data",
-        type_: "string",
-        format: "",
-        description: "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'.",
+        name: "Data".into(),
+        type_: "string".into(),
+        format: "".into(),
+        description: "Data contains the configuration data. Each key must consist of alphanumeric characters, '-', '_' or '.'.".into(),
         priority: 0,
         value: ColumnValue::Computed(|o| {
             json!(len_of(o.get("data")) + len_of(o.get("binaryData")))
@@ -92,10 +106,10 @@ pub fn configmap_data_column() -> Column {
 
 pub fn secret_data_column() -> Column {
     Column {
-        name: "Data",
-        type_: "string",
-        format: "",
-        description: "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'.",
+        name: "Data".into(),
+        type_: "string".into(),
+        format: "".into(),
+        description: "Data contains the secret data. Each key must consist of alphanumeric characters, '-', '_' or '.'.".into(),
         priority: 0,
         value: ColumnValue::Computed(|o| json!(len_of(o.get("data")))),
     }
@@ -110,10 +124,10 @@ fn str_of<'a>(o: &'a Value, pointer: &str) -> &'a str {
 pub fn event_columns() -> Vec<Column> {
     vec![
         Column {
-            name: "Last Seen",
-            type_: "string",
-            format: "",
-            description: "Time when last this event was observed",
+            name: "Last Seen".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "Time when last this event was observed".into(),
             priority: 0,
             value: ColumnValue::Computed(|o| {
                 let ts = [
@@ -129,26 +143,26 @@ pub fn event_columns() -> Vec<Column> {
             }),
         },
         Column {
-            name: "Type",
-            type_: "string",
-            format: "",
-            description: "Type of this event (Normal, Warning)",
+            name: "Type".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "Type of this event (Normal, Warning)".into(),
             priority: 0,
-            value: ColumnValue::Path(".type"),
+            value: ColumnValue::Path(Cow::Borrowed(".type")),
         },
         Column {
-            name: "Reason",
-            type_: "string",
-            format: "",
-            description: "Reason why this event was generated",
+            name: "Reason".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "Reason why this event was generated".into(),
             priority: 0,
-            value: ColumnValue::Path(".reason"),
+            value: ColumnValue::Path(Cow::Borrowed(".reason")),
         },
         Column {
-            name: "Object",
-            type_: "string",
-            format: "",
-            description: "The object that this event is about",
+            name: "Object".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "The object that this event is about".into(),
             priority: 0,
             value: ColumnValue::Computed(|o| {
                 let target = if o.get("regarding").is_some() {
@@ -162,10 +176,10 @@ pub fn event_columns() -> Vec<Column> {
             }),
         },
         Column {
-            name: "Message",
-            type_: "string",
-            format: "",
-            description: "A human-readable description of the status of this operation.",
+            name: "Message".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "A human-readable description of the status of this operation.".into(),
             priority: 0,
             value: ColumnValue::Computed(|o| {
                 json!(if o.get("note").is_some() {
@@ -207,10 +221,10 @@ pub fn binding_columns() -> Vec<Column> {
     vec![
         name_column(),
         Column {
-            name: "Role",
-            type_: "string",
-            format: "",
-            description: "RoleRef contains information about the role that the binding refers to.",
+            name: "Role".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "RoleRef contains information about the role that the binding refers to.".into(),
             priority: 0,
             value: ColumnValue::Computed(|o| {
                 json!(format!(
@@ -222,26 +236,26 @@ pub fn binding_columns() -> Vec<Column> {
         },
         age_column(),
         Column {
-            name: "Users",
-            type_: "string",
-            format: "",
-            description: "Users in the binding",
+            name: "Users".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "Users in the binding".into(),
             priority: 1,
             value: ColumnValue::Computed(|o| subjects(o, "User")),
         },
         Column {
-            name: "Groups",
-            type_: "string",
-            format: "",
-            description: "Groups in the binding",
+            name: "Groups".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "Groups in the binding".into(),
             priority: 1,
             value: ColumnValue::Computed(|o| subjects(o, "Group")),
         },
         Column {
-            name: "ServiceAccounts",
-            type_: "string",
-            format: "",
-            description: "ServiceAccounts in the binding",
+            name: "ServiceAccounts".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "ServiceAccounts in the binding".into(),
             priority: 1,
             value: ColumnValue::Computed(|o| subjects(o, "ServiceAccount")),
         },
@@ -253,26 +267,26 @@ pub fn csr_columns() -> Vec<Column> {
         name_column(),
         age_column(),
         Column {
-            name: "SignerName",
-            type_: "string",
-            format: "",
-            description: "The name of the signer",
+            name: "SignerName".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "The name of the signer".into(),
             priority: 0,
-            value: ColumnValue::Path(".spec.signerName"),
+            value: ColumnValue::Path(Cow::Borrowed(".spec.signerName")),
         },
         Column {
-            name: "Requestor",
-            type_: "string",
-            format: "",
-            description: "Name of the requesting user",
+            name: "Requestor".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "Name of the requesting user".into(),
             priority: 0,
-            value: ColumnValue::Path(".spec.username"),
+            value: ColumnValue::Path(Cow::Borrowed(".spec.username")),
         },
         Column {
-            name: "RequestedDuration",
-            type_: "string",
-            format: "",
-            description: "Requested duration of the issued certificate",
+            name: "RequestedDuration".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "Requested duration of the issued certificate".into(),
             priority: 0,
             value: ColumnValue::Computed(|o| {
                 match o.pointer("/spec/expirationSeconds").and_then(Value::as_i64) {
@@ -282,10 +296,10 @@ pub fn csr_columns() -> Vec<Column> {
             }),
         },
         Column {
-            name: "Condition",
-            type_: "string",
-            format: "",
-            description: "The current condition of the request",
+            name: "Condition".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "The current condition of the request".into(),
             priority: 0,
             value: ColumnValue::Computed(|o| {
                 let conds: Vec<&str> = o
@@ -320,10 +334,10 @@ pub fn quota_column(name: &'static str, limits: bool) -> Column {
         |o| quota_usage(o, false)
     };
     Column {
-        name,
-        type_: "string",
-        format: "",
-        description: "",
+        name: name.into(),
+        type_: "string".into(),
+        format: "".into(),
+        description: "".into(),
         priority: 0,
         value: ColumnValue::Computed(value),
     }

@@ -2,9 +2,10 @@
 //! field selectors.
 
 mod columns;
+pub mod crd;
 mod events;
 
-pub use columns::age_since;
+pub use columns::{age_column_for_crd, age_since, name_column};
 mod strategies;
 
 use std::sync::Arc;
@@ -58,6 +59,9 @@ fn def(
         schema_name: schema_name.to_string(),
         backing: ResourceKind::Stored,
         shared_storage: None,
+        storage_identity: None,
+        custom_schema: None,
+        openapi_component: None,
     })
 }
 
@@ -112,7 +116,10 @@ impl Def {
 }
 
 fn field(field: &'static str, value: fn(&serde_json::Value) -> Option<String>) -> FieldSelectorDef {
-    FieldSelectorDef { field, value }
+    FieldSelectorDef {
+        field: field.into(),
+        value: crate::resource::FieldSource::Computed(value),
+    }
 }
 
 fn str_at(obj: &serde_json::Value, pointer: &str) -> Option<String> {
@@ -298,6 +305,19 @@ pub fn catalogue() -> Vec<ResourceDef> {
         .fields(vec![field("spec.signerName", |o| {
             str_at(o, "/spec/signerName")
         })])
+        .0,
+        def(
+            "apiextensions.k8s.io",
+            "v1",
+            "CustomResourceDefinition",
+            "customresourcedefinitions",
+            false,
+            "io.k8s.apiextensions-apiserver.pkg.apis.apiextensions.v1.CustomResourceDefinition",
+        )
+        .short(&["crd", "crds"])
+        .categories(&["api-extensions"])
+        .status()
+        .strategy(crd::CrdStrategy)
         .0,
         def(
             "coordination.k8s.io",

@@ -177,11 +177,13 @@ impl ApiServer {
             }
             Target::OpenApiV3Root => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
-                Ok(response::json_value(StatusCode::OK, &self.openapi.root()))
+                let set = self.api_set(&ctx.info.cluster);
+                Ok(response::json_value(StatusCode::OK, &set.openapi().root()))
             }
             Target::OpenApiV3 { group, version } => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
-                self.openapi
+                self.api_set(&ctx.info.cluster)
+                    .openapi()
                     .group_version(group, version)
                     .map(|bytes| response::json_bytes(StatusCode::OK, bytes))
                     .ok_or_else(ApiError::path_not_found)

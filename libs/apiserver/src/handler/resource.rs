@@ -133,6 +133,9 @@ impl ApiServer {
                     dry_run: ctx.query.dry_run()?,
                 };
                 let cluster = cluster.ok_or_else(ApiError::path_not_found)?;
+                if def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions" {
+                    crate::crd::check_reserved_group(cluster, &obj)?;
+                }
                 let written = self
                     .registry
                     .create(&def, cluster, req.namespace.as_deref(), obj, opts)
@@ -260,7 +263,7 @@ impl ApiServer {
         };
         let strict = ctx.query.get("fieldValidation") == Some("Strict");
         let schema = if strict {
-            kcp_schema::builtin_schema(&def.group, &def.version, &def.kind)
+            def.schema()
         } else {
             None
         };
@@ -296,11 +299,14 @@ impl ApiServer {
                 "fieldValidation: Unsupported value: {mode:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
             )));
         }
-        let Some(schema) = kcp_schema::builtin_schema(&def.group, &def.version, &def.kind) else {
+        let Some(schema) = def.schema() else {
             return Ok((obj, Vec::new()));
         };
-        // A value of the wrong type cannot be decoded at all: 400, whatever the validation mode.
-        if let Some(message) = kcp_schema::validate::decode_error(&schema, &obj, &def.kind, raw) {
+        // A value of the wrong type cannot be decoded into a built-in kind at all: 400, whatever
+        // the validation mode. Custom resources report it as a 422 cause instead (their strategy).
+        if def.custom_schema.is_none()
+            && let Some(message) = kcp_schema::validate::decode_error(&schema, &obj, &def.kind, raw)
+        {
             return Err(ApiError::bad_request(message));
         }
         let mut problems = kcp_schema::unknown_fields(&schema, &obj);

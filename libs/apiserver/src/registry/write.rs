@@ -60,7 +60,7 @@ fn stored_bytes(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> {
 
 /// Fields the kind's schema requires, absent from `obj`: 422 causes, as Kubernetes' validation reports them.
 fn required_fields(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
-    match kcp_schema::builtin_schema(&def.group, &def.version, &def.kind) {
+    match def.schema() {
         Some(schema) => kcp_schema::missing_required(&schema, obj)
             .iter()
             .map(|path| Cause::required(path, ""))

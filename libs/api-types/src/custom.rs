@@ -1,0 +1,284 @@
+//! Custom resources: the [`ResourceDef`]s a CustomResourceDefinition serves, and the strategy that
+//! applies its schema (pruning, defaulting, validation) on every write.
+
+use std::sync::Arc;
+
+use kcp_apimachinery::status::Cause;
+use kcp_schema::Schema;
+use serde_json::{Value, json};
+
+use crate::builtin::{age_column_for_crd, name_column};
+use crate::resource::{
+    Column, ColumnValue, Conversion, FieldSelectorDef, FieldSource, NameRule, ResourceDef,
+    ResourceKind, SharedStorage, Strategy, StrategyContext,
+};
+
+/// The storage-key identity of custom resources defined by a CRD of the logical cluster itself
+/// (kcp's layout: `/<group>/<resource>/customresources/<cluster>/...`).
+pub const LOCAL_CRD_IDENTITY: &str = "customresources";
+
+/// What a CRD version's schema contributes, compiled once and shared by every logical cluster
+/// whose CRD has the same version definition.
+pub struct CompiledVersion {
+    pub schema: Arc<Schema>,
+    /// The version's `openAPIV3Schema` as OpenAPI documents publish it.
+    pub openapi: Arc<Value>,
+    /// Extra validation (CEL rules) beyond the structural schema; `None` when there are none.
+    pub rules: Option<Arc<dyn ExtraValidation>>,
+}
+
+/// Validation a schema carries beyond its structure: CEL `x-kubernetes-validations`.
+pub trait ExtraValidation: Send + Sync + 'static {
+    fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<Cause>;
+}
+
+/// Prunes, defaults and validates custom resources against their version's schema.
+pub struct CustomResourceStrategy {
+    version: Arc<CompiledVersion>,
+}
+
+impl CustomResourceStrategy {
+    pub fn new(version: Arc<CompiledVersion>) -> Self {
+        CustomResourceStrategy { version }
+    }
+
+    /// Unknown fields dropped and defaults filled, as kube-apiserver does before validating.
+    fn normalize(&self, obj: &mut Value) {
+        let pruned = kcp_schema::prune(&self.version.schema, std::mem::take(obj));
+        *obj = pruned;
+        apply_defaults(&self.version.schema, obj);
+    }
+
+    fn check(&self, new: &Value, old: Option<&Value>) -> Vec<Cause> {
+        let mut causes: Vec<Cause> = validate_value(&self.version.schema, new)
+            .iter()
+            .map(field_cause)
+            .collect();
+        if causes.is_empty()
+            && let Some(rules) = &self.version.rules
+        {
+            causes.extend(rules.validate(new, old));
+        }
+        causes
+    }
+}
+
+// Interim: structural types only, until kcp-schema's full value validation and defaulting land.
+fn validate_value(schema: &Schema, value: &Value) -> Vec<kcp_schema::FieldCause> {
+    kcp_schema::type_errors(schema, value)
+}
+
+fn apply_defaults(_schema: &Schema, _value: &mut Value) {}
+
+/// A schema validator's cause as a Status cause.
+pub fn field_cause(cause: &kcp_schema::FieldCause) -> Cause {
+    Cause::new(cause.reason.as_str(), &cause.field, cause.message.clone())
+}
+
+impl Strategy for CustomResourceStrategy {
+    fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
+        self.normalize(obj);
+    }
+
+    fn prepare_for_update(&self, _ctx: &StrategyContext<'_>, new: &mut Value, _old: &Value) {
+        self.normalize(new);
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        self.check(obj, None)
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        self.check(new, Some(old))
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}
+
+/// Serves a version of a multi-version CRD from objects stored at another: with conversion
+/// strategy `None` only `apiVersion` changes.
+struct ApiVersionConversion {
+    served: String,
+    storage: String,
+}
+
+impl Conversion for ApiVersionConversion {
+    fn to_storage(&self, mut api: Value) -> Value {
+        if let Some(m) = api.as_object_mut() {
+            m.insert("apiVersion".into(), json!(self.storage));
+        }
+        api
+    }
+
+    fn to_api(&self, mut stored: Value) -> Value {
+        if let Some(m) = stored.as_object_mut() {
+            m.insert("apiVersion".into(), json!(self.served));
+        }
+        stored
+    }
+}
+
+fn str_at<'v>(v: &'v Value, pointer: &str) -> &'v str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn strings_at(v: &Value, pointer: &str) -> Vec<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The versions of a CRD that are served, each with the pieces that define it (for interning).
+pub fn served_versions(crd: &Value) -> Vec<&Value> {
+    crd.pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map(|vs| {
+            vs.iter()
+                .filter(|v| v.get("served").and_then(Value::as_bool).unwrap_or(false))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The name of the storage version.
+pub fn storage_version(crd: &Value) -> Option<&str> {
+    crd.pointer("/spec/versions")?
+        .as_array()?
+        .iter()
+        .find(|v| v.get("storage").and_then(Value::as_bool).unwrap_or(false))?
+        .get("name")?
+        .as_str()
+}
+
+/// `com.example.stable.v1.CronTab`: the OpenAPI component name kube-apiserver gives a CRD kind.
+pub fn component_name(group: &str, version: &str, kind: &str) -> String {
+    let mut parts: Vec<&str> = group.split('.').filter(|p| !p.is_empty()).collect();
+    parts.reverse();
+    parts.push(version);
+    parts.push(kind);
+    parts.join(".")
+}
+
+/// The resource definition of one served version of an established CRD. `names` is the CRD's
+/// accepted names (`status.acceptedNames`, falling back to `spec.names`).
+pub fn version_def(crd: &Value, version: &Value, compiled: Arc<CompiledVersion>) -> ResourceDef {
+    let group = str_at(crd, "/spec/group").to_string();
+    let names = match crd.pointer("/status/acceptedNames/plural") {
+        Some(Value::String(p)) if !p.is_empty() => "/status/acceptedNames",
+        _ => "/spec/names",
+    };
+    let kind = str_at(crd, &format!("{names}/kind")).to_string();
+    let plural = str_at(crd, &format!("{names}/plural")).to_string();
+    let singular = match str_at(crd, &format!("{names}/singular")) {
+        "" => kind.to_lowercase(),
+        s => s.to_string(),
+    };
+    let list_kind = match str_at(crd, &format!("{names}/listKind")) {
+        "" => format!("{kind}List"),
+        s => s.to_string(),
+    };
+    let name = str_at(version, "/name").to_string();
+    let status_subresource = version.pointer("/subresources/status").is_some();
+    let mut columns = vec![name_column()];
+    match version
+        .get("additionalPrinterColumns")
+        .and_then(Value::as_array)
+    {
+        Some(defs) if !defs.is_empty() => columns.extend(defs.iter().map(printer_column)),
+        _ => columns.push(age_column_for_crd()),
+    }
+    let field_selectors = version
+        .get("selectableFields")
+        .and_then(Value::as_array)
+        .map(|fields| {
+            fields
+                .iter()
+                .map(|f| {
+                    let path = str_at(f, "/jsonPath").to_string();
+                    FieldSelectorDef {
+                        field: path.trim_start_matches('.').to_string().into(),
+                        value: FieldSource::Path(path.into()),
+                    }
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let storage = storage_version(crd).unwrap_or_default().to_string();
+    let api_version = |v: &str| {
+        if group.is_empty() {
+            v.to_string()
+        } else {
+            format!("{group}/{v}")
+        }
+    };
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .map_or(0, Vec::len);
+    let shared_storage = (versions > 1).then(|| SharedStorage {
+        group: group.clone(),
+        plural: plural.clone(),
+        conversion: Arc::new(ApiVersionConversion {
+            served: api_version(&name),
+            storage: api_version(&storage),
+        }),
+    });
+    ResourceDef {
+        schema_name: component_name(&group, &name, &kind),
+        group,
+        version: name,
+        list_kind,
+        plural,
+        singular,
+        namespaced: str_at(crd, "/spec/scope") == "Namespaced",
+        short_names: strings_at(crd, &format!("{names}/shortNames")),
+        categories: strings_at(crd, &format!("{names}/categories")),
+        verbs: [
+            "create",
+            "delete",
+            "deletecollection",
+            "get",
+            "list",
+            "patch",
+            "update",
+            "watch",
+        ]
+        .iter()
+        .map(|v| v.to_string())
+        .collect(),
+        status_subresource,
+        name_rule: NameRule::Dns1123Subdomain,
+        columns,
+        field_selectors,
+        strategy: Arc::new(CustomResourceStrategy::new(compiled.clone())),
+        backing: ResourceKind::Stored,
+        shared_storage,
+        storage_identity: Some(LOCAL_CRD_IDENTITY.to_string()),
+        custom_schema: Some(compiled.schema.clone()),
+        openapi_component: Some(compiled.openapi.clone()),
+        kind,
+    }
+}
+
+fn printer_column(def: &Value) -> Column {
+    Column {
+        name: str_at(def, "/name").to_string().into(),
+        type_: str_at(def, "/type").to_string().into(),
+        format: str_at(def, "/format").to_string().into(),
+        description: str_at(def, "/description").to_string().into(),
+        priority: def
+            .get("priority")
+            .and_then(Value::as_i64)
+            .and_then(|p| i32::try_from(p).ok())
+            .unwrap_or(0),
+        value: ColumnValue::Path(str_at(def, "/jsonPath").to_string().into()),
+    }
+}

@@ -1,0 +1,399 @@
+//! The CRD controller: one task for every logical cluster of the shard, fed by the watch cache.
+//!
+//! For each cluster whose CRDs changed it (1) decides which CRDs' names are accepted (the oldest
+//! CRD keeps a contested name), (2) writes the `NamesAccepted`/`Established`/`Terminating`
+//! conditions and `acceptedNames`, (3) points the cluster at its API set, and (4) for a deleted
+//! CRD deletes its custom resources, then releases the cleanup finalizer.
+
+use std::collections::{BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kcp_api_types::ResourceDef;
+use kcp_api_types::builtin::crd::CLEANUP_FINALIZER;
+use kcp_apimachinery::status::ApiError;
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use super::{ServedCrd, has_cleanup_finalizer};
+use crate::ApiServer;
+use crate::registry::metadata::now_rfc3339;
+use crate::registry::{DeleteOptions, ObjectRef, UpdateKind, WriteOptions, keyspace};
+use crate::watch_cache::{Scope, WatchItem};
+
+/// How soon a cluster with a CRD still being cleaned up (custom resources with finalizers) is looked at again.
+const CLEANUP_RETRY: Duration = Duration::from_secs(1);
+
+/// Asks the controller to look at a cluster again.
+#[derive(Clone)]
+pub struct Requeue(mpsc::UnboundedSender<String>);
+
+impl Requeue {
+    pub fn new() -> (Requeue, mpsc::UnboundedReceiver<String>) {
+        let (tx, rx) = mpsc::unbounded_channel();
+        (Requeue(tx), rx)
+    }
+
+    pub fn cluster(&self, cluster: &str) {
+        let _ = self.0.send(cluster.to_string());
+    }
+}
+
+fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
+    v.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+}
+
+fn is_deleting(v: &Value) -> bool {
+    v.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+}
+
+/// The names a CRD claims in its group: resource names and kind names are separate spaces.
+fn claimed_names(crd: &Value) -> (Vec<String>, Vec<String>) {
+    let names = crd.pointer("/spec/names").cloned().unwrap_or_default();
+    let mut resources = vec![text(&names, "/plural").to_string()];
+    let singular = text(&names, "/singular");
+    if !singular.is_empty() {
+        resources.push(singular.to_string());
+    }
+    if let Some(short) = names.get("shortNames").and_then(Value::as_array) {
+        resources.extend(short.iter().filter_map(|s| s.as_str().map(str::to_string)));
+    }
+    let mut kinds = vec![text(&names, "/kind").to_string()];
+    let list_kind = text(&names, "/listKind");
+    if !list_kind.is_empty() {
+        kinds.push(list_kind.to_string());
+    }
+    (resources, kinds)
+}
+
+fn condition(type_: &str, status: bool, reason: &str, message: &str) -> Value {
+    json!({
+        "type": type_,
+        "status": if status { "True" } else { "False" },
+        "reason": reason,
+        "message": message,
+    })
+}
+
+/// Conditions as desired, keeping `lastTransitionTime` of those whose status did not change.
+fn merge_conditions(old: &[Value], desired: Vec<Value>) -> Vec<Value> {
+    let now = now_rfc3339();
+    desired
+        .into_iter()
+        .map(|mut c| {
+            let prior = old
+                .iter()
+                .find(|o| o.get("type") == c.get("type") && o.get("status") == c.get("status"));
+            let time = prior
+                .and_then(|p| p.get("lastTransitionTime").cloned())
+                .unwrap_or_else(|| json!(now));
+            if let Some(m) = c.as_object_mut() {
+                m.insert("lastTransitionTime".into(), time);
+            }
+            c
+        })
+        .collect()
+}
+
+impl ApiServer {
+    fn crd_def(&self) -> Option<Arc<ResourceDef>> {
+        self.builtin("apiextensions.k8s.io", "customresourcedefinitions")
+    }
+
+    /// Brings one cluster's CRDs, conditions and API set up to date.
+    pub(crate) async fn reconcile_crds(&self, cluster: &str) -> Result<(), ApiError> {
+        let Some(def) = self.crd_def() else {
+            return Ok(());
+        };
+        let prefix = keyspace(&def).cluster(cluster);
+        let mut crds: Vec<Value> = self
+            .registry
+            .cache()
+            .list(&prefix, None)
+            .iter()
+            .filter_map(|o| o.value().ok())
+            .collect();
+        crds.sort_by(|a, b| {
+            (text(a, "/metadata/creationTimestamp"), text(a, "/metadata/name"))
+                .cmp(&(text(b, "/metadata/creationTimestamp"), text(b, "/metadata/name")))
+        });
+
+        let mut taken: HashMap<String, (HashSet<String>, HashSet<String>)> = HashMap::new();
+        let mut accepted = Vec::new();
+        let mut cleanup = Vec::new();
+        for crd in &crds {
+            let group = text(crd, "/spec/group").to_string();
+            let (resources, kinds) = claimed_names(crd);
+            let (used_resources, used_kinds) = taken.entry(group).or_default();
+            let resource_clash = resources.iter().find(|r| used_resources.contains(*r));
+            let kind_clash = kinds.iter().find(|k| used_kinds.contains(*k));
+            let mut conditions = Vec::new();
+            let names_ok = match (resource_clash, kind_clash) {
+                (Some(r), _) => {
+                    conditions.push(condition(
+                        "NamesAccepted",
+                        false,
+                        "PluralConflict",
+                        &format!("{r:?} is already in use"),
+                    ));
+                    false
+                }
+                (None, Some(k)) => {
+                    conditions.push(condition(
+                        "NamesAccepted",
+                        false,
+                        "KindConflict",
+                        &format!("{k:?} is already in use"),
+                    ));
+                    false
+                }
+                (None, None) => {
+                    conditions.push(condition(
+                        "NamesAccepted",
+                        true,
+                        "NoConflicts",
+                        "no conflicts found",
+                    ));
+                    used_resources.extend(resources);
+                    used_kinds.extend(kinds);
+                    true
+                }
+            };
+            conditions.push(if names_ok {
+                condition(
+                    "Established",
+                    true,
+                    "InitialNamesAccepted",
+                    "the initial names have been accepted",
+                )
+            } else {
+                condition("Established", false, "NotAccepted", "not all names are accepted")
+            });
+            if is_deleting(crd) {
+                conditions.push(condition(
+                    "Terminating",
+                    true,
+                    "InstanceDeletionInProgress",
+                    "CustomResource deletion is in progress",
+                ));
+                if has_cleanup_finalizer(crd) {
+                    cleanup.push(crd.clone());
+                }
+            }
+            let accepted_names = if names_ok {
+                crd.pointer("/spec/names").cloned().unwrap_or_default()
+            } else {
+                crd.pointer("/status/acceptedNames")
+                    .cloned()
+                    .unwrap_or_else(|| json!({"plural": "", "kind": ""}))
+            };
+            let old_conditions: Vec<Value> = crd
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default();
+            let conditions = merge_conditions(&old_conditions, conditions);
+            let mut desired = crd.clone();
+            if let Some(status) = desired
+                .as_object_mut()
+                .map(|m| m.entry("status").or_insert_with(|| json!({})))
+                .and_then(Value::as_object_mut)
+            {
+                status.insert("conditions".into(), Value::Array(conditions));
+                status.insert("acceptedNames".into(), accepted_names);
+            }
+            if desired.get("status") != crd.get("status") {
+                self.write_crd_status(&def, cluster, crd, desired.clone())
+                    .await?;
+            }
+            if names_ok {
+                accepted.push(desired);
+            }
+        }
+        let served: Vec<ServedCrd<'_>> = accepted.iter().map(|crd| ServedCrd { crd }).collect();
+        self.crds.set_cluster(cluster, &served);
+
+        for crd in cleanup {
+            if self.delete_custom_resources(cluster, &crd).await? {
+                self.release_cleanup_finalizer(&def, cluster, &crd).await?;
+            } else {
+                let requeue = self.crd_requeue.clone();
+                let cluster = cluster.to_string();
+                tokio::spawn(async move {
+                    tokio::time::sleep(CLEANUP_RETRY).await;
+                    requeue.cluster(&cluster);
+                });
+            }
+        }
+        Ok(())
+    }
+
+    async fn write_crd_status(
+        &self,
+        def: &ResourceDef,
+        cluster: &str,
+        crd: &Value,
+        desired: Value,
+    ) -> Result<(), ApiError> {
+        let name = text(crd, "/metadata/name");
+        let status = desired.get("status").cloned().unwrap_or_default();
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name,
+        };
+        let result = self
+            .registry
+            .update(def, at, UpdateKind::Status, WriteOptions::default(), |old| {
+                let mut new = old.clone();
+                if let Some(m) = new.as_object_mut() {
+                    m.insert("status".into(), status.clone());
+                }
+                Ok(new)
+            })
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            // Gone meanwhile: its deletion event brings the controller back.
+            Err(e) if e.code == 404 => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Deletes every custom resource of a CRD in a cluster; `true` once none is left.
+    async fn delete_custom_resources(&self, cluster: &str, crd: &Value) -> Result<bool, ApiError> {
+        let group = text(crd, "/spec/group");
+        let plural = text(crd, "/status/acceptedNames/plural");
+        let set = self.crds.for_cluster(cluster);
+        // Every version shares one storage prefix; any served version can delete.
+        let Some(def) = set
+            .resources()
+            .iter()
+            .find(|d| d.group == group && d.plural == plural && d.custom_schema.is_some())
+            .cloned()
+        else {
+            return Ok(true);
+        };
+        let prefix = keyspace(&def).cluster(cluster);
+        let objects = self.registry.cache().list(&prefix, None);
+        if objects.is_empty() {
+            return Ok(true);
+        }
+        for obj in &objects {
+            let at = ObjectRef {
+                cluster,
+                namespace: obj.namespace.as_deref(),
+                name: &obj.name,
+            };
+            match self.registry.delete(&def, at, &DeleteOptions::default()).await {
+                Ok(_) => {}
+                Err(e) if e.code == 404 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let _ = self.registry.cache().wait_fresh().await;
+        Ok(self.registry.cache().list(&prefix, None).is_empty())
+    }
+
+    async fn release_cleanup_finalizer(
+        &self,
+        def: &ResourceDef,
+        cluster: &str,
+        crd: &Value,
+    ) -> Result<(), ApiError> {
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name: text(crd, "/metadata/name"),
+        };
+        let result = self
+            .registry
+            .update(def, at, UpdateKind::Main, WriteOptions::default(), |old| {
+                let mut new = old.clone();
+                if let Some(list) = new
+                    .pointer_mut("/metadata/finalizers")
+                    .and_then(Value::as_array_mut)
+                {
+                    list.retain(|f| f != CLEANUP_FINALIZER);
+                }
+                Ok(new)
+            })
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e) if e.code == 404 => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+/// Runs the controller until shutdown: every CRD event (and every requeue) reconciles its cluster.
+pub fn spawn(server: Arc<ApiServer>, mut requeued: mpsc::UnboundedReceiver<String>) {
+    let Some(def) = server.crd_def() else {
+        return;
+    };
+    let weak = Arc::downgrade(&server);
+    let shutdown = server.shutdown.clone();
+    drop(server);
+    let prefix = keyspace(&def).all_clusters().to_string();
+    tokio::spawn(async move {
+        'subscribe: loop {
+            let Some(server) = weak.upgrade() else { return };
+            let scope = Scope {
+                cluster: None,
+                namespace: None,
+            };
+            let mut sub = match server.registry.cache().subscribe(&prefix, scope, None) {
+                Ok(sub) => sub,
+                Err(err) => {
+                    tracing::warn!(error = %err, "CRD controller cannot watch; retrying");
+                    drop(server);
+                    tokio::time::sleep(CLEANUP_RETRY).await;
+                    continue;
+                }
+            };
+            // Everything there is now, then changes.
+            let mut pending: BTreeSet<String> = server
+                .registry
+                .cache()
+                .list(&prefix, None)
+                .iter()
+                .map(|o| o.cluster.clone())
+                .collect();
+            pending.extend(server.crds.clusters());
+            drop(server);
+            loop {
+                for cluster in std::mem::take(&mut pending) {
+                    let Some(server) = weak.upgrade() else { return };
+                    if let Err(err) = server.reconcile_crds(&cluster).await {
+                        tracing::warn!(%cluster, error = %err, "CRD reconcile failed; retrying");
+                        server.crd_requeue.cluster(&cluster);
+                    }
+                }
+                tokio::select! {
+                    item = sub.rx.recv() => match item {
+                        Some(WatchItem::Event(event)) => { pending.insert(event.object.cluster.clone()); }
+                        Some(WatchItem::Progress(_)) => {}
+                        // Cut off (the cache reloaded): start over from a fresh list.
+                        None => continue 'subscribe,
+                    },
+                    cluster = requeued.recv() => match cluster {
+                        Some(cluster) => { pending.insert(cluster); }
+                        None => return,
+                    },
+                    _ = shutdown.cancelled() => return,
+                }
+                // Take whatever else is queued so a burst reconciles each cluster once.
+                while let Ok(item) = sub.rx.try_recv() {
+                    if let WatchItem::Event(event) = item {
+                        pending.insert(event.object.cluster.clone());
+                    }
+                }
+                while let Ok(cluster) = requeued.try_recv() {
+                    pending.insert(cluster);
+                }
+            }
+        }
+    });
+}

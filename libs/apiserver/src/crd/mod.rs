@@ -1,0 +1,263 @@
+//! CustomResourceDefinitions per logical cluster: which APIs each cluster serves.
+//!
+//! An LC without CRDs serves the shared built-in [`ApiSet`]. An LC with CRDs points at an API set
+//! interned by the content of its CRDs, so ten thousand LCs holding the same CRD share one API
+//! set, one compiled schema per version and one set of OpenAPI documents: the per-LC cost is a
+//! map entry. [`controller`] keeps these sets and the CRDs' conditions up to date from the watch
+//! cache, and deletes the custom resources of a deleted CRD.
+
+pub mod controller;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+use kcp_api_types::custom::{self, CompiledVersion};
+use kcp_api_types::{ResourceDef, builtin::crd::CLEANUP_FINALIZER};
+use kcp_apimachinery::status::ApiError;
+use parking_lot::{Mutex, RwLock};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+use crate::discovery::ApiSet;
+
+type Fingerprint = [u8; 32];
+
+fn fingerprint(parts: &[&Value]) -> Fingerprint {
+    let mut hasher = Sha256::new();
+    for part in parts {
+        // serde_json keeps insertion order; identical CRDs written by the same tool hash alike,
+        // and a miss only costs a second copy.
+        hasher.update(serde_json::to_vec(part).unwrap_or_default());
+        hasher.update([0]);
+    }
+    hasher.finalize().into()
+}
+
+/// The API sets of every logical cluster that has CRDs.
+pub struct CrdApis {
+    builtins: Arc<ApiSet>,
+    by_cluster: RwLock<HashMap<String, Arc<ApiSet>>>,
+    interned_sets: Mutex<HashMap<Fingerprint, Weak<ApiSet>>>,
+    interned_versions: Mutex<HashMap<Fingerprint, Weak<CompiledVersion>>>,
+}
+
+/// A CRD whose names were accepted, as the controller hands it over.
+pub struct ServedCrd<'a> {
+    pub crd: &'a Value,
+}
+
+impl CrdApis {
+    pub fn new(builtins: Arc<ApiSet>) -> CrdApis {
+        CrdApis {
+            builtins,
+            by_cluster: RwLock::new(HashMap::new()),
+            interned_sets: Mutex::new(HashMap::new()),
+            interned_versions: Mutex::new(HashMap::new()),
+        }
+    }
+
+    pub fn builtins(&self) -> &Arc<ApiSet> {
+        &self.builtins
+    }
+
+    /// The APIs a logical cluster serves.
+    pub fn for_cluster(&self, cluster: &str) -> Arc<ApiSet> {
+        self.by_cluster
+            .read()
+            .get(cluster)
+            .cloned()
+            .unwrap_or_else(|| self.builtins.clone())
+    }
+
+    /// Replaces a cluster's API set with the built-ins plus the given CRDs (in a stable order).
+    pub fn set_cluster(&self, cluster: &str, crds: &[ServedCrd<'_>]) {
+        if crds.is_empty() {
+            self.by_cluster.write().remove(cluster);
+            return;
+        }
+        let parts: Vec<&Value> = crds
+            .iter()
+            .flat_map(|c| {
+                [
+                    c.crd.get("spec").unwrap_or(&Value::Null),
+                    c.crd.pointer("/status/acceptedNames").unwrap_or(&Value::Null),
+                ]
+            })
+            .collect();
+        let key = fingerprint(&parts);
+        let existing = self.interned_sets.lock().get(&key).and_then(Weak::upgrade);
+        let set = match existing {
+            Some(set) => set,
+            None => {
+                let set = Arc::new(self.build_set(crds));
+                let mut interned = self.interned_sets.lock();
+                interned.retain(|_, w| w.strong_count() > 0);
+                interned.insert(key, Arc::downgrade(&set));
+                set
+            }
+        };
+        self.by_cluster.write().insert(cluster.to_string(), set);
+    }
+
+    fn build_set(&self, crds: &[ServedCrd<'_>]) -> ApiSet {
+        let mut resources: Vec<Arc<ResourceDef>> = self.builtins.resources().to_vec();
+        for served in crds {
+            let mut versions = custom::served_versions(served.crd);
+            versions.sort_by(|a, b| {
+                version_priority(b.get("name").and_then(Value::as_str).unwrap_or_default()).cmp(
+                    &version_priority(a.get("name").and_then(Value::as_str).unwrap_or_default()),
+                )
+            });
+            for version in versions {
+                let Some(compiled) = self.compile(version) else {
+                    continue;
+                };
+                let def = custom::version_def(served.crd, version, compiled);
+                // A built-in of the same group and resource wins, as kcp's system APIs do.
+                if resources
+                    .iter()
+                    .any(|d| d.group == def.group && d.version == def.version && d.plural == def.plural)
+                {
+                    continue;
+                }
+                resources.push(Arc::new(def));
+            }
+        }
+        ApiSet::new(resources)
+    }
+
+    /// The compiled schema of a version definition, shared by every CRD with the same one.
+    fn compile(&self, version: &Value) -> Option<Arc<CompiledVersion>> {
+        let schema_json = version.pointer("/schema/openAPIV3Schema")?;
+        let key = fingerprint(&[schema_json]);
+        if let Some(found) = self.interned_versions.lock().get(&key).and_then(Weak::upgrade) {
+            return Some(found);
+        }
+        let compiled = match compile_version(schema_json) {
+            Ok(c) => Arc::new(c),
+            Err(err) => {
+                tracing::warn!(error = %err, "a CRD version schema does not compile");
+                return None;
+            }
+        };
+        let mut interned = self.interned_versions.lock();
+        interned.retain(|_, w| w.strong_count() > 0);
+        interned.insert(key, Arc::downgrade(&compiled));
+        Some(compiled)
+    }
+
+    /// Every cluster that has CRDs now.
+    pub fn clusters(&self) -> Vec<String> {
+        self.by_cluster.read().keys().cloned().collect()
+    }
+
+    /// How many distinct API sets and compiled versions are alive (for tests and benchmarks).
+    pub fn interned_counts(&self) -> (usize, usize) {
+        let sets = self
+            .interned_sets
+            .lock()
+            .values()
+            .filter(|w| w.strong_count() > 0)
+            .count();
+        let versions = self
+            .interned_versions
+            .lock()
+            .values()
+            .filter(|w| w.strong_count() > 0)
+            .count();
+        (sets, versions)
+    }
+}
+
+/// Compiles a version's `openAPIV3Schema` for serving: the structure with `metadata` linked to the
+/// built-in ObjectMeta, and the OpenAPI component published for it.
+fn compile_version(schema_json: &Value) -> Result<CompiledVersion, kcp_schema::SchemaError> {
+    let schema = kcp_schema::Schema::compile_linked(
+        schema_json,
+        &kcp_schema::CompileOptions::default(),
+        &[("metadata", kcp_schema::builtin::object_meta())],
+    )?;
+    let mut openapi = schema_json.clone();
+    if let Some(props) = openapi
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+    {
+        props.insert(
+            "metadata".into(),
+            serde_json::json!({"$ref": format!("#/components/schemas/{}", kcp_schema::builtin::OBJECT_META)}),
+        );
+    }
+    Ok(CompiledVersion {
+        schema: Arc::new(schema),
+        openapi: Arc::new(openapi),
+        rules: None,
+    })
+}
+
+/// Kubernetes' version ordering: GA before beta before alpha, higher numbers first, then
+/// non-Kubernetes-looking names alphabetically (lowest priority).
+pub fn version_priority(name: &str) -> (u8, u32, u32, std::cmp::Reverse<String>) {
+    let parse = |rest: &str| -> Option<(u8, u32, u32)> {
+        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let major: u32 = rest[..digits].parse().ok()?;
+        let tail = &rest[digits..];
+        if tail.is_empty() {
+            return Some((3, major, 0));
+        }
+        for (word, rank) in [("beta", 2u8), ("alpha", 1u8)] {
+            if let Some(n) = tail.strip_prefix(word) {
+                let minor: u32 = if n.is_empty() { 0 } else { n.parse().ok()? };
+                return Some((rank, major, minor));
+            }
+        }
+        None
+    };
+    match name.strip_prefix('v').and_then(parse) {
+        Some((rank, major, minor)) => (rank, major, minor, std::cmp::Reverse(String::new())),
+        None => (0, 0, 0, std::cmp::Reverse(name.to_string())),
+    }
+}
+
+/// Whether a CRD still holds its cleanup finalizer.
+pub fn has_cleanup_finalizer(crd: &Value) -> bool {
+    crd.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|v| v == CLEANUP_FINALIZER))
+}
+
+/// kcp reserves its own API groups: CRDs in them may only live in system logical clusters.
+pub fn check_reserved_group(cluster: &str, crd: &Value) -> Result<(), ApiError> {
+    let group = crd
+        .pointer("/spec/group")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let reserved = group == "kcp.io" || group.ends_with(".kcp.io");
+    if reserved && !cluster.starts_with("system:") {
+        let name = crd
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        return Err(ApiError::forbidden(
+            "apiextensions.k8s.io",
+            "customresourcedefinitions",
+            name,
+            &format!("{group} is a reserved group"),
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn versions_sort_as_kubernetes_sorts_them() {
+        let mut names = vec!["v1alpha1", "foo", "v2", "v1beta2", "v1", "v10beta1", "bar", "v1beta1"];
+        names.sort_by_key(|n| std::cmp::Reverse(version_priority(n)));
+        assert_eq!(
+            names,
+            vec!["v2", "v1", "v10beta1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"]
+        );
+    }
+}
