@@ -121,7 +121,9 @@ impl Conversion for ApiVersionConversion {
 }
 
 fn str_at<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 fn strings_at(v: &Value, pointer: &str) -> Vec<String> {

@@ -56,7 +56,8 @@ pub fn parse(path: &str) -> Result<Vec<Step>, PathError> {
             rest = &after[end..];
         } else if let Some(after) = rest.strip_prefix('[') {
             let end = bracket_end(after).ok_or_else(|| err("unterminated '['"))?;
-            steps.push(bracket_step(after[..end].trim()).ok_or_else(|| err("unsupported '[...]'"))?);
+            steps
+                .push(bracket_step(after[..end].trim()).ok_or_else(|| err("unsupported '[...]'"))?);
             rest = &after[end + 1..];
         } else {
             return Err(err("expected '.' or '['"));
@@ -138,7 +139,11 @@ pub fn find<'v>(obj: &'v Value, steps: &[Step]) -> Vec<&'v Value> {
                     Value::Object(map) => next.extend(map.values()),
                     _ => {}
                 },
-                Step::Filter { path, equal, value: want } => {
+                Step::Filter {
+                    path,
+                    equal,
+                    value: want,
+                } => {
                     if let Some(items) = value.as_array() {
                         next.extend(items.iter().filter(|item| {
                             let mut at = Some(*item);

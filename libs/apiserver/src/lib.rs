@@ -114,6 +114,16 @@ impl ApiServer {
         }
     }
 
+    /// The APIs a logical cluster serves now: the built-ins and its established CRDs.
+    pub fn apis_of(&self, cluster: &str) -> Arc<ApiSet> {
+        self.crds.for_cluster(cluster)
+    }
+
+    /// The per-cluster API sets (for tests and benchmarks of their sharing).
+    pub fn crd_apis(&self) -> &crd::CrdApis {
+        &self.crds
+    }
+
     /// Ends every open watch so connections can drain.
     pub fn shutdown(&self) {
         self.shutdown.cancel();

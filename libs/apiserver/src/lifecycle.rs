@@ -135,6 +135,7 @@ impl ApiServer {
             .all_clusters()
             .to_string();
         for _ in 0..10 {
+            let _ = self.registry.cache().wait_fresh().await;
             let pending: Vec<_> = self
                 .registry
                 .cache()

@@ -3,71 +3,17 @@
 
 mod common;
 
-use std::sync::Arc;
+use common::Harness;
+
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
-use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{
     DeleteOptions, DeleteOutcome, ListOptions, ListScope, ObjectRef, Registry, UpdateKind,
     WriteOptions,
 };
 use kcp_apiserver::watch_cache::{CacheEventType, Scope, WatchItem};
-use kcp_store::StoreConfig;
-use kcp_store::testing::EtcdProcess;
 use serde_json::{Value, json};
-
-struct Harness {
-    server: Arc<ApiServer>,
-    _dir: tempfile::TempDir,
-    _etcd: Option<EtcdProcess>,
-}
-
-#[derive(Clone, Copy, Debug)]
-enum Engine {
-    Embedded,
-    Etcd,
-}
-
-async fn harness(engine: Engine) -> Harness {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (config, etcd) = match engine {
-        Engine::Embedded => (
-            StoreConfig::Embedded {
-                path: dir.path().join("store.redb"),
-            },
-            None,
-        ),
-        Engine::Etcd => {
-            let etcd = EtcdProcess::start();
-            let prefix = format!("/test-{}", uuid_like());
-            (
-                StoreConfig::Etcd {
-                    endpoints: etcd.endpoints(),
-                    prefix,
-                },
-                Some(etcd),
-            )
-        }
-    };
-    let store = kcp_store::open(&config).await.expect("store opens");
-    let server = common::server(store).await;
-    Harness {
-        server,
-        _dir: dir,
-        _etcd: etcd,
-    }
-}
-
-fn uuid_like() -> String {
-    format!(
-        "{:x}",
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos())
-            .unwrap_or(0)
-    )
-}
 
 fn def(plural: &str) -> ResourceDef {
     common::builtin("", plural)
@@ -715,26 +661,6 @@ async fn kind_rules_are_enforced(h: &Harness) {
         ),
         (422, Some("roleRef"))
     );
-}
-
-macro_rules! on_both_stores {
-    ($name:ident) => {
-        mod $name {
-            use super::*;
-
-            #[tokio::test]
-            async fn embedded() {
-                let h = harness(Engine::Embedded).await;
-                super::$name(&h).await;
-            }
-
-            #[tokio::test]
-            async fn etcd() {
-                let h = harness(Engine::Etcd).await;
-                super::$name(&h).await;
-            }
-        }
-    };
 }
 
 on_both_stores!(conflicts_and_versions);

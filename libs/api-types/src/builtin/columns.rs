@@ -224,7 +224,8 @@ pub fn binding_columns() -> Vec<Column> {
             name: "Role".into(),
             type_: "string".into(),
             format: "".into(),
-            description: "RoleRef contains information about the role that the binding refers to.".into(),
+            description: "RoleRef contains information about the role that the binding refers to."
+                .into(),
             priority: 0,
             value: ColumnValue::Computed(|o| {
                 json!(format!(

@@ -41,9 +41,7 @@ impl Strategy for CrdStrategy {
             return;
         };
         if let Some(status) = new.get_mut("status").and_then(Value::as_object_mut) {
-            let stored = status
-                .entry("storedVersions")
-                .or_insert_with(|| json!([]));
+            let stored = status.entry("storedVersions").or_insert_with(|| json!([]));
             if let Some(list) = stored.as_array_mut()
                 && !list.iter().any(|v| v == storage.as_str())
             {
@@ -73,8 +71,13 @@ fn interim_validate(obj: &Value) -> Vec<Cause> {
     if text("/spec/names/kind").is_empty() {
         causes.push(Cause::required("spec.names.kind", ""));
     }
-    let want = if group.is_empty() { format!("{plural}.") } else { format!("{plural}.{group}") };
-    if name != want && !(group.is_empty() && name == plural) {
+    // kcp serves CRDs in the core group too; those are named `<plural>.core`.
+    let want = if group.is_empty() {
+        format!("{plural}.core")
+    } else {
+        format!("{plural}.{group}")
+    };
+    if name != want {
         causes.push(Cause::invalid(
             "metadata.name",
             &json!(name),

@@ -40,7 +40,9 @@ impl Requeue {
 }
 
 fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 fn is_deleting(v: &Value) -> bool {
@@ -114,9 +116,22 @@ impl ApiServer {
             .iter()
             .filter_map(|o| o.value().ok())
             .collect();
-        crds.sort_by(|a, b| {
-            (text(a, "/metadata/creationTimestamp"), text(a, "/metadata/name"))
-                .cmp(&(text(b, "/metadata/creationTimestamp"), text(b, "/metadata/name")))
+        // Names already accepted stay with their CRD; among the others the oldest wins.
+        crds.sort_by_cached_key(|c| {
+            let accepted = c
+                .pointer("/status/conditions")
+                .and_then(Value::as_array)
+                .is_some_and(|cs| {
+                    cs.iter()
+                        .any(|x| x["type"] == "NamesAccepted" && x["status"] == "True")
+                });
+            let revision: i64 = text(c, "/metadata/resourceVersion").parse().unwrap_or(0);
+            (
+                !accepted,
+                text(c, "/metadata/creationTimestamp").to_string(),
+                revision,
+                text(c, "/metadata/name").to_string(),
+            )
         });
 
         let mut taken: HashMap<String, (HashSet<String>, HashSet<String>)> = HashMap::new();
@@ -168,7 +183,12 @@ impl ApiServer {
                     "the initial names have been accepted",
                 )
             } else {
-                condition("Established", false, "NotAccepted", "not all names are accepted")
+                condition(
+                    "Established",
+                    false,
+                    "NotAccepted",
+                    "not all names are accepted",
+                )
             });
             if is_deleting(crd) {
                 conditions.push(condition(
@@ -245,13 +265,19 @@ impl ApiServer {
         };
         let result = self
             .registry
-            .update(def, at, UpdateKind::Status, WriteOptions::default(), |old| {
-                let mut new = old.clone();
-                if let Some(m) = new.as_object_mut() {
-                    m.insert("status".into(), status.clone());
-                }
-                Ok(new)
-            })
+            .update(
+                def,
+                at,
+                UpdateKind::Status,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    if let Some(m) = new.as_object_mut() {
+                        m.insert("status".into(), status.clone());
+                    }
+                    Ok(new)
+                },
+            )
             .await;
         match result {
             Ok(_) => Ok(()),
@@ -286,7 +312,11 @@ impl ApiServer {
                 namespace: obj.namespace.as_deref(),
                 name: &obj.name,
             };
-            match self.registry.delete(&def, at, &DeleteOptions::default()).await {
+            match self
+                .registry
+                .delete(&def, at, &DeleteOptions::default())
+                .await
+            {
                 Ok(_) => {}
                 Err(e) if e.code == 404 => {}
                 Err(e) => return Err(e),

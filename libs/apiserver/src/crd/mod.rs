@@ -80,7 +80,9 @@ impl CrdApis {
             .flat_map(|c| {
                 [
                     c.crd.get("spec").unwrap_or(&Value::Null),
-                    c.crd.pointer("/status/acceptedNames").unwrap_or(&Value::Null),
+                    c.crd
+                        .pointer("/status/acceptedNames")
+                        .unwrap_or(&Value::Null),
                 ]
             })
             .collect();
@@ -114,10 +116,9 @@ impl CrdApis {
                 };
                 let def = custom::version_def(served.crd, version, compiled);
                 // A built-in of the same group and resource wins, as kcp's system APIs do.
-                if resources
-                    .iter()
-                    .any(|d| d.group == def.group && d.version == def.version && d.plural == def.plural)
-                {
+                if resources.iter().any(|d| {
+                    d.group == def.group && d.version == def.version && d.plural == def.plural
+                }) {
                     continue;
                 }
                 resources.push(Arc::new(def));
@@ -130,7 +131,12 @@ impl CrdApis {
     fn compile(&self, version: &Value) -> Option<Arc<CompiledVersion>> {
         let schema_json = version.pointer("/schema/openAPIV3Schema")?;
         let key = fingerprint(&[schema_json]);
-        if let Some(found) = self.interned_versions.lock().get(&key).and_then(Weak::upgrade) {
+        if let Some(found) = self
+            .interned_versions
+            .lock()
+            .get(&key)
+            .and_then(Weak::upgrade)
+        {
             return Some(found);
         }
         let compiled = match compile_version(schema_json) {
@@ -178,10 +184,7 @@ fn compile_version(schema_json: &Value) -> Result<CompiledVersion, kcp_schema::S
         &[("metadata", kcp_schema::builtin::object_meta())],
     )?;
     let mut openapi = schema_json.clone();
-    if let Some(props) = openapi
-        .get_mut("properties")
-        .and_then(Value::as_object_mut)
-    {
+    if let Some(props) = openapi.get_mut("properties").and_then(Value::as_object_mut) {
         props.insert(
             "metadata".into(),
             serde_json::json!({"$ref": format!("#/components/schemas/{}", kcp_schema::builtin::OBJECT_META)}),
@@ -198,7 +201,9 @@ fn compile_version(schema_json: &Value) -> Result<CompiledVersion, kcp_schema::S
 /// non-Kubernetes-looking names alphabetically (lowest priority).
 pub fn version_priority(name: &str) -> (u8, u32, u32, std::cmp::Reverse<String>) {
     let parse = |rest: &str| -> Option<(u8, u32, u32)> {
-        let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+        let digits = rest
+            .find(|c: char| !c.is_ascii_digit())
+            .unwrap_or(rest.len());
         let major: u32 = rest[..digits].parse().ok()?;
         let tail = &rest[digits..];
         if tail.is_empty() {
@@ -253,11 +258,15 @@ mod tests {
 
     #[test]
     fn versions_sort_as_kubernetes_sorts_them() {
-        let mut names = vec!["v1alpha1", "foo", "v2", "v1beta2", "v1", "v10beta1", "bar", "v1beta1"];
+        let mut names = vec![
+            "v1alpha1", "foo", "v2", "v1beta2", "v1", "v10beta1", "bar", "v1beta1",
+        ];
         names.sort_by_key(|n| std::cmp::Reverse(version_priority(n)));
         assert_eq!(
             names,
-            vec!["v2", "v1", "v10beta1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"]
+            vec![
+                "v2", "v1", "v10beta1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"
+            ]
         );
     }
 }

@@ -133,7 +133,8 @@ impl ApiServer {
                     dry_run: ctx.query.dry_run()?,
                 };
                 let cluster = cluster.ok_or_else(ApiError::path_not_found)?;
-                if def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions" {
+                if def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions"
+                {
                     crate::crd::check_reserved_group(cluster, &obj)?;
                 }
                 let written = self
@@ -262,11 +263,7 @@ impl ApiServer {
             dry_run: ctx.query.dry_run()?,
         };
         let strict = ctx.query.get("fieldValidation") == Some("Strict");
-        let schema = if strict {
-            def.schema()
-        } else {
-            None
-        };
+        let schema = if strict { def.schema() } else { None };
         self.registry
             .update(def, at, kind, opts, |old| {
                 let patched = apply_patch(def, &patch_type, old, &patch)?;

@@ -39,7 +39,12 @@ pub struct Registry {
 
 pub fn keyspace(def: &ResourceDef) -> ResourceKeyspace {
     let (group, plural) = def.storage_resource();
-    ResourceKeyspace::new(group, plural, def.storage_identity.as_deref(), def.namespaced)
+    ResourceKeyspace::new(
+        group,
+        plural,
+        def.storage_identity.as_deref(),
+        def.namespaced,
+    )
 }
 
 /// A stored object in the form `def` serves (they differ only for views of another resource's storage).

@@ -1,10 +1,13 @@
-//! What the API-server tests share: a server over a given store, and built-in resource definitions.
+//! What the API-server tests share: a server over a given store (embedded or etcd), and built-in
+//! resource definitions. Each test binary uses a part of it.
+#![allow(dead_code)]
 
 use std::sync::Arc;
 
 use kcp_api_types::ResourceDef;
 use kcp_apiserver::{ApiServer, ApiServerConfig};
-use kcp_store::Store;
+use kcp_store::testing::EtcdProcess;
+use kcp_store::{Store, StoreConfig};
 
 /// An API server over `store`, with no authentication (the tests call the registry directly).
 pub async fn server(store: Arc<dyn Store>) -> Arc<ApiServer> {
@@ -25,4 +28,78 @@ pub fn builtin(group: &str, plural: &str) -> ResourceDef {
         .into_iter()
         .find(|d| d.group == group && d.plural == plural)
         .unwrap_or_else(|| panic!("no built-in resource {group}/{plural}"))
+}
+
+pub struct Harness {
+    pub server: Arc<ApiServer>,
+    _dir: tempfile::TempDir,
+    _etcd: Option<EtcdProcess>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub enum Engine {
+    Embedded,
+    Etcd,
+}
+
+pub async fn harness(engine: Engine) -> Harness {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let (config, etcd) = match engine {
+        Engine::Embedded => (
+            StoreConfig::Embedded {
+                path: dir.path().join("store.redb"),
+            },
+            None,
+        ),
+        Engine::Etcd => {
+            let etcd = EtcdProcess::start();
+            let prefix = format!("/test-{}", uuid_like());
+            (
+                StoreConfig::Etcd {
+                    endpoints: etcd.endpoints(),
+                    prefix,
+                },
+                Some(etcd),
+            )
+        }
+    };
+    let store = kcp_store::open(&config).await.expect("store opens");
+    let server = server(store).await;
+    Harness {
+        server,
+        _dir: dir,
+        _etcd: etcd,
+    }
+}
+
+fn uuid_like() -> String {
+    format!(
+        "{:x}",
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos())
+            .unwrap_or(0)
+    )
+}
+
+/// Runs `async fn name(&Harness)` as two tests: on the embedded store and on etcd.
+#[macro_export]
+macro_rules! on_both_stores {
+    ($name:ident) => {
+        mod $name {
+            use super::*;
+
+            #[tokio::test]
+            async fn embedded() {
+                let h = common::harness(common::Engine::Embedded).await;
+                super::$name(&h).await;
+            }
+
+            #[tokio::test]
+            async fn etcd() {
+                let h = common::harness(common::Engine::Etcd).await;
+                super::$name(&h).await;
+            }
+        }
+    };
 }

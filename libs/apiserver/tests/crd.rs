@@ -1,0 +1,336 @@
+//! CustomResourceDefinitions per logical cluster, through the registry, on the embedded store and on
+//! etcd: establishment, isolation of equal names with different schemas, schema sharing, name
+//! conflicts, and deletion of a CRD's objects (with the CRD and with their namespace).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use common::Harness;
+use kcp_api_types::ResourceDef;
+use kcp_apiserver::registry::{DeleteOptions, ListOptions, ListScope, ObjectRef, WriteOptions};
+use serde_json::{Value, json};
+
+fn widget_crd(size_type: &str) -> Value {
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": "widgets.example.com"},
+        "spec": {
+            "group": "example.com",
+            "scope": "Namespaced",
+            "names": {"plural": "widgets", "kind": "Widget", "shortNames": ["wd"]},
+            "versions": [{
+                "name": "v1", "served": true, "storage": true,
+                "subresources": {"status": {}},
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "properties": {
+                        "spec": {"type": "object", "properties": {"size": {"type": size_type}}},
+                        "status": {"type": "object", "properties": {"ready": {"type": "boolean"}}}
+                    }
+                }}
+            }]
+        }
+    })
+}
+
+fn widget(name: &str, size: Value) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": name},
+           "spec": {"size": size, "unknown": "dropped"}})
+}
+
+async fn ensure_cluster(h: &Harness, cluster: &str) {
+    let lcs = common::builtin("core.kcp.io", "logicalclusters");
+    let obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
+    let _ = h
+        .server
+        .registry()
+        .create(&lcs, cluster, None, obj, WriteOptions::default())
+        .await;
+    let ns = common::builtin("", "namespaces");
+    let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+    let _ = h
+        .server
+        .registry()
+        .create(&ns, cluster, None, obj, WriteOptions::default())
+        .await;
+}
+
+async fn create_crd(h: &Harness, cluster: &str, crd: Value) -> Value {
+    let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
+    h.server
+        .registry()
+        .create(&crds, cluster, None, crd, WriteOptions::default())
+        .await
+        .expect("CRD created")
+        .object
+}
+
+/// Waits until the cluster serves `example.com/v1 widgets` and returns its definition.
+async fn served(h: &Harness, cluster: &str) -> Arc<ResourceDef> {
+    for _ in 0..200 {
+        if let Some(def) = h
+            .server
+            .apis_of(cluster)
+            .find("example.com", "v1", "widgets")
+        {
+            return def.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    panic!("widgets never served in {cluster}");
+}
+
+async fn crd_condition(h: &Harness, cluster: &str, name: &str, type_: &str) -> Option<String> {
+    let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
+    let at = ObjectRef {
+        cluster,
+        namespace: None,
+        name,
+    };
+    let obj = h
+        .server
+        .registry()
+        .get(&crds, at)
+        .await
+        .ok()?
+        .value()
+        .ok()?;
+    obj.pointer("/status/conditions")?
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == type_)
+        .and_then(|c| c["status"].as_str().map(str::to_string))
+}
+
+fn in_default<'a>(cluster: &'a str, name: &'a str) -> ObjectRef<'a> {
+    ObjectRef {
+        cluster,
+        namespace: Some("default"),
+        name,
+    }
+}
+
+async fn crds_are_per_cluster(h: &Harness) {
+    ensure_cluster(h, "other").await;
+    create_crd(h, "root", widget_crd("integer")).await;
+    create_crd(h, "other", widget_crd("string")).await;
+    let in_root = served(h, "root").await;
+    let in_other = served(h, "other").await;
+    assert_eq!(
+        crd_condition(h, "root", "widgets.example.com", "Established").await,
+        Some("True".into())
+    );
+    let reg = h.server.registry();
+
+    // The same group/resource, validated by each cluster's own schema; unknown fields pruned.
+    let created = reg
+        .create(
+            &in_root,
+            "root",
+            Some("default"),
+            widget("a", json!(3)),
+            WriteOptions::default(),
+        )
+        .await
+        .expect("integer size in root");
+    assert_eq!(created.object["spec"], json!({"size": 3}));
+    let err = reg
+        .create(
+            &in_root,
+            "root",
+            Some("default"),
+            widget("b", json!("3")),
+            WriteOptions::default(),
+        )
+        .await
+        .err()
+        .expect("string size rejected in root");
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    assert_eq!(err.details.causes[0].field, "spec.size");
+    reg.create(
+        &in_other,
+        "other",
+        Some("default"),
+        widget("b", json!("3")),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("string size in other");
+
+    // Each cluster lists only its own objects.
+    let list = |cluster: &'static str, def: Arc<ResourceDef>| async move {
+        let scope = ListScope {
+            cluster: Some(cluster),
+            namespace: None,
+        };
+        h.server
+            .registry()
+            .list(&def, scope, &ListOptions::default())
+            .await
+            .expect("list")
+            .items
+            .iter()
+            .map(|o| o.name.clone())
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(list("root", in_root.clone()).await, vec!["a"]);
+    assert_eq!(list("other", in_other.clone()).await, vec!["b"]);
+
+    // A cluster without the CRD does not serve it.
+    ensure_cluster(h, "third").await;
+    assert!(
+        h.server
+            .apis_of("third")
+            .find("example.com", "v1", "widgets")
+            .is_none()
+    );
+}
+
+async fn clusters_with_the_same_crd_share_one_api_set(h: &Harness) {
+    for i in 0..5 {
+        let cluster = format!("same-{i}");
+        ensure_cluster(h, &cluster).await;
+        create_crd(h, &cluster, widget_crd("integer")).await;
+    }
+    let first = served(h, "same-0").await;
+    for i in 1..5 {
+        let def = served(h, &format!("same-{i}")).await;
+        assert!(Arc::ptr_eq(&first, &def), "same-{i} has its own definition");
+    }
+    let (sets, versions) = h.server.crd_apis().interned_counts();
+    assert_eq!((sets, versions), (1, 1));
+}
+
+async fn conflicting_names_are_not_accepted(h: &Harness) {
+    create_crd(h, "root", widget_crd("integer")).await;
+    served(h, "root").await;
+    // Another CRD in the same group claiming the kind `Widget` under another plural.
+    let mut clash = widget_crd("integer");
+    clash["metadata"]["name"] = json!("gadgets.example.com");
+    clash["spec"]["names"] = json!({"plural": "gadgets", "kind": "Widget"});
+    create_crd(h, "root", clash).await;
+    for _ in 0..200 {
+        if crd_condition(h, "root", "gadgets.example.com", "NamesAccepted")
+            .await
+            .as_deref()
+            == Some("False")
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        crd_condition(h, "root", "gadgets.example.com", "NamesAccepted").await,
+        Some("False".into())
+    );
+    assert_eq!(
+        crd_condition(h, "root", "gadgets.example.com", "Established").await,
+        Some("False".into())
+    );
+    assert!(
+        h.server
+            .apis_of("root")
+            .find("example.com", "v1", "gadgets")
+            .is_none()
+    );
+}
+
+async fn deleting_a_crd_deletes_its_objects(h: &Harness) {
+    create_crd(h, "root", widget_crd("integer")).await;
+    let def = served(h, "root").await;
+    let reg = h.server.registry();
+    for name in ["a", "b"] {
+        reg.create(
+            &def,
+            "root",
+            Some("default"),
+            widget(name, json!(1)),
+            WriteOptions::default(),
+        )
+        .await
+        .expect("create");
+    }
+    let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
+    let at = ObjectRef {
+        cluster: "root",
+        namespace: None,
+        name: "widgets.example.com",
+    };
+    reg.delete(&crds, at, &DeleteOptions::default())
+        .await
+        .expect("delete starts");
+    for _ in 0..300 {
+        if reg.get(&crds, at).await.is_err() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let gone = reg.get(&crds, at).await.err().expect("CRD gone");
+    assert_eq!(gone.code, 404);
+    assert!(reg.get(&def, in_default("root", "a")).await.is_err());
+    assert!(
+        h.server
+            .apis_of("root")
+            .find("example.com", "v1", "widgets")
+            .is_none()
+    );
+
+    // Recreated, it starts empty.
+    create_crd(h, "root", widget_crd("integer")).await;
+    let def = served(h, "root").await;
+    let scope = ListScope {
+        cluster: Some("root"),
+        namespace: None,
+    };
+    let items = reg
+        .list(&def, scope, &ListOptions::default())
+        .await
+        .expect("list")
+        .items;
+    assert!(items.is_empty(), "objects survived their CRD");
+}
+
+async fn namespace_deletion_removes_custom_resources(h: &Harness) {
+    create_crd(h, "root", widget_crd("integer")).await;
+    let def = served(h, "root").await;
+    let reg = h.server.registry();
+    let ns = common::builtin("", "namespaces");
+    let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}});
+    reg.create(&ns, "root", None, obj, WriteOptions::default())
+        .await
+        .expect("namespace");
+    reg.create(
+        &def,
+        "root",
+        Some("doomed"),
+        widget("w", json!(1)),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("widget");
+    let at = ObjectRef {
+        cluster: "root",
+        namespace: None,
+        name: "doomed",
+    };
+    reg.delete(&ns, at, &DeleteOptions::default())
+        .await
+        .expect("delete");
+    h.server.finalize_namespaces_now().await;
+    let w = ObjectRef {
+        cluster: "root",
+        namespace: Some("doomed"),
+        name: "w",
+    };
+    assert_eq!(reg.get(&def, w).await.err().map(|e| e.code), Some(404));
+    assert_eq!(reg.get(&ns, at).await.err().map(|e| e.code), Some(404));
+}
+
+on_both_stores!(crds_are_per_cluster);
+on_both_stores!(clusters_with_the_same_crd_share_one_api_set);
+on_both_stores!(conflicting_names_are_not_accepted);
+on_both_stores!(deleting_a_crd_deletes_its_objects);
+on_both_stores!(namespace_deletion_removes_custom_resources);
