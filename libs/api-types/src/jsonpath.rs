@@ -193,7 +193,7 @@ mod tests {
             first(&obj, r#".status.conditions[?(@.type=="Synced")].status"#),
             Some(&json!("False"))
         );
-        let steps = parse(".spec.items[*].name").unwrap();
+        let steps = parse(".spec.items[*].name").expect("valid path");
         assert_eq!(find(&obj, &steps), vec![&json!("a"), &json!("b")]);
         assert_eq!(first(&obj, ".spec.missing"), None);
         assert_eq!(first(&obj, ".spec.items[5]"), None);
