@@ -124,6 +124,11 @@ impl ApiServer {
         &self.crds
     }
 
+    /// Cancelled when the server shuts down; in-process controllers stop on it.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.shutdown.clone()
+    }
+
     /// Ends every open watch so connections can drain.
     pub fn shutdown(&self) {
         self.shutdown.cancel();

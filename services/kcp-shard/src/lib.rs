@@ -149,6 +149,12 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     })
     .await
     .context("starting the API server")?;
+    kcp_controllers::start(
+        server.clone(),
+        kcp_controllers::ControllerConfig {
+            root_ca_pem: pki.ca_cert_pem.clone(),
+        },
+    );
 
     kubeconfig::write(&kubeconfig_path, &kubeconfig::build(&external_url, &pki))
         .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
