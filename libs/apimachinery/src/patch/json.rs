@@ -21,7 +21,18 @@ pub fn apply_json_patch(doc: &Value, patch: &Value) -> Result<Value, JsonPatchEr
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| JsonPatchError::InvalidPatch(e.to_string()))?;
     let mut out = doc.clone();
-    json_patch::patch(&mut out, &ops).map_err(|e| JsonPatchError::ApplyFailed(e.to_string()))?;
+    for op in ops.0 {
+        // Kubernetes' JSON patch treats a missing path as null in `test`: clients (kube-rs'
+        // finalizer helper) guard "no finalizers yet" with `test /metadata/finalizers null`.
+        if let json_patch::PatchOperation::Test(test) = &op
+            && test.value.is_null()
+            && out.pointer(test.path.as_str()).is_none()
+        {
+            continue;
+        }
+        json_patch::patch(&mut out, std::slice::from_ref(&op))
+            .map_err(|e| JsonPatchError::ApplyFailed(e.to_string()))?;
+    }
     Ok(out)
 }
 
@@ -65,6 +76,15 @@ mod tests {
             ),
             (
                 json!([{"op": "remove", "path": "/data/missing"}]),
+                Err("apply"),
+            ),
+            // A missing path tests equal to null, as in Kubernetes.
+            (
+                json!([{"op": "test", "path": "/data/missing", "value": null}, {"op": "add", "path": "/data/n", "value": "m"}]),
+                Ok(json!({"k": "v", "n": "m"})),
+            ),
+            (
+                json!([{"op": "test", "path": "/data/k", "value": null}]),
                 Err("apply"),
             ),
             (
