@@ -4,10 +4,12 @@
 //! - [`selector`]: `labelSelector` / `fieldSelector` parsing and matching, `metav1.LabelSelector`
 //! - [`patch`]: strategic merge patch for built-in kinds, JSON patch, merge patch
 //! - [`protobuf`]: Kubernetes protobuf request bodies decoded into JSON
+//! - [`managed_fields`]: server-side apply and `metadata.managedFields`
 //! - [`field_error`]: field-level errors rendered as Kubernetes renders them
 //! - [`status`]: `metav1.Status` errors
 
 pub mod field_error;
+pub mod managed_fields;
 pub mod names;
 pub mod patch;
 pub mod protobuf;

@@ -1,0 +1,274 @@
+//! Merging an applied configuration into a live object (structured-merge-diff's `Merge`).
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde_json::{Map, Value};
+
+use super::field_set::item_elements;
+use super::path::PathElement;
+use super::schema::{ListType, Shape, TypeView, resolve};
+
+/// Merges `config` into `live`: structs and granular maps key by key, set and map lists item
+/// by item, everything else (scalars, atomic maps and lists) replaced by the config's value.
+pub fn merge<T: TypeView>(live: &Value, config: &Value, ty: &T) -> Value {
+    merge_value(Some(live), config, ty)
+}
+
+fn is_empty_container(v: Option<&Value>) -> bool {
+    match v {
+        None | Some(Value::Null) => true,
+        Some(Value::Object(m)) => m.is_empty(),
+        Some(Value::Array(a)) => a.is_empty(),
+        Some(_) => false,
+    }
+}
+
+fn merge_value<T: TypeView>(lhs: Option<&Value>, rhs: &Value, ty: &T) -> Value {
+    let Some(lhs) = lhs else {
+        return rhs.clone();
+    };
+    let (ls, rs) = (resolve(ty, lhs), resolve(ty, rhs));
+    if ls != rs || is_empty_container(Some(lhs)) && is_empty_container(Some(rhs)) {
+        return rhs.clone();
+    }
+    match (rs, lhs, rhs) {
+        (Shape::Struct | Shape::Map { atomic: false }, Value::Object(l), Value::Object(r)) => {
+            Value::Object(merge_map(l, r, ty))
+        }
+        (Shape::List(list), Value::Array(l), Value::Array(r)) if list != ListType::Atomic => {
+            Value::Array(merge_list(&list, l, r, ty))
+        }
+        _ => rhs.clone(),
+    }
+}
+
+fn merge_map<T: TypeView>(
+    l: &Map<String, Value>,
+    r: &Map<String, Value>,
+    ty: &T,
+) -> Map<String, Value> {
+    // Live keys keep their place; new keys follow in the config's order.
+    let mut out = Map::new();
+    for (k, lv) in l {
+        let merged = match r.get(k) {
+            Some(rv) => merge_value(Some(lv), rv, &ty.field(k)),
+            None => lv.clone(),
+        };
+        out.insert(k.clone(), merged);
+    }
+    for (k, rv) in r {
+        if !l.contains_key(k) {
+            out.insert(k.clone(), rv.clone());
+        }
+    }
+    out
+}
+
+/// Merges associative lists in structured-merge-diff's order: live items stay in place, the
+/// config's items keep their relative order, and an item that moved in the config is placed
+/// where the config puts it among the shared items.
+fn merge_list<T: TypeView>(list: &ListType, l: &[Value], r: &[Value], ty: &T) -> Vec<Value> {
+    let lpes = item_elements(list, ty, l);
+    let rpes = item_elements(list, ty, r);
+    let item_ty = ty.item();
+
+    // Live items by identity; a duplicated identity maps to None (it cannot be merged into).
+    let mut live: BTreeMap<&PathElement, Option<&Value>> = BTreeMap::new();
+    for (item, pe) in l.iter().zip(&lpes) {
+        if let Some(pe) = pe {
+            live.entry(pe)
+                .and_modify(|slot| *slot = None)
+                .or_insert(Some(item));
+        }
+    }
+    let config: BTreeMap<&PathElement, &Value> = r
+        .iter()
+        .zip(&rpes)
+        .filter_map(|(item, pe)| pe.as_ref().map(|pe| (pe, item)))
+        .collect();
+
+    let merge_item = |pe: &PathElement, rhs: &Value| -> Value {
+        match live.get(pe) {
+            Some(Some(lhs)) => merge_value(Some(lhs), rhs, &item_ty),
+            _ => rhs.clone(),
+        }
+    };
+
+    // Config items also present live, in config order: the order shared items end up in.
+    let mut shared = rpes
+        .iter()
+        .flatten()
+        .filter(|pe| live.contains_key(pe))
+        .collect::<Vec<_>>()
+        .into_iter();
+    let mut next_shared = shared.next();
+
+    let mut out = Vec::with_capacity(l.len().max(r.len()));
+    let mut merged: BTreeSet<&PathElement> = BTreeSet::new();
+    let (mut li, mut ri) = (0, 0);
+    while li < l.len() || ri < r.len() {
+        if li < l.len() && ri < r.len() {
+            if let (Some(lpe), Some(rpe)) = (&lpes[li], &rpes[ri])
+                && lpe == rpe
+            {
+                merged.insert(rpe);
+                out.push(merge_item(rpe, &r[ri]));
+                li += 1;
+                ri += 1;
+                next_shared = shared.next();
+                continue;
+            }
+            // A shared live item that the config places later: skip it here, it is emitted
+            // when the config reaches it.
+            if let Some(lpe) = &lpes[li]
+                && config.contains_key(lpe)
+                && next_shared.is_some_and(|n| n != lpe)
+            {
+                li += 1;
+                continue;
+            }
+        }
+        if li < l.len() {
+            match &lpes[li] {
+                // Unidentifiable live items and items the config does not mention stay.
+                None => {
+                    out.push(l[li].clone());
+                    li += 1;
+                    continue;
+                }
+                Some(lpe) if !config.contains_key(lpe) => {
+                    out.push(l[li].clone());
+                    li += 1;
+                    continue;
+                }
+                Some(lpe) if merged.contains(lpe) => {
+                    li += 1;
+                }
+                Some(_) => {}
+            }
+        }
+        if ri < r.len() {
+            match &rpes[ri] {
+                Some(rpe) => {
+                    if merged.insert(rpe) {
+                        out.push(merge_item(rpe, &r[ri]));
+                    }
+                    if next_shared == Some(rpe) {
+                        next_shared = shared.next();
+                    }
+                }
+                // The config was validated; an unidentifiable item cannot get here, but keep
+                // it rather than lose data.
+                None => out.push(r[ri].clone()),
+            }
+            ri += 1;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
+mod tests {
+    use super::*;
+    use crate::managed_fields::schema::Deduced;
+    use crate::managed_fields::test_schema::pods;
+    use serde_json::json;
+
+    fn names(v: &Value) -> Vec<String> {
+        v["spec"]["containers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["name"].as_str().unwrap().to_string())
+            .collect()
+    }
+
+    fn containers(names: &[&str]) -> Value {
+        json!({"spec": {"containers": names.iter().map(|n| json!({"name": n})).collect::<Vec<_>>()}})
+    }
+
+    #[test]
+    fn maps_merge_and_atomic_values_are_replaced() {
+        let live =
+            json!({"data": {"a": "1", "b": "2"}, "spec": {"nodeSelector": {"x": "1", "y": "2"}}});
+        let config = json!({"data": {"b": "3", "c": "4"}, "spec": {"nodeSelector": {"z": "3"}}});
+        assert_eq!(
+            merge(&live, &config, &pods()),
+            json!({"data": {"a": "1", "b": "3", "c": "4"}, "spec": {"nodeSelector": {"z": "3"}}})
+        );
+        // Deduced lists are atomic.
+        assert_eq!(
+            merge(
+                &json!({"l": [1, 2], "m": {"a": 1}}),
+                &json!({"l": [3]}),
+                &Deduced
+            ),
+            json!({"l": [3], "m": {"a": 1}})
+        );
+    }
+
+    #[test]
+    fn map_list_items_merge_by_key() {
+        let live = json!({"spec": {"containers": [
+            {"name": "a", "image": "1", "ports": [{"containerPort": 80, "protocol": "TCP", "name": "http"}]},
+            {"name": "b", "image": "1"}
+        ]}});
+        let config = json!({"spec": {"containers": [
+            {"name": "a", "image": "2", "ports": [{"containerPort": 80, "hostPort": 8080}]},
+            {"name": "c", "image": "3"}
+        ]}});
+        assert_eq!(
+            merge(&live, &config, &pods()),
+            json!({"spec": {"containers": [
+                {"name": "a", "image": "2", "ports": [{"containerPort": 80, "protocol": "TCP", "name": "http", "hostPort": 8080}]},
+                {"name": "b", "image": "1"},
+                {"name": "c", "image": "3"}
+            ]}})
+        );
+    }
+
+    #[test]
+    fn set_lists_are_unioned() {
+        let merged = merge(
+            &json!({"spec": {"finalizers": ["a", "b"]}}),
+            &json!({"spec": {"finalizers": ["c", "a"]}}),
+            &pods(),
+        );
+        assert_eq!(merged, json!({"spec": {"finalizers": ["c", "a", "b"]}}));
+    }
+
+    #[test]
+    fn list_order_follows_structured_merge_diff() {
+        let merge_names =
+            |l: &[&str], r: &[&str]| names(&merge(&containers(l), &containers(r), &pods()));
+        assert_eq!(merge_names(&["a", "b", "c"], &["c", "b"]), ["a", "c", "b"]);
+        assert_eq!(merge_names(&["a", "b"], &["b", "x", "a"]), ["b", "x", "a"]);
+        assert_eq!(
+            merge_names(&["a", "b", "c"], &["x", "b"]),
+            ["a", "x", "b", "c"]
+        );
+        assert_eq!(
+            merge_names(&["a", "b", "c", "d"], &["d", "a"]),
+            ["b", "c", "d", "a"]
+        );
+        assert_eq!(merge_names(&[], &["a"]), ["a"]);
+        assert_eq!(merge_names(&["a"], &[]), ["a"]);
+    }
+
+    #[test]
+    fn duplicated_live_items_are_replaced_by_the_configs_item() {
+        let live = json!({"spec": {"containers": [
+            {"name": "a", "image": "1"}, {"name": "b"}, {"name": "a", "image": "2"}
+        ]}});
+        let merged = merge(
+            &live,
+            &json!({"spec": {"containers": [{"name": "a", "image": "3"}]}}),
+            &pods(),
+        );
+        assert_eq!(
+            merged,
+            json!({"spec": {"containers": [{"name": "a", "image": "3"}, {"name": "b"}]}})
+        );
+    }
+}

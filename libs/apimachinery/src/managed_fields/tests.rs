@@ -1,0 +1,1 @@
+//! Behaviour tests of update tracking and server-side apply.
