@@ -1,1 +1,641 @@
 //! Behaviour tests of update tracking and server-side apply.
+#![allow(clippy::unwrap_used)] // tests may panic on unexpected input
+
+use serde_json::{Value, json};
+
+use super::test_schema::pods;
+use super::*;
+
+const T0: &str = "2024-01-01T00:00:00Z";
+const T1: &str = "2024-01-01T00:00:01Z";
+const T2: &str = "2024-01-01T00:00:02Z";
+const T3: &str = "2024-01-01T00:00:03Z";
+
+fn no_reset() -> FieldSet {
+    FieldSet::new()
+}
+
+fn req<'a>(manager: &'a str, time: &'a str, reset: &'a FieldSet) -> Request<'a> {
+    Request {
+        manager,
+        api_version: "v1",
+        subresource: "",
+        time,
+        reset_fields: reset,
+    }
+}
+
+fn cm_without_data() -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}})
+}
+
+fn cm(data: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cm", "namespace": "ns"}, "data": data})
+}
+
+/// `(manager, operation, time, fieldsV1)` of each entry, in order.
+fn summary(entries: &[ManagedFieldsEntry]) -> Vec<(String, &'static str, String, String)> {
+    entries
+        .iter()
+        .map(|e| {
+            (
+                e.manager.clone(),
+                e.operation.as_str(),
+                e.time.clone().unwrap_or_default(),
+                e.fields.to_fields_v1_string(),
+            )
+        })
+        .collect()
+}
+
+fn fields_of(entries: &[ManagedFieldsEntry], manager: &str) -> Option<String> {
+    entries
+        .iter()
+        .find(|e| e.manager == manager)
+        .map(|e| e.fields.to_fields_v1_string())
+}
+
+fn do_apply(
+    live: Option<&Value>,
+    config: &Value,
+    manager: &str,
+    time: &str,
+    force: bool,
+) -> Result<Applied, ApplyError> {
+    let managed = live
+        .map(|l| managed_fields_of(l).unwrap())
+        .unwrap_or_default();
+    let reset = no_reset();
+    apply(
+        live,
+        config,
+        force,
+        managed,
+        &req(manager, time, &reset),
+        &pods(),
+    )
+}
+
+fn applied(live: Option<&Value>, config: &Value, manager: &str, time: &str) -> Value {
+    do_apply(live, config, manager, time, false).unwrap().object
+}
+
+fn do_update(old: Option<&Value>, new: &Value, manager: &str, time: &str) -> Value {
+    let managed = managed_fields_for_update(old, new, false);
+    let reset = no_reset();
+    let entries = update(old, new, managed, &req(manager, time, &reset), &pods());
+    let mut out = new.clone();
+    set_managed_fields(&mut out, &entries);
+    out
+}
+
+fn entries(obj: &Value) -> Vec<ManagedFieldsEntry> {
+    managed_fields_of(obj).unwrap()
+}
+
+fn without_managed_fields(obj: &Value) -> Value {
+    let mut o = obj.clone();
+    set_managed_fields(&mut o, &[]);
+    o
+}
+
+// --- update tracking -------------------------------------------------------------------------
+
+#[test]
+fn create_gives_the_creator_everything_it_set_like_kubectl_create() {
+    let obj = do_update(None, &cm(json!({"key": "v"})), "kubectl-create", T0);
+    assert_eq!(
+        summary(&entries(&obj)),
+        vec![(
+            "kubectl-create".into(),
+            "Update",
+            T0.into(),
+            // Byte for byte what kube-apiserver stores for `kubectl create configmap`.
+            r#"{"f:data":{".":{},"f:key":{}}}"#.into()
+        )]
+    );
+    let e = &entries(&obj)[0];
+    assert_eq!(e.api_version, "v1");
+    assert!(e.subresource.is_empty());
+}
+
+#[test]
+fn an_existing_object_without_managed_fields_stays_untracked() {
+    let old = cm(json!({"a": "1"}));
+    let new = do_update(Some(&old), &cm(json!({"a": "2"})), "editor", T1);
+    assert!(entries(&new).is_empty());
+}
+
+#[test]
+fn an_update_takes_changed_fields_from_their_owner() {
+    let v0 = do_update(None, &cm(json!({"a": "1", "b": "1"})), "creator", T0);
+    let mut next = v0.clone();
+    next["data"]["a"] = json!("2");
+    let v1 = do_update(Some(&v0), &next, "editor", T1);
+    assert_eq!(
+        summary(&entries(&v1)),
+        vec![
+            (
+                "creator".into(),
+                "Update",
+                T0.into(),
+                r#"{"f:data":{".":{},"f:b":{}}}"#.into()
+            ),
+            (
+                "editor".into(),
+                "Update",
+                T1.into(),
+                r#"{"f:data":{"f:a":{}}}"#.into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn removed_fields_leave_every_owner_and_empty_entries_go() {
+    let v0 = do_update(None, &cm(json!({"a": "1"})), "creator", T0);
+    let mut next = v0.clone();
+    next["data"]["b"] = json!("1");
+    let v1 = do_update(Some(&v0), &next, "editor", T1);
+    let mut next = v1.clone();
+    next["data"].as_object_mut().unwrap().remove("b");
+    let v2 = do_update(Some(&v1), &next, "remover", T2);
+    // The remover changed nothing it could own, so it gets no entry; the editor lost all.
+    assert_eq!(
+        summary(&entries(&v2)),
+        vec![(
+            "creator".into(),
+            "Update",
+            T0.into(),
+            r#"{"f:data":{".":{},"f:a":{}}}"#.into()
+        )]
+    );
+}
+
+#[test]
+fn a_managers_updates_merge_into_one_entry_whose_time_moves_only_on_change() {
+    let v0 = do_update(None, &cm(json!({"a": "1"})), "ctl", T0);
+    let v1 = do_update(Some(&v0), &v0.clone(), "ctl", T1);
+    assert_eq!(summary(&entries(&v1))[0].2, T0);
+    let mut next = v1.clone();
+    next["data"]["b"] = json!("2");
+    let v2 = do_update(Some(&v1), &next, "ctl", T2);
+    assert_eq!(
+        summary(&entries(&v2)),
+        vec![(
+            "ctl".into(),
+            "Update",
+            T2.into(),
+            r#"{"f:data":{".":{},"f:a":{},"f:b":{}}}"#.into()
+        )]
+    );
+}
+
+#[test]
+fn managed_fields_in_an_update_request_replace_the_tracked_ones_and_can_be_reset() {
+    let v0 = do_update(None, &cm(json!({"a": "1"})), "ctl", T0);
+    let mut reset = v0.clone();
+    reset["metadata"]["managedFields"] = json!([{}]);
+    let v1 = do_update(Some(&v0), &reset, "ctl", T1);
+    assert!(entries(&v1).is_empty());
+    assert!(raw_managed(&v1).is_none());
+}
+
+fn raw_managed(obj: &Value) -> Option<&Value> {
+    obj["metadata"].get("managedFields")
+}
+
+#[test]
+fn update_managers_are_capped_into_ancient_changes() {
+    let times: Vec<String> = (0..12)
+        .map(|i| format!("2024-01-01T00:00:{i:02}Z"))
+        .collect();
+    let mut obj = do_update(None, &cm(json!({"k00": "x"})), "m00", &times[0]);
+    for i in 1..12 {
+        let mut next = obj.clone();
+        next["data"][format!("k{i:02}")] = json!("x");
+        obj = do_update(Some(&obj), &next, &format!("m{i:02}"), &times[i]);
+    }
+    let e = entries(&obj);
+    assert_eq!(e.len(), MAX_UPDATE_MANAGERS);
+    // m00 and m01 (the oldest) are merged, m02 too, into one bucket that takes the newest time.
+    let bucket = e
+        .iter()
+        .find(|e| e.manager == ANCIENT_CHANGES_MANAGER)
+        .unwrap();
+    assert_eq!(
+        bucket.fields.to_fields_v1_string(),
+        r#"{"f:data":{".":{},"f:k00":{},"f:k01":{},"f:k02":{}}}"#
+    );
+    assert_eq!(bucket.time.as_deref(), Some("2024-01-01T00:00:02Z"));
+    assert!(
+        !e.iter()
+            .any(|e| ["m00", "m01", "m02"].contains(&e.manager.as_str()))
+    );
+}
+
+// --- apply -----------------------------------------------------------------------------------
+
+#[test]
+fn create_by_apply_owns_what_it_applied() {
+    let config = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "cm", "labels": {"app": "web"}},
+        "data": {"a": "1"}
+    });
+    let obj = applied(None, &config, "kubectl", T0);
+    assert_eq!(without_managed_fields(&obj), config);
+    assert_eq!(
+        summary(&entries(&obj)),
+        vec![(
+            "kubectl".into(),
+            "Apply",
+            T0.into(),
+            r#"{"f:data":{"f:a":{}},"f:metadata":{"f:labels":{"f:app":{}}}}"#.into()
+        )]
+    );
+}
+
+#[test]
+fn managed_fields_in_the_config_are_refused() {
+    let mut config = cm(json!({}));
+    config["metadata"]["managedFields"] = json!([]);
+    assert_eq!(
+        do_apply(None, &config, "m", T0, false).unwrap_err(),
+        ApplyError::ManagedFieldsInConfig
+    );
+}
+
+#[test]
+fn a_config_with_duplicate_keys_is_refused() {
+    let config = json!({"spec": {"containers": [{"name": "a"}, {"name": "a"}]}});
+    assert_eq!(
+        do_apply(None, &config, "m", T0, false)
+            .unwrap_err()
+            .to_string(),
+        "failed to create typed patch object: .spec.containers: duplicate entries for key [name=\"a\"]"
+    );
+}
+
+#[test]
+fn reapplying_without_a_field_removes_it() {
+    let v0 = applied(None, &cm(json!({"a": "1", "b": "2"})), "m", T0);
+    let v1 = applied(Some(&v0), &cm(json!({"a": "1"})), "m", T1);
+    assert_eq!(v1["data"], json!({"a": "1"}));
+    assert_eq!(
+        fields_of(&entries(&v1), "m").unwrap(),
+        r#"{"f:data":{"f:a":{}}}"#
+    );
+    // Dropping the last field of a struct field drops the field itself.
+    let v2 = applied(Some(&v1), &cm_without_data(), "m", T2);
+    assert_eq!(v2.get("data"), None);
+    assert_eq!(fields_of(&entries(&v2), "m"), None);
+    // Applying an empty map claims the map itself.
+    let v3 = applied(Some(&v1), &cm(json!({})), "m", T2);
+    assert_eq!(fields_of(&entries(&v3), "m").unwrap(), r#"{"f:data":{}}"#);
+}
+
+#[test]
+fn two_appliers_of_the_same_value_share_it() {
+    let v0 = applied(None, &cm(json!({"a": "1"})), "one", T0);
+    let v1 = applied(Some(&v0), &cm(json!({"a": "1", "b": "2"})), "two", T1);
+    let e = entries(&v1);
+    assert_eq!(fields_of(&e, "one").unwrap(), r#"{"f:data":{"f:a":{}}}"#);
+    assert_eq!(
+        fields_of(&e, "two").unwrap(),
+        r#"{"f:data":{"f:a":{},"f:b":{}}}"#
+    );
+    // When one stops applying the field, the other still owns it, so it stays.
+    let v2 = applied(Some(&v1), &cm_without_data(), "one", T2);
+    assert_eq!(v2["data"], json!({"a": "1", "b": "2"}));
+    assert_eq!(fields_of(&entries(&v2), "one"), None);
+    assert_eq!(
+        fields_of(&entries(&v2), "two").unwrap(),
+        r#"{"f:data":{"f:a":{},"f:b":{}}}"#
+    );
+}
+
+#[test]
+fn changing_anothers_field_conflicts_and_force_takes_it() {
+    let v0 = applied(None, &cm(json!({"a": "1", "b": "1"})), "one", T0);
+    let err = do_apply(Some(&v0), &cm(json!({"a": "2"})), "two", T1, false).unwrap_err();
+    let ApplyError::Conflicts(conflicts) = err else {
+        panic!("expected conflicts, got {err:?}")
+    };
+    assert_eq!(
+        conflicts.to_string(),
+        "Apply failed with 1 conflict: conflict with \"one\": .data.a"
+    );
+    let forced = do_apply(Some(&v0), &cm(json!({"a": "2"})), "two", T1, true).unwrap();
+    assert_eq!(forced.object["data"], json!({"a": "2", "b": "1"}));
+    assert_eq!(
+        summary(&forced.managed_fields),
+        vec![
+            (
+                "one".into(),
+                "Apply",
+                T0.into(),
+                r#"{"f:data":{"f:b":{}}}"#.into()
+            ),
+            (
+                "two".into(),
+                "Apply",
+                T1.into(),
+                r#"{"f:data":{"f:a":{}}}"#.into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn conflicts_with_updaters_name_their_version_and_group_by_manager() {
+    let v0 = do_update(
+        None,
+        &cm(json!({"key": "1", "x": "1"})),
+        "kubectl-client-side-apply",
+        T0,
+    );
+    let err = do_apply(Some(&v0), &cm(json!({"key": "2"})), "kubectl", T1, false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using v1: .data.key"
+    );
+    let ApplyError::Conflicts(c) = do_apply(
+        Some(&v0),
+        &cm(json!({"key": "2", "x": "2"})),
+        "kubectl",
+        T1,
+        false,
+    )
+    .unwrap_err() else {
+        panic!("expected conflicts")
+    };
+    assert_eq!(
+        c.to_string(),
+        "Apply failed with 2 conflicts: conflicts with \"kubectl-client-side-apply\" using v1:\n- .data.key\n- .data.x"
+    );
+    let status = c.to_api_error().to_status();
+    assert_eq!(status["code"], 409);
+    assert_eq!(status["reason"], "Conflict");
+    assert_eq!(
+        status["details"]["causes"][0],
+        json!({"reason": "FieldManagerConflict", "message": "conflict with \"kubectl-client-side-apply\" using v1", "field": ".data.key"})
+    );
+}
+
+#[test]
+fn an_update_after_an_apply_takes_the_field_and_reapplying_then_conflicts() {
+    let v0 = applied(None, &cm(json!({"a": "1"})), "applier", T0);
+    let mut next = v0.clone();
+    next["data"]["a"] = json!("2");
+    let v1 = do_update(Some(&v0), &next, "editor", T1);
+    assert_eq!(fields_of(&entries(&v1), "applier"), None);
+    assert_eq!(
+        fields_of(&entries(&v1), "editor").unwrap(),
+        r#"{"f:data":{"f:a":{}}}"#
+    );
+    let err = do_apply(Some(&v1), &cm(json!({"a": "1"})), "applier", T2, false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 1 conflict: conflict with \"editor\" using v1: .data.a"
+    );
+    // Re-applying the current value is fine and shares the field again.
+    let v2 = applied(Some(&v1), &cm(json!({"a": "2"})), "applier", T2);
+    assert_eq!(
+        fields_of(&entries(&v2), "applier").unwrap(),
+        r#"{"f:data":{"f:a":{}}}"#
+    );
+    assert_eq!(
+        fields_of(&entries(&v2), "editor").unwrap(),
+        r#"{"f:data":{"f:a":{}}}"#
+    );
+}
+
+#[test]
+fn the_first_apply_to_an_untracked_object_credits_its_fields_to_before_first_apply() {
+    let live = cm(json!({"a": "1", "b": "1"}));
+    let err = do_apply(Some(&live), &cm(json!({"a": "2"})), "m", T1, false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 1 conflict: conflict with \"before-first-apply\" using v1: .data.a"
+    );
+    let ok = do_apply(Some(&live), &cm(json!({"b": "1"})), "m", T1, false).unwrap();
+    assert_eq!(
+        summary(&ok.managed_fields),
+        vec![
+            (
+                "m".into(),
+                "Apply",
+                T1.into(),
+                r#"{"f:data":{"f:b":{}}}"#.into()
+            ),
+            (
+                BEFORE_FIRST_APPLY_MANAGER.into(),
+                "Update",
+                T1.into(),
+                r#"{"f:data":{".":{},"f:a":{},"f:b":{}}}"#.into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn set_lists_are_unioned_and_each_applier_owns_its_items() {
+    let v0 = applied(None, &json!({"spec": {"finalizers": ["x"]}}), "one", T0);
+    let v1 = applied(
+        Some(&v0),
+        &json!({"spec": {"finalizers": ["y"]}}),
+        "two",
+        T1,
+    );
+    assert_eq!(v1["spec"]["finalizers"], json!(["x", "y"]));
+    assert_eq!(
+        fields_of(&entries(&v1), "two").unwrap(),
+        r#"{"f:spec":{"f:finalizers":{"v:\"y\"":{}}}}"#
+    );
+    let v2 = applied(Some(&v1), &json!({"spec": {}}), "one", T2);
+    assert_eq!(v2["spec"]["finalizers"], json!(["y"]));
+}
+
+#[test]
+fn map_lists_merge_by_key_and_conflict_per_item_field() {
+    let v0 = applied(
+        None,
+        &json!({"spec": {"containers": [{"name": "a", "image": "1"}]}}),
+        "one",
+        T0,
+    );
+    let v1 = applied(
+        Some(&v0),
+        &json!({"spec": {"containers": [{"name": "b", "image": "2"}]}}),
+        "two",
+        T1,
+    );
+    assert_eq!(
+        v1["spec"]["containers"],
+        json!([{"name": "a", "image": "1"}, {"name": "b", "image": "2"}])
+    );
+    assert_eq!(
+        fields_of(&entries(&v1), "two").unwrap(),
+        r#"{"f:spec":{"f:containers":{"k:{\"name\":\"b\"}":{".":{},"f:image":{},"f:name":{}}}}}"#
+    );
+    let err = do_apply(
+        Some(&v1),
+        &json!({"spec": {"containers": [{"name": "a", "image": "3"}]}}),
+        "two",
+        T2,
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 1 conflict: conflict with \"one\": .spec.containers[name=\"a\"].image"
+    );
+    // "two" stopping to apply its container removes it; "one"'s stays.
+    let v3 = applied(Some(&v1), &json!({"spec": {"containers": []}}), "two", T3);
+    assert_eq!(
+        v3["spec"]["containers"],
+        json!([{"name": "a", "image": "1"}])
+    );
+}
+
+#[test]
+fn key_fields_left_out_take_their_schema_default() {
+    let v0 = applied(
+        None,
+        &json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80}]}]}}),
+        "one",
+        T0,
+    );
+    let v1 = applied(
+        Some(&v0),
+        &json!({"spec": {"containers": [{"name": "a", "ports": [{"containerPort": 80, "protocol": "TCP", "name": "http"}]}]}}),
+        "two",
+        T1,
+    );
+    assert_eq!(
+        v1["spec"]["containers"][0]["ports"],
+        json!([{"containerPort": 80, "protocol": "TCP", "name": "http"}])
+    );
+}
+
+#[test]
+fn atomic_maps_are_owned_and_replaced_whole() {
+    let v0 = applied(
+        None,
+        &json!({"spec": {"nodeSelector": {"x": "1"}}}),
+        "one",
+        T0,
+    );
+    assert_eq!(
+        fields_of(&entries(&v0), "one").unwrap(),
+        r#"{"f:spec":{"f:nodeSelector":{}}}"#
+    );
+    let err = do_apply(
+        Some(&v0),
+        &json!({"spec": {"nodeSelector": {"y": "2"}}}),
+        "two",
+        T1,
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 1 conflict: conflict with \"one\": .spec.nodeSelector"
+    );
+    let forced = do_apply(
+        Some(&v0),
+        &json!({"spec": {"nodeSelector": {"y": "2"}}}),
+        "two",
+        T1,
+        true,
+    )
+    .unwrap();
+    assert_eq!(forced.object["spec"]["nodeSelector"], json!({"y": "2"}));
+    assert_eq!(fields_of(&forced.managed_fields, "one"), None);
+}
+
+#[test]
+fn reset_fields_are_neither_owned_nor_conflicting() {
+    let status = FieldSet::from_paths([field_path(&["status"])]);
+    let r = Request {
+        reset_fields: &status,
+        ..req("ctrl", T0, &status)
+    };
+    let config = json!({"spec": {"replicas": 1}, "status": {"ready": 1}});
+    let out = apply(None, &config, false, Vec::new(), &r, &pods()).unwrap();
+    assert_eq!(
+        fields_of(&out.managed_fields, "ctrl").unwrap(),
+        r#"{"f:spec":{"f:replicas":{}}}"#
+    );
+    // A status writer on /status owns status; the main-resource applier touching status does
+    // not conflict with it.
+    let not_status = FieldSet::from_paths([field_path(&["spec"]), field_path(&["metadata"])]);
+    let status_req = Request {
+        subresource: "status",
+        ..req("kubelet", T1, &not_status)
+    };
+    let mut with_status = out.object.clone();
+    with_status["status"]["ready"] = json!(2);
+    let managed = managed_fields_of(&out.object).unwrap();
+    let updated = update(
+        Some(&out.object),
+        &with_status,
+        managed,
+        &status_req,
+        &pods(),
+    );
+    assert_eq!(
+        fields_of(&updated, "kubelet").unwrap(),
+        r#"{"f:status":{"f:ready":{}}}"#
+    );
+    assert_eq!(
+        updated
+            .iter()
+            .find(|e| e.manager == "kubelet")
+            .unwrap()
+            .subresource,
+        "status"
+    );
+    let mut live = with_status.clone();
+    set_managed_fields(&mut live, &updated);
+    let again = apply(
+        Some(&live),
+        &json!({"spec": {"replicas": 1}, "status": {"ready": 5}}),
+        false,
+        updated.clone(),
+        &Request { time: T2, ..r },
+        &pods(),
+    );
+    assert!(again.is_ok(), "{again:?}");
+}
+
+#[test]
+fn a_no_op_apply_keeps_the_object_and_refreshes_the_time() {
+    let v0 = applied(None, &cm(json!({"a": "1"})), "m", T0);
+    let v1 = applied(Some(&v0), &cm(json!({"a": "1"})), "m", T1);
+    assert_eq!(without_managed_fields(&v1), without_managed_fields(&v0));
+    assert_eq!(summary(&entries(&v1))[0].2, T1);
+}
+
+#[test]
+fn entries_are_sorted_appliers_first_then_by_time() {
+    let v0 = do_update(None, &cm(json!({"u": "1"})), "zed", T0);
+    let v1 = applied(Some(&v0), &cm(json!({"b": "1"})), "late", T2);
+    let v2 = applied(Some(&v1), &cm(json!({"c": "1"})), "early", T1);
+    let names: Vec<String> = entries(&v2).into_iter().map(|e| e.manager).collect();
+    assert_eq!(names, ["early", "late", "zed"]);
+}
+
+#[test]
+fn struct_fields_no_longer_applied_by_anyone_are_removed_whole() {
+    let v0 = applied(
+        None,
+        &json!({"spec": {"replicas": 1, "containers": [{"name": "a", "image": "1"}]}}),
+        "m",
+        T0,
+    );
+    let v1 = applied(Some(&v0), &json!({"metadata": {"name": "x"}}), "m", T1);
+    assert_eq!(v1.get("spec"), None);
+    assert_eq!(fields_of(&entries(&v1), "m"), None);
+}
