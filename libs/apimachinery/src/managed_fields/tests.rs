@@ -93,9 +93,13 @@ fn entries(obj: &Value) -> Vec<ManagedFieldsEntry> {
     managed_fields_of(obj).unwrap()
 }
 
+/// The object without managedFields (and without the `metadata` only they needed).
 fn without_managed_fields(obj: &Value) -> Value {
     let mut o = obj.clone();
     set_managed_fields(&mut o, &[]);
+    if o.get("metadata") == Some(&json!({})) {
+        o.as_object_mut().unwrap().remove("metadata");
+    }
     o
 }
 
@@ -638,4 +642,236 @@ fn struct_fields_no_longer_applied_by_anyone_are_removed_whole() {
     let v1 = applied(Some(&v0), &json!({"metadata": {"name": "x"}}), "m", T1);
     assert_eq!(v1.get("spec"), None);
     assert_eq!(fields_of(&entries(&v1), "m"), None);
+}
+
+// --- properties ------------------------------------------------------------------------------
+
+mod properties {
+    use super::*;
+    use proptest::prelude::*;
+
+    fn arb_json() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            any::<i8>().prop_map(|n| json!(n)),
+            "[a-c]{0,2}".prop_map(Value::String),
+            any::<bool>().prop_map(Value::Bool),
+        ];
+        leaf.prop_recursive(3, 24, 4, |inner| {
+            prop_oneof![
+                prop::collection::vec(inner.clone(), 0..3).prop_map(Value::Array),
+                prop::collection::btree_map("[a-d]", inner, 0..4)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    fn arb_object() -> impl Strategy<Value = Value> {
+        prop::collection::btree_map("[a-d]", arb_json(), 0..4)
+            .prop_map(|m| Value::Object(m.into_iter().collect()))
+    }
+
+    fn run(
+        live: Option<&Value>,
+        config: &Value,
+        manager: &str,
+        force: bool,
+    ) -> Result<Applied, ApplyError> {
+        let managed = live
+            .map(|l| managed_fields_of(l).unwrap())
+            .unwrap_or_default();
+        let reset = FieldSet::new();
+        apply(
+            live,
+            config,
+            force,
+            managed,
+            &req(manager, T0, &reset),
+            &Deduced,
+        )
+    }
+
+    /// Pod-like objects with map lists, set lists, atomic maps and granular maps. Lists and
+    /// maps are never empty: as in Kubernetes, an empty list specifies no field (so it is
+    /// pruned with its struct) and a map emptied by pruning is dropped even if the applier
+    /// applied it empty, so such applies are not idempotent.
+    fn arb_pod() -> impl Strategy<Value = Value> {
+        let container = (
+            prop::option::of("[1-3]"),
+            prop::option::of(prop::collection::vec(80u16..82, 1..3)),
+        );
+        (
+            prop::collection::btree_map("[a-c]", container, 1..3),
+            prop::option::of(prop::collection::btree_set("[x-z]", 1..3)),
+            prop::option::of(prop::collection::btree_map("[a-b]", "[1-2]", 1..3)),
+            prop::option::of(prop::collection::btree_map("[a-b]", "[1-2]", 1..3)),
+        )
+            .prop_map(|(containers, finalizers, selector, data)| {
+                let containers: Vec<Value> = containers
+                    .into_iter()
+                    .map(|(name, (image, ports))| {
+                        let mut c = json!({"name": name});
+                        if let Some(image) = image {
+                            c["image"] = json!(image);
+                        }
+                        if let Some(mut ports) = ports {
+                            ports.sort_unstable();
+                            ports.dedup();
+                            c["ports"] = json!(
+                                ports
+                                    .iter()
+                                    .map(|p| json!({"containerPort": p}))
+                                    .collect::<Vec<_>>()
+                            );
+                        }
+                        c
+                    })
+                    .collect();
+                let mut spec = json!({"containers": containers});
+                if let Some(f) = finalizers {
+                    spec["finalizers"] = json!(f);
+                }
+                if let Some(s) = selector {
+                    spec["nodeSelector"] = json!(s);
+                }
+                let mut pod = json!({"metadata": {"name": "p"}, "spec": spec});
+                if let Some(d) = data {
+                    pod["data"] = json!(d);
+                }
+                pod
+            })
+    }
+
+    fn path_exists<T: TypeView>(value: &Value, path: &[PathElement], ty: &T) -> bool {
+        use crate::managed_fields::field_set::item_element;
+        use crate::managed_fields::schema::resolve;
+        let Some((first, rest)) = path.split_first() else {
+            return true;
+        };
+        match (first, value) {
+            (PathElement::Field(name), Value::Object(m)) => m
+                .get(name)
+                .is_some_and(|v| path_exists(v, rest, &ty.field(name))),
+            (_, Value::Array(items)) => {
+                let Shape::List(list) = resolve(ty, value) else {
+                    return false;
+                };
+                let item_ty = ty.item();
+                items.iter().any(|item| {
+                    item_element(&list, &item_ty, item).ok().as_ref() == Some(first)
+                        && path_exists(item, rest, &item_ty)
+                })
+            }
+            _ => false,
+        }
+    }
+
+    fn run_pods(
+        live: Option<&Value>,
+        config: &Value,
+        manager: &str,
+        force: bool,
+    ) -> Result<Applied, ApplyError> {
+        let managed = live
+            .map(|l| managed_fields_of(l).unwrap())
+            .unwrap_or_default();
+        let reset = FieldSet::new();
+        apply(
+            live,
+            config,
+            force,
+            managed,
+            &req(manager, T0, &reset),
+            &pods(),
+        )
+    }
+
+    proptest! {
+        #[test]
+        fn pod_applies_are_idempotent_and_keep_ownership_consistent(
+            first in arb_pod(),
+            second in arb_pod(),
+            third in arb_pod(),
+        ) {
+            let a = run_pods(None, &first, "a", false).unwrap();
+            let b = run_pods(Some(&a.object), &second, "b", true).unwrap();
+            let a2 = run_pods(Some(&b.object), &third, "a", true).unwrap();
+            let again = run_pods(Some(&a2.object), &third, "a", false).unwrap();
+            prop_assert_eq!(&again.object, &a2.object);
+            // Every owned field exists in the object.
+            for e in &a2.managed_fields {
+                for path in e.fields.paths() {
+                    prop_assert!(
+                        path_exists(&a2.object, &path, &pods()),
+                        "{} owns missing {}", e.manager, display_path(&path)
+                    );
+                }
+            }
+            let mine = field_set(&third, &pods()).difference(&FieldSet::from_paths([
+                field_path(&["metadata", "name"]),
+            ]));
+            let got = a2.managed_fields.iter().find(|e| e.manager == "a").map(|e| e.fields.clone()).unwrap_or_default();
+            prop_assert_eq!(got, mine);
+        }
+
+        #[test]
+        fn creating_by_apply_yields_the_config_owned_by_the_applier(config in arb_object()) {
+            let out = run(None, &config, "m", false).unwrap();
+            prop_assert_eq!(without_managed_fields(&out.object), config.clone());
+            let expected = field_set(&config, &Deduced);
+            match out.managed_fields.as_slice() {
+                [] => prop_assert!(expected.is_empty()),
+                [only] => prop_assert_eq!(&only.fields, &expected),
+                more => prop_assert!(false, "{} entries", more.len()),
+            }
+        }
+
+        #[test]
+        fn applying_twice_changes_nothing(live in arb_object(), config in arb_object()) {
+            let first = run(None, &live, "other", false).unwrap();
+            let Ok(once) = run(Some(&first.object), &config, "m", true) else {
+                return Err(TestCaseError::fail("forced apply failed"));
+            };
+            let twice = run(Some(&once.object), &config, "m", false).unwrap();
+            prop_assert_eq!(without_managed_fields(&twice.object), without_managed_fields(&once.object));
+            prop_assert_eq!(
+                twice.managed_fields.iter().map(|e| (&e.manager, &e.fields)).collect::<Vec<_>>(),
+                once.managed_fields.iter().map(|e| (&e.manager, &e.fields)).collect::<Vec<_>>()
+            );
+        }
+
+        #[test]
+        fn a_forced_apply_leaves_the_applier_owning_its_config_and_others_not(
+            live in arb_object(),
+            config in arb_object(),
+        ) {
+            let first = run(None, &live, "other", false).unwrap();
+            let out = run(Some(&first.object), &config, "m", true).unwrap();
+            let mine = field_set(&config, &Deduced);
+            let got = out.managed_fields.iter().find(|e| e.manager == "m").map(|e| e.fields.clone()).unwrap_or_default();
+            prop_assert_eq!(&got, &mine);
+            // Whatever the other manager still owns is unchanged from its own apply.
+            let theirs = out.managed_fields.iter().find(|e| e.manager == "other").map(|e| e.fields.clone()).unwrap_or_default();
+            let changed = compare(&without_managed_fields(&first.object), &without_managed_fields(&out.object), &Deduced).changed();
+            prop_assert!(theirs.intersection(&changed).is_empty());
+            // Without force, the same apply either conflicts or gives the same result.
+            match run(Some(&first.object), &config, "m", false) {
+                Ok(unforced) => prop_assert_eq!(unforced.object, out.object),
+                Err(ApplyError::Conflicts(c)) => prop_assert!(!c.0.is_empty()),
+                Err(e) => prop_assert!(false, "{e}"),
+            }
+        }
+
+        #[test]
+        fn tracked_fields_survive_their_fields_v1_encoding(old in arb_object(), new in arb_object()) {
+            let v0 = do_update(None, &old, "a", T0);
+            let mut next = new.clone();
+            if let Some(mf) = raw_managed(&v0) {
+                next["metadata"] = json!({"managedFields": mf});
+            }
+            let v1 = do_update(Some(&v0), &next, "b", T1);
+            let text = serde_json::to_string(&v1).unwrap();
+            let back: Value = serde_json::from_str(&text).unwrap();
+            prop_assert_eq!(entries(&back), entries(&v1));
+        }
+    }
 }
