@@ -257,6 +257,107 @@ mod tests {
     }
 
     #[test]
+    fn set_merge_order_matches_structured_merge_diff() {
+        // (live, config, merged), behaviour observed from structured-merge-diff.
+        let cases = [
+            (
+                json!(["a", "b", "c"]),
+                json!(["a", "b"]),
+                json!(["a", "b", "c"]),
+            ),
+            (json!(["a", "b"]), json!(["b", "a"]), json!(["b", "a"])),
+            (
+                json!(["c", "d", "e", "f"]),
+                json!(["a", "c", "e"]),
+                json!(["a", "c", "d", "e", "f"]),
+            ),
+            (
+                json!(["a", "b", "c", "x", "y", "z"]),
+                json!(["d", "e", "f", "x", "y", "z"]),
+                json!(["a", "b", "c", "d", "e", "f", "x", "y", "z"]),
+            ),
+            (
+                json!(["c", "a", "g", "f"]),
+                json!(["c", "f", "a", "g"]),
+                json!(["c", "f", "a", "g"]),
+            ),
+            (
+                json!(["a", "b", "c", "d"]),
+                json!(["d", "e", "f", "a"]),
+                json!(["b", "c", "d", "e", "f", "a"]),
+            ),
+            (
+                json!(["a", "b", "c", "d", "e", "f", "g", "h", "i", "j"]),
+                json!(["1", "b", "2", "h", "3", "e", "4", "k", "l"]),
+                json!([
+                    "a", "1", "b", "c", "d", "f", "g", "2", "h", "i", "j", "3", "e", "4", "k", "l"
+                ]),
+            ),
+            // Duplicates in the live list.
+            (
+                json!(["a", "b", "b"]),
+                json!(["c"]),
+                json!(["a", "b", "b", "c"]),
+            ),
+            (json!(["a", "b", "b"]), json!(["b"]), json!(["a", "b"])),
+            (json!(["a", "b", "b"]), json!(["a"]), json!(["a", "b", "b"])),
+            (
+                json!(["a", "b", "c", "d", "e", "c"]),
+                json!(["1", "b", "2", "e", "d"]),
+                json!(["a", "1", "b", "c", "2", "e", "c", "d"]),
+            ),
+            (
+                json!(["a", "b", "c", "d", "e", "c"]),
+                json!(["1", "b", "2", "c", "e", "d"]),
+                json!(["a", "1", "b", "2", "c", "e", "d"]),
+            ),
+            (
+                json!(["a", "a", "b", "b"]),
+                json!(["b", "c", "d"]),
+                json!(["a", "a", "b", "c", "d"]),
+            ),
+            (
+                json!(["a", "a", "b", "b"]),
+                json!([]),
+                json!(["a", "a", "b", "b"]),
+            ),
+            (
+                json!(["c", "a", "g", "f", "c", "a"]),
+                json!(["c", "f", "a", "g"]),
+                json!(["c", "f", "a", "g"]),
+            ),
+            (
+                json!([1, 2, 3.14159]),
+                json!([1, 2, 3]),
+                json!([1, 2, 3.14159, 3]),
+            ),
+            (
+                json!([1, 2, 3.14159, 1, 2]),
+                json!([1, 2, 3]),
+                json!([1, 2, 3.14159, 3]),
+            ),
+            (
+                json!([true, false, true]),
+                json!([false]),
+                json!([true, false, true]),
+            ),
+            (
+                json!([true, false, true]),
+                json!([true]),
+                json!([true, false]),
+            ),
+        ];
+        for (live, config, expected) in cases {
+            let merged = merge(
+                &json!({"spec": {"finalizers": live.clone()}}),
+                &json!({"spec": {"finalizers": config.clone()}}),
+                &pods(),
+            );
+            assert_eq!(merged["spec"]["finalizers"], expected, "{live} + {config}");
+        }
+    }
+
+    #[test]
     fn duplicated_live_items_are_replaced_by_the_configs_item() {
         let live = json!({"spec": {"containers": [
             {"name": "a", "image": "1"}, {"name": "b"}, {"name": "a", "image": "2"}

@@ -48,6 +48,7 @@ impl TypeView for TestType {
             ("spec", "replicas") => "scalar",
             ("container", "ports") => "ports",
             ("container", "args") => "atomiclist",
+            ("container", "tags") => "set",
             ("container", _) => "scalar",
             ("port", "protocol") => "protocol",
             ("port", _) => "scalar",

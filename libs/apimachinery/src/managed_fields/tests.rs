@@ -644,6 +644,143 @@ fn struct_fields_no_longer_applied_by_anyone_are_removed_whole() {
     assert_eq!(fields_of(&entries(&v1), "m"), None);
 }
 
+// --- scenarios from structured-merge-diff's behaviour -------------------------------------------
+
+fn owned(obj: &Value) -> Vec<(String, String)> {
+    entries(obj)
+        .into_iter()
+        .map(|e| (e.manager, e.fields.to_fields_v1_string()))
+        .collect()
+}
+
+fn pod_with_finalizers(items: &[&str]) -> Value {
+    json!({"metadata": {"name": "p"}, "spec": {"finalizers": items}})
+}
+
+#[test]
+fn set_items_added_by_an_updater_survive_the_appliers_reapply() {
+    let v0 = applied(None, &pod_with_finalizers(&["a", "c"]), "default", T0);
+    let mut next = v0.clone();
+    next["spec"]["finalizers"] = json!(["a", "b", "c", "d"]);
+    let v1 = do_update(Some(&v0), &next, "controller", T1);
+    let v2 = applied(
+        Some(&v1),
+        &pod_with_finalizers(&["a", "aprime", "c", "cprime"]),
+        "default",
+        T2,
+    );
+    assert_eq!(
+        v2["spec"]["finalizers"],
+        json!(["a", "b", "aprime", "c", "d", "cprime"])
+    );
+    assert_eq!(
+        owned(&v2),
+        vec![
+            (
+                "default".into(),
+                r#"{"f:spec":{"f:finalizers":{"v:\"a\"":{},"v:\"aprime\"":{},"v:\"c\"":{},"v:\"cprime\"":{}}}}"#.into()
+            ),
+            ("controller".into(), r#"{"f:spec":{"f:finalizers":{"v:\"b\"":{},"v:\"d\"":{}}}}"#.into()),
+        ]
+    );
+    // Applying an item the updater added shares it.
+    let v3 = applied(
+        Some(&v1),
+        &pod_with_finalizers(&["a", "b", "c"]),
+        "default",
+        T2,
+    );
+    assert_eq!(v3["spec"]["finalizers"], json!(["a", "b", "c", "d"]));
+    assert_eq!(
+        owned(&v3)[1],
+        (
+            "controller".into(),
+            r#"{"f:spec":{"f:finalizers":{"v:\"b\"":{},"v:\"d\"":{}}}}"#.into()
+        )
+    );
+}
+
+fn pod_with_containers(containers: Value) -> Value {
+    json!({"metadata": {"name": "p"}, "spec": {"containers": containers}})
+}
+
+#[test]
+fn an_item_dropped_by_its_only_applier_goes_with_what_updaters_added_inside_it() {
+    let v0 = applied(
+        None,
+        &pod_with_containers(json!([{"name": "a"}, {"name": "b", "tags": ["c"]}])),
+        "apply-one",
+        T0,
+    );
+    let v1 = applied(
+        Some(&v0),
+        &pod_with_containers(json!([{"name": "a", "tags": ["b"]}])),
+        "apply-two",
+        T1,
+    );
+    let mut next = v1.clone();
+    next["spec"]["containers"] =
+        json!([{"name": "a", "tags": ["b"]}, {"name": "b", "tags": ["c", "d"]}]);
+    let v2 = do_update(Some(&v1), &next, "controller", T2);
+    let v3 = applied(
+        Some(&v2),
+        &pod_with_containers(json!([{"name": "a"}])),
+        "apply-one",
+        T3,
+    );
+    assert_eq!(
+        v3["spec"]["containers"],
+        json!([{"name": "a", "tags": ["b"]}])
+    );
+    assert_eq!(
+        owned(&v3),
+        vec![
+            (
+                "apply-two".into(),
+                r#"{"f:spec":{"f:containers":{"k:{\"name\":\"a\"}":{".":{},"f:name":{},"f:tags":{"v:\"b\"":{}}}}}}"#.into()
+            ),
+            (
+                "apply-one".into(),
+                r#"{"f:spec":{"f:containers":{"k:{\"name\":\"a\"}":{".":{},"f:name":{}}}}}"#.into()
+            ),
+        ]
+    );
+}
+
+#[test]
+fn an_item_another_applier_keeps_loses_only_what_the_dropping_applier_alone_owned() {
+    let v0 = applied(
+        None,
+        &pod_with_containers(json!([{"name": "a"}, {"name": "b", "tags": ["c"]}])),
+        "apply-one",
+        T0,
+    );
+    let v1 = applied(
+        Some(&v0),
+        &pod_with_containers(json!([{"name": "b", "tags": ["d"]}])),
+        "apply-two",
+        T1,
+    );
+    let mut next = v1.clone();
+    next["spec"]["containers"] = json!([{"name": "a"}, {"name": "b", "tags": ["c", "d", "e"]}]);
+    let v2 = do_update(Some(&v1), &next, "controller", T2);
+    let v3 = applied(
+        Some(&v2),
+        &pod_with_containers(json!([{"name": "a"}])),
+        "apply-one",
+        T3,
+    );
+    assert_eq!(
+        v3["spec"]["containers"],
+        json!([{"name": "a"}, {"name": "b", "tags": ["d", "e"]}])
+    );
+    let e = entries(&v3);
+    assert_eq!(
+        fields_of(&e, "controller").unwrap(),
+        r#"{"f:spec":{"f:containers":{"k:{\"name\":\"b\"}":{"f:tags":{"v:\"e\"":{}}}}}}"#
+    );
+}
+
 // --- properties ------------------------------------------------------------------------------
 
 mod properties {
