@@ -11,6 +11,9 @@ use super::entry::{
     ManagedFieldsEntry, Operation, raw_managed_fields, set_managed_fields, strip_managed_fields,
 };
 use super::field_set::{field_set, validate};
+use super::last_applied::{
+    KUBECTL_MANAGER, allowed_conflicts, build_last_applied, has_last_applied, set_last_applied,
+};
 use super::merge::merge;
 use super::remove::{ensure_named_fields_are_members, remove_items};
 use super::schema::TypeView;
@@ -413,7 +416,43 @@ fn validation_message(errors: Vec<String>) -> String {
 /// them; the manager then owns exactly what it applied. A field the config changes that
 /// another manager owns is a conflict, unless `force`, which moves it to the applier.
 /// Applying a value equal to the live one shares the field.
+///
+/// An apply by `kubectl` also takes over from client-side apply: conflicts on fields its
+/// last-applied annotation still describes are forced, and an existing annotation is updated
+/// to the applied configuration.
 pub fn apply<T: TypeView>(
+    live: Option<&Value>,
+    config: &Value,
+    force: bool,
+    managed: Vec<ManagedFieldsEntry>,
+    req: &Request,
+    ty: &T,
+) -> Result<Applied, ApplyError> {
+    let kubectl = req.manager == KUBECTL_MANAGER;
+    let mut result = match apply_once(live, config, force, managed.clone(), req, ty) {
+        Err(ApplyError::Conflicts(conflicts)) if kubectl => {
+            let Some(allowed) = live.and_then(|l| allowed_conflicts(l, req.api_version, ty)) else {
+                return Err(conflicts.into());
+            };
+            let remaining: Vec<Conflict> = conflicts
+                .0
+                .into_iter()
+                .filter(|c| !allowed.has(&c.path))
+                .collect();
+            if !remaining.is_empty() {
+                return Err(Conflicts(remaining).into());
+            }
+            apply_once(live, config, true, managed, req, ty)?
+        }
+        other => other?,
+    };
+    if kubectl && has_last_applied(&result.object) {
+        set_last_applied(&mut result.object, build_last_applied(config));
+    }
+    Ok(result)
+}
+
+fn apply_once<T: TypeView>(
     live: Option<&Value>,
     config: &Value,
     force: bool,

@@ -10,6 +10,7 @@
 //! - [`entry`]: `metadata.managedFields` entries
 //! - [`manager`]: [`update`] (tracking ordinary writes) and [`apply`] (server-side apply)
 //! - [`conflict`]: apply conflicts and their 409 status
+//! - [`last_applied`]: taking over from kubectl's client-side apply
 //! - [`names`]: default manager names
 
 pub mod compare;
@@ -17,6 +18,7 @@ pub mod conflict;
 pub mod entry;
 pub mod field_set;
 mod json;
+pub mod last_applied;
 pub mod manager;
 pub mod merge;
 pub mod names;
@@ -37,6 +39,7 @@ pub use entry::{
     set_managed_fields,
 };
 pub use field_set::{field_set, validate};
+pub use last_applied::{KUBECTL_MANAGER, LAST_APPLIED_ANNOTATION};
 pub use manager::{
     ANCIENT_CHANGES_MANAGER, Applied, ApplyError, BEFORE_FIRST_APPLY_MANAGER, MAX_UPDATE_MANAGERS,
     Request, apply, update,

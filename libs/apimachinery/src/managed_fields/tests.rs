@@ -644,6 +644,61 @@ fn struct_fields_no_longer_applied_by_anyone_are_removed_whole() {
     assert_eq!(fields_of(&entries(&v1), "m"), None);
 }
 
+// --- taking over from client-side apply --------------------------------------------------------
+
+/// A ConfigMap as client-side `kubectl apply` leaves it: its configuration in the annotation.
+fn client_side_applied(data: Value) -> Value {
+    let mut config = cm(data);
+    let annotation = last_applied::build_last_applied(&config);
+    config["metadata"]["annotations"] = json!({LAST_APPLIED_ANNOTATION: annotation});
+    do_update(None, &config, "kubectl-client-side-apply", T0)
+}
+
+#[test]
+fn kubectl_server_side_apply_takes_fields_client_side_apply_still_describes() {
+    let live = client_side_applied(json!({"key": "1"}));
+    let out = do_apply(Some(&live), &cm(json!({"key": "2"})), "kubectl", T1, false).unwrap();
+    assert_eq!(out.object["data"], json!({"key": "2"}));
+    assert_eq!(
+        fields_of(&out.managed_fields, "kubectl").unwrap(),
+        r#"{"f:data":{"f:key":{}}}"#
+    );
+    // The annotation now records the server-side applied configuration.
+    let annotation = out.object["metadata"]["annotations"][LAST_APPLIED_ANNOTATION]
+        .as_str()
+        .unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(annotation).unwrap(),
+        cm(json!({"key": "2"}))
+    );
+    // Another manager name gets the conflict.
+    let err = do_apply(Some(&live), &cm(json!({"key": "2"})), "other", T1, false).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using v1: .data.key"
+    );
+}
+
+#[test]
+fn fields_changed_since_the_client_side_apply_still_conflict() {
+    let live = client_side_applied(json!({"key": "1", "other": "1"}));
+    let mut edited = live.clone();
+    edited["data"]["other"] = json!("edited");
+    let edited = do_update(Some(&live), &edited, "kubectl-client-side-apply", T1);
+    let err = do_apply(
+        Some(&edited),
+        &cm(json!({"key": "2", "other": "3"})),
+        "kubectl",
+        T2,
+        false,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "Apply failed with 1 conflict: conflict with \"kubectl-client-side-apply\" using v1: .data.other"
+    );
+}
+
 // --- scenarios from structured-merge-diff's behaviour -------------------------------------------
 
 fn owned(obj: &Value) -> Vec<(String, String)> {
