@@ -27,6 +27,18 @@ fn merge_value<T: TypeView>(lhs: Option<&Value>, rhs: &Value, ty: &T) -> Value {
     let Some(lhs) = lhs else {
         return rhs.clone();
     };
+    // With a schema, `null` for a granular object or associative list merges as an empty one,
+    // so it keeps the live contents (schema-less, it is a scalar that replaces them).
+    if rhs.is_null() && !is_empty_container(Some(lhs)) {
+        let granular = match ty.shape(rhs) {
+            Shape::Struct | Shape::Map { atomic: false } => lhs.is_object(),
+            Shape::List(ListType::Set | ListType::Map { .. }) => lhs.is_array(),
+            _ => false,
+        };
+        if granular {
+            return lhs.clone();
+        }
+    }
     let (ls, rs) = (resolve(ty, lhs), resolve(ty, rhs));
     if ls != rs || is_empty_container(Some(lhs)) && is_empty_container(Some(rhs)) {
         return rhs.clone();
@@ -205,6 +217,24 @@ mod tests {
                 &Deduced
             ),
             json!({"l": [3], "m": {"a": 1}})
+        );
+    }
+
+    #[test]
+    fn null_keeps_typed_granular_contents_but_replaces_schema_less_ones() {
+        let live = json!({"spec": {"containers": [{"name": "a"}], "nodeSelector": {"a": "b"}}, "data": {"a": "1"}});
+        let config = json!({"spec": {"containers": null, "nodeSelector": null}, "data": null});
+        assert_eq!(
+            merge(&live, &config, &pods()),
+            json!({"spec": {"containers": [{"name": "a"}], "nodeSelector": null}, "data": {"a": "1"}})
+        );
+        assert_eq!(
+            merge(
+                &json!({"data": {"a": "1"}}),
+                &json!({"data": null}),
+                &Deduced
+            ),
+            json!({"data": null})
         );
     }
 

@@ -12,6 +12,19 @@
 //! - [`conflict`]: apply conflicts and their 409 status
 //! - [`last_applied`]: taking over from kubectl's client-side apply
 //! - [`names`]: default manager names
+//!
+//! Callers decode `metadata.managedFields` themselves ([`managed_fields_for_update`] for
+//! updates; the live object's entries for applies, reset when they cannot be read) and pass
+//! the entries in; results come back as entries (and, for applies, in the merged object).
+//!
+//! Where this differs from Kubernetes:
+//! - One schema for all versions: entries recorded at other API versions are compared as if
+//!   their paths were the request's version (no conversion between versions).
+//! - No reconciliation of entries after a schema change (a list turning atomic, ...).
+//! - A map or list that removal empties is dropped rather than left `null`, which is what a
+//!   typed object stores in the end.
+//! - `null` replacing a typed granular value is merged as empty only in [`merge()`]; the
+//!   comparison treats it as a changed leaf.
 
 pub mod compare;
 pub mod conflict;
