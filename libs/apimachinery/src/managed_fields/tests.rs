@@ -1006,6 +1006,40 @@ mod properties {
         }
 
         #[test]
+        fn owned_fields_always_exist_through_mixed_applies_and_updates(
+            ops in prop::collection::vec((arb_pod(), 0usize..3, any::<bool>()), 1..6),
+        ) {
+            let managers = ["a", "b", "c"];
+            let mut obj: Option<Value> = None;
+            for (i, (pod, who, is_apply)) in ops.into_iter().enumerate() {
+                let time = format!("2024-01-01T00:00:{i:02}Z");
+                let next = if is_apply {
+                    let managed = obj.as_ref().map(|o| managed_fields_of(o).unwrap()).unwrap_or_default();
+                    let reset = FieldSet::new();
+                    apply(obj.as_ref(), &pod, true, managed, &req(managers[who], &time, &reset), &pods())
+                        .unwrap()
+                        .object
+                } else {
+                    let mut new = pod.clone();
+                    if let Some(mf) = obj.as_ref().and_then(raw_managed) {
+                        new["metadata"]["managedFields"] = mf.clone();
+                    }
+                    do_update(obj.as_ref(), &new, managers[who], &time)
+                };
+                for e in entries(&next) {
+                    prop_assert!(!e.fields.is_empty());
+                    for path in e.fields.paths() {
+                        prop_assert!(
+                            path_exists(&next, &path, &pods()),
+                            "step {}: {} owns missing {}", i, e.manager, display_path(&path)
+                        );
+                    }
+                }
+                obj = Some(next);
+            }
+        }
+
+        #[test]
         fn creating_by_apply_yields_the_config_owned_by_the_applier(config in arb_object()) {
             let out = run(None, &config, "m", false).unwrap();
             prop_assert_eq!(without_managed_fields(&out.object), config.clone());
