@@ -4,7 +4,6 @@
 //! - [`selector`]: `labelSelector` / `fieldSelector` parsing and matching, `metav1.LabelSelector`
 //! - [`patch`]: strategic merge patch for built-in kinds, JSON patch, merge patch
 //! - [`protobuf`]: Kubernetes protobuf request bodies decoded into JSON
-//! - [`managed_fields`]: server-side apply and `metadata.managedFields`
 //! - [`field_error`]: field-level errors rendered as Kubernetes renders them
 //! - [`status`]: `metav1.Status` errors
 
