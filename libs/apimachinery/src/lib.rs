@@ -8,6 +8,7 @@
 //! - [`status`]: `metav1.Status` errors
 
 pub mod field_error;
+pub mod managed_fields;
 pub mod names;
 pub mod patch;
 pub mod protobuf;
