@@ -6,6 +6,7 @@
 //! * [`openapi`]: the `/openapi/v3` documents kube-apiserver serves.
 
 pub mod builtin;
+pub mod constraints;
 mod error;
 pub mod logical_cluster;
 pub mod openapi;
@@ -13,6 +14,7 @@ pub mod structural;
 pub mod validate;
 
 pub use builtin::{BuiltinKind, builtin_kinds, builtin_schema};
+pub use constraints::{Bound, ListType, MapType, Pattern};
 pub use error::SchemaError;
 pub use openapi::{OpenApiResource, hash, v3_group_version, v3_root};
 pub use structural::{
@@ -20,5 +22,5 @@ pub use structural::{
 };
 pub use validate::{
     FieldCause, FieldValidation, duplicate_fields, missing_required, prune, type_errors,
-    unknown_fields,
+    unknown_fields, validate_value,
 };

@@ -10,11 +10,14 @@
 //!   reports them (400 from the decoder for built-ins, 422 causes for custom resources).
 
 mod duplicates;
+mod formats;
+mod gofmt;
 mod path;
 mod prune;
 mod required;
 mod types;
 mod unknown;
+mod values;
 
 use std::fmt;
 
@@ -27,6 +30,7 @@ pub use types::{
     CauseReason, FieldCause, TypeMismatch, decode_error, type_errors, type_mismatches,
 };
 pub use unknown::unknown_fields;
+pub use values::validate_value;
 
 use crate::structural::{AdditionalProperties, Schema, SchemaNode, SchemaType};
 use crate::{SchemaError, builtin};
