@@ -21,6 +21,6 @@ pub use structural::{
     AdditionalProperties, CompileOptions, Schema, SchemaNode, SchemaSet, SchemaType,
 };
 pub use validate::{
-    FieldCause, FieldValidation, duplicate_fields, missing_required, prune, type_errors,
-    unknown_fields, validate_value,
+    FieldCause, FieldValidation, apply_defaults, duplicate_fields, missing_required, prune,
+    type_errors, unknown_fields, validate_value,
 };

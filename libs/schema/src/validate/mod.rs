@@ -9,6 +9,7 @@
 //! * [`type_errors`] finds values of the wrong JSON type; see that module for how kube-apiserver
 //!   reports them (400 from the decoder for built-ins, 422 causes for custom resources).
 
+mod defaults;
 mod duplicates;
 mod formats;
 mod gofmt;
@@ -23,6 +24,7 @@ use std::fmt;
 
 use serde_json::Value;
 
+pub use defaults::apply_defaults;
 pub use duplicates::duplicate_fields;
 pub use prune::prune;
 pub use required::missing_required;
