@@ -7,6 +7,7 @@
 
 pub mod builtin;
 pub mod constraints;
+pub mod crd;
 mod error;
 pub mod logical_cluster;
 pub mod openapi;

@@ -12,8 +12,8 @@
 mod defaults;
 mod duplicates;
 mod formats;
-mod gofmt;
-mod path;
+pub(crate) mod gofmt;
+pub(crate) mod path;
 mod prune;
 mod required;
 mod types;
@@ -33,6 +33,8 @@ pub use types::{
 };
 pub use unknown::unknown_fields;
 pub use values::validate_value;
+pub(crate) use prune::prune_node;
+pub(crate) use values::validate_node;
 
 use crate::structural::{AdditionalProperties, Schema, SchemaNode, SchemaType};
 use crate::{SchemaError, builtin};

@@ -13,7 +13,8 @@ pub fn prune(schema: &Schema, mut value: Value) -> Value {
     value
 }
 
-fn prune_node(node: SchemaNode<'_>, value: &mut Value, resource: bool) {
+/// Prunes `value` against `node`; `resource` says it is a whole (embedded) resource.
+pub(crate) fn prune_node(node: SchemaNode<'_>, value: &mut Value, resource: bool) {
     let Choice::Node(node) = choose(node, value) else {
         return;
     };

@@ -27,6 +27,20 @@ pub fn validate_value(schema: &Schema, value: &Value) -> Vec<FieldCause> {
     walk.found
 }
 
+/// Validates `value` against a node of a schema, as a value on its own (paths and messages are
+/// relative to it; the root path is empty). Used for CRD `default`s.
+pub(crate) fn validate_node(node: SchemaNode<'_>, value: &Value) -> Vec<FieldCause> {
+    let mut walk = Walk { found: Vec::new() };
+    let mut path = String::new();
+    let place = if node.embedded_resource() {
+        Place::Embedded
+    } else {
+        Place::Inner
+    };
+    walk.node(node, value, &mut path, place);
+    walk.found
+}
+
 /// Where a value sits, for the resource rules.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Place {
