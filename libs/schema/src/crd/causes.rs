@@ -4,10 +4,10 @@
 
 use serde_json::Value;
 
-use crate::validate::gofmt;
-use crate::validate::path::go_quote;
 use crate::FieldCause;
 use crate::validate::CauseReason;
+use crate::validate::gofmt;
+use crate::validate::path::go_quote;
 
 /// `path.Child(name)`.
 pub(crate) fn child(path: &str, name: &str) -> String {

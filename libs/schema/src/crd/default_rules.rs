@@ -16,23 +16,51 @@ pub(crate) fn check(schema: &Obj, path: &str, require_pruned: bool, out: &mut Ca
     walk(schema, path, true, false, require_pruned, out);
 }
 
-fn walk(s: &Obj, path: &str, resource: bool, inside_meta: bool, require_pruned: bool, out: &mut Causes) {
+fn walk(
+    s: &Obj,
+    path: &str,
+    resource: bool,
+    inside_meta: bool,
+    require_pruned: bool,
+    out: &mut Causes,
+) {
     let resource = resource || bool_of(s, "x-kubernetes-embedded-resource");
     let inside_meta = inside_meta && !bool_of(s, "x-kubernetes-embedded-resource");
     if let Some(default) = s.get("default") {
         check_default(s, default, path, inside_meta, require_pruned, out);
     }
     if let Some(items) = obj(s, "items") {
-        walk(items, &child(path, "items"), false, inside_meta, require_pruned, out);
+        walk(
+            items,
+            &child(path, "items"),
+            false,
+            inside_meta,
+            require_pruned,
+            out,
+        );
     }
     for (name, sub) in sorted_props(s) {
         let meta = inside_meta
             || (resource && matches!(name.as_str(), "metadata" | "apiVersion" | "kind"));
-        walk(sub, &key(&child(path, "properties"), name), false, meta, require_pruned, out);
+        walk(
+            sub,
+            &key(&child(path, "properties"), name),
+            false,
+            meta,
+            require_pruned,
+            out,
+        );
     }
 }
 
-fn check_default(s: &Obj, default: &Value, path: &str, inside_meta: bool, require_pruned: bool, out: &mut Causes) {
+fn check_default(
+    s: &Obj,
+    default: &Value,
+    path: &str,
+    inside_meta: bool,
+    require_pruned: bool,
+    out: &mut Causes,
+) {
     let Ok(schema) = Schema::compile(&Value::Object(s.clone())) else {
         return;
     };

@@ -35,7 +35,14 @@ pub(crate) fn check(schema: &Obj, path: &str, opts: &SchemaOptions, out: &mut Ca
     walk(schema, path, &context, true, opts, out);
 }
 
-fn walk(schema: &Obj, path: &str, ctx: &Context, is_root: bool, opts: &SchemaOptions, out: &mut Causes) {
+fn walk(
+    schema: &Obj,
+    path: &str,
+    ctx: &Context,
+    is_root: bool,
+    opts: &SchemaOptions,
+    out: &mut Causes,
+) {
     standard(schema, path, ctx, opts, out);
 
     if bool_of(schema, "uniqueItems") {
@@ -60,7 +67,14 @@ fn walk(schema: &Obj, path: &str, ctx: &Context, is_root: bool, opts: &SchemaOpt
                 sub_ctx.forbid_defaults =
                     Some("inside additionalProperties applying to object metadata".into());
             }
-            walk(sub, &child(path, "additionalProperties"), &sub_ctx, false, opts, out);
+            walk(
+                sub,
+                &child(path, "additionalProperties"),
+                &sub_ctx,
+                false,
+                opts,
+                out,
+            );
         }
     }
 
@@ -73,7 +87,14 @@ fn walk(schema: &Obj, path: &str, ctx: &Context, is_root: bool, opts: &SchemaOpt
                 sub_ctx.forbid_defaults = Some(format!("in top-level {name}"));
             }
         }
-        walk(sub, &key(&child(path, "properties"), name), &sub_ctx, false, opts, out);
+        walk(
+            sub,
+            &key(&child(path, "properties"), name),
+            &sub_ctx,
+            false,
+            opts,
+            out,
+        );
     }
 
     if let Some(not) = obj(schema, "not") {
@@ -82,14 +103,28 @@ fn walk(schema: &Obj, path: &str, ctx: &Context, is_root: bool, opts: &SchemaOpt
     for keyword in ["allOf", "oneOf", "anyOf"] {
         for (i, branch) in list(schema, keyword).iter().enumerate() {
             if let Some(branch) = branch.as_object() {
-                walk(branch, &index(&child(path, keyword), i), ctx, false, opts, out);
+                walk(
+                    branch,
+                    &index(&child(path, keyword), i),
+                    ctx,
+                    false,
+                    opts,
+                    out,
+                );
             }
         }
     }
     if let Some(definitions) = obj(schema, "definitions") {
         for (name, sub) in definitions {
             if let Some(sub) = sub.as_object() {
-                walk(sub, &key(&child(path, "definitions"), name), ctx, false, opts, out);
+                walk(
+                    sub,
+                    &key(&child(path, "definitions"), name),
+                    ctx,
+                    false,
+                    opts,
+                    out,
+                );
             }
         }
     }
@@ -98,7 +133,14 @@ fn walk(schema: &Obj, path: &str, ctx: &Context, is_root: bool, opts: &SchemaOpt
         Some(Value::Array(all)) => {
             for (i, items) in all.iter().enumerate() {
                 if let Some(items) = items.as_object() {
-                    walk(items, &index(&child(path, "items"), i), ctx, false, opts, out);
+                    walk(
+                        items,
+                        &index(&child(path, "items"), i),
+                        ctx,
+                        false,
+                        opts,
+                        out,
+                    );
                 }
             }
         }
@@ -107,7 +149,14 @@ fn walk(schema: &Obj, path: &str, ctx: &Context, is_root: bool, opts: &SchemaOpt
     if let Some(dependencies) = obj(schema, "dependencies") {
         for (name, sub) in dependencies {
             if let Some(sub) = sub.as_object() {
-                walk(sub, &key(&child(path, "dependencies"), name), ctx, false, opts, out);
+                walk(
+                    sub,
+                    &key(&child(path, "dependencies"), name),
+                    ctx,
+                    false,
+                    opts,
+                    out,
+                );
             }
         }
     }
@@ -138,7 +187,10 @@ fn standard(schema: &Obj, path: &str, ctx: &Context, opts: &SchemaOptions, out: 
         out.forbidden(child(path, "id"), "id is not supported");
     }
     if schema.contains_key("additionalItems") {
-        out.forbidden(child(path, "additionalItems"), "additionalItems is not supported");
+        out.forbidden(
+            child(path, "additionalItems"),
+            "additionalItems is not supported",
+        );
     }
     if obj(schema, "patternProperties").is_some_and(|p| !p.is_empty()) {
         out.forbidden(
@@ -217,15 +269,11 @@ fn list_and_map_types(schema: &Obj, path: &str, opts: &SchemaOptions, out: &mut 
         // Kubernetes shows the items' list type as the bad value in both cases.
         let shown = opt_str(items, "x-kubernetes-list-type").map_or("\"null\"".to_owned(), quoted);
         match str_of(items, "type") {
-            "array" => {
-                if opt_str(items, "x-kubernetes-list-type").is_some_and(|t| t != "atomic") {
-                    out.invalid(child(&items_path, "x-kubernetes-list-type"), &shown, detail);
-                }
+            "array" if opt_str(items, "x-kubernetes-list-type").is_some_and(|t| t != "atomic") => {
+                out.invalid(child(&items_path, "x-kubernetes-list-type"), &shown, detail);
             }
-            "object" => {
-                if opt_str(items, "x-kubernetes-map-type") != Some("atomic") {
-                    out.invalid(child(&items_path, "x-kubernetes-map-type"), &shown, detail);
-                }
+            "object" if opt_str(items, "x-kubernetes-map-type") != Some("atomic") => {
+                out.invalid(child(&items_path, "x-kubernetes-map-type"), &shown, detail);
             }
             _ => {}
         }
@@ -246,7 +294,11 @@ fn list_and_map_types(schema: &Obj, path: &str, opts: &SchemaOptions, out: &mut 
         match list_type {
             None => out.required(child(path, "x-kubernetes-list-type"), detail),
             Some("map") => {}
-            Some(other) => out.invalid(child(path, "x-kubernetes-list-type"), &quoted(other), detail),
+            Some(other) => out.invalid(
+                child(path, "x-kubernetes-list-type"),
+                &quoted(other),
+                detail,
+            ),
         }
     }
 
@@ -282,7 +334,10 @@ fn list_and_map_types(schema: &Obj, path: &str, opts: &SchemaOptions, out: &mut 
                 let properties = obj(items, "properties");
                 let mut seen: Vec<&str> = Vec::new();
                 for k in &keys {
-                    match properties.and_then(|p| p.get(*k)).and_then(Value::as_object) {
+                    match properties
+                        .and_then(|p| p.get(*k))
+                        .and_then(Value::as_object)
+                    {
                         Some(property) => {
                             let pt = str_of(property, "type");
                             if pt == "array" || pt == "object" {

@@ -99,7 +99,12 @@ pub(crate) fn validate(crd: &Value, old: Option<&Value>) -> Vec<FieldCause> {
         names(accepted, "status.acceptedNames", &mut out);
     }
     let mut stored: Vec<String> = status
-        .map(|s| strings(s, "storedVersions").into_iter().map(str::to_owned).collect())
+        .map(|s| {
+            strings(s, "storedVersions")
+                .into_iter()
+                .map(str::to_owned)
+                .collect()
+        })
         .unwrap_or_default();
     for version in versions(spec) {
         let name = str_of(version, "name");
@@ -146,7 +151,11 @@ fn metadata_name(meta: &Obj, spec: &Obj, out: &mut Causes) {
     let generate_name = str_of(meta, "generateName");
     if !generate_name.is_empty() {
         for message in check(generate_name, true) {
-            out.invalid("metadata.generateName".into(), &quoted(generate_name), &message);
+            out.invalid(
+                "metadata.generateName".into(),
+                &quoted(generate_name),
+                &message,
+            );
         }
     }
     let name = str_of(meta, "name");
@@ -210,13 +219,16 @@ impl Options {
                     !found.is_empty()
                 }),
             },
-            open_api_schema: versions(old).all(|v| {
-                obj(v, "schema").is_some_and(|s| obj(s, "openAPIV3Schema").is_some())
-            }),
-            recognized_review_version: str_of(obj(old, "conversion").unwrap_or(&Map::new()), "strategy")
-                != "Webhook"
+            open_api_schema: versions(old)
+                .all(|v| obj(v, "schema").is_some_and(|s| obj(s, "openAPIV3Schema").is_some())),
+            recognized_review_version: str_of(
+                obj(old, "conversion").unwrap_or(&Map::new()),
+                "strategy",
+            ) != "Webhook"
                 || review_versions.is_empty()
-                || review_versions.iter().any(|v| *v == "v1" || *v == "v1beta1"),
+                || review_versions
+                    .iter()
+                    .any(|v| *v == "v1" || *v == "v1beta1"),
             immutable_names: established,
         }
     }
@@ -276,7 +288,9 @@ struct Hoisted<'a> {
 
 fn hoist<'a>(spec: &'a Obj, field: &str) -> Hoisted<'a> {
     let values: Vec<Option<&Value>> = versions(spec).map(|v| v.get(field)).collect();
-    let identical = values.first().is_some_and(|first| values.iter().all(|v| v == first));
+    let identical = values
+        .first()
+        .is_some_and(|first| values.iter().all(|v| v == first));
     if identical {
         Hoisted {
             top: values.first().copied().flatten(),
@@ -330,8 +344,12 @@ fn validate_spec(spec: &Obj, opts: &Options, out: &mut Causes) {
 
     if top_schema.is_none() {
         for (i, version) in versions(spec).enumerate() {
-            let has_schema = obj(version, "schema").is_some_and(|s| obj(s, "openAPIV3Schema").is_some());
-            let path = child(&child(&index("spec.versions", i), "schema"), "openAPIV3Schema");
+            let has_schema =
+                obj(version, "schema").is_some_and(|s| obj(s, "openAPIV3Schema").is_some());
+            let path = child(
+                &child(&index("spec.versions", i), "schema"),
+                "openAPIV3Schema",
+            );
             if opts.open_api_schema && !has_schema {
                 out.required(path, "");
             } else if !opts.open_api_schema
@@ -346,7 +364,11 @@ fn validate_spec(spec: &Obj, opts: &Options, out: &mut Causes) {
     let all_schemas: Vec<&Obj> = versions(spec)
         .filter_map(|v| obj(v, "schema").and_then(|s| obj(s, "openAPIV3Schema")))
         .collect();
-    if preserve_unknown && all_schemas.iter().any(|s| any_node(s, &|n| n.contains_key("default"))) {
+    if preserve_unknown
+        && all_schemas
+            .iter()
+            .any(|s| any_node(s, &|n| n.contains_key("default")))
+    {
         out.invalid(
             "spec.preserveUnknownFields".into(),
             "true",
@@ -426,20 +448,19 @@ fn validate_spec(spec: &Obj, opts: &Options, out: &mut Causes) {
     }
     names(names_obj, "spec.names", out);
 
-    let any_status = has_status(subresources.top)
-        || subresources.per_version.iter().any(|s| has_status(*s));
-    schema_rules::check(
-        top_schema,
-        any_status,
-        &opts.schema,
-        "spec.validation",
-        out,
-    );
+    let any_status =
+        has_status(subresources.top) || subresources.per_version.iter().any(|s| has_status(*s));
+    schema_rules::check(top_schema, any_status, &opts.schema, "spec.validation", out);
     if let Some(top) = subresources.top.and_then(Value::as_object) {
         subresource_rules(top, "spec.subresources", out);
     }
     if let Some(top) = columns.top {
-        for (i, column) in top.as_array().map_or(&[][..], Vec::as_slice).iter().enumerate() {
+        for (i, column) in top
+            .as_array()
+            .map_or(&[][..], Vec::as_slice)
+            .iter()
+            .enumerate()
+        {
             if let Some(column) = column.as_object() {
                 column_rules(column, &index("spec.additionalPrinterColumns", i), out);
             }
@@ -511,10 +532,18 @@ fn version_rules(
     if let Some(warning) = version.get("deprecationWarning").and_then(Value::as_str) {
         let shown = quoted(warning);
         if !bool_of(version, "deprecated") {
-            out.invalid(warning_path, &shown, "can only be set for deprecated versions");
+            out.invalid(
+                warning_path,
+                &shown,
+                "can only be set for deprecated versions",
+            );
         } else {
             if warning.len() > 256 {
-                out.invalid(warning_path.clone(), &shown, "must be <= 256 characters long");
+                out.invalid(
+                    warning_path.clone(),
+                    &shown,
+                    "must be <= 256 characters long",
+                );
             }
             if warning.is_empty() {
                 out.invalid(warning_path.clone(), &shown, "must not be an empty string");
@@ -523,7 +552,11 @@ fn version_rules(
                 .char_indices()
                 .find(|(_, c)| c.is_control() || !is_printable(*c))
             {
-                let what = if is_printable(c) { "control" } else { "non-printable" };
+                let what = if is_printable(c) {
+                    "control"
+                } else {
+                    "non-printable"
+                };
                 out.invalid(
                     warning_path,
                     &shown,
@@ -546,7 +579,11 @@ fn version_rules(
     if let Some(columns) = parts.columns.and_then(Value::as_array) {
         for (i, column) in columns.iter().enumerate() {
             if let Some(column) = column.as_object() {
-                column_rules(column, &index(&child(path, "additionalPrinterColumns"), i), out);
+                column_rules(
+                    column,
+                    &index(&child(path, "additionalPrinterColumns"), i),
+                    out,
+                );
             }
         }
     }
@@ -645,8 +682,16 @@ fn subresource_rules(subresources: &Obj, path: &str, out: &mut Causes) {
         return;
     };
     for (field, prefix, detail) in [
-        ("specReplicasPath", ".spec.", "should be a json path under .spec"),
-        ("statusReplicasPath", ".status.", "should be a json path under .status"),
+        (
+            "specReplicasPath",
+            ".spec.",
+            "should be a json path under .spec",
+        ),
+        (
+            "statusReplicasPath",
+            ".status.",
+            "should be a json path under .status",
+        ),
     ] {
         let at = child(path, &format!("scale.{field}"));
         let value = str_of(scale, field);
@@ -719,7 +764,12 @@ fn resolve_field<'a>(schema: &'a Obj, json_path: &str) -> Result<(&'a Obj, Strin
             Some(sub) => sub,
             None => match obj(node, "additionalProperties") {
                 Some(sub) => sub,
-                None => return Err(format!("does not refer to a valid field: {}", quoted(segment))),
+                None => {
+                    return Err(format!(
+                        "does not refer to a valid field: {}",
+                        quoted(segment)
+                    ));
+                }
             },
         };
     }
@@ -738,12 +788,20 @@ fn selectable_rules(fields: &[Value], schema: &Obj, path: &str, out: &mut Causes
         let (node, root) = match resolve_field(schema, json_path) {
             Ok(found) => found,
             Err(err) => {
-                out.invalid(at, &quoted(json_path), &format!("is an invalid path: {err}"));
+                out.invalid(
+                    at,
+                    &quoted(json_path),
+                    &format!("is an invalid path: {err}"),
+                );
                 continue;
             }
         };
         if root == "metadata" {
-            out.invalid(at.clone(), &quoted(json_path), "must not point to fields in metadata");
+            out.invalid(
+                at.clone(),
+                &quoted(json_path),
+                "must not point to fields in metadata",
+            );
         }
         if !matches!(str_of(node, "type"), "string" | "boolean" | "integer") {
             out.invalid(
@@ -781,7 +839,10 @@ fn conversion_rules(conversion: &Obj, recognized_review_version: bool, out: &mut
     let versions_path = "spec.conversion.conversionReviewVersions";
     if strategy == "Webhook" {
         match client_config {
-            None => out.required(config_path.into(), "required when strategy is set to Webhook"),
+            None => out.required(
+                config_path.into(),
+                "required when strategy is set to Webhook",
+            ),
             Some(config) => {
                 let url = opt_str(config, "url");
                 let service = obj(config, "service");
@@ -790,7 +851,10 @@ fn conversion_rules(conversion: &Obj, recognized_review_version: bool, out: &mut
                     (None, Some(service)) => {
                         webhook_service(service, &child(config_path, "service"), out);
                     }
-                    _ => out.required(config_path.into(), "exactly one of url or service is required"),
+                    _ => out.required(
+                        config_path.into(),
+                        "exactly one of url or service is required",
+                    ),
                 }
             }
         }
@@ -904,7 +968,11 @@ fn webhook_service(service: &Obj, path: &str, out: &mut Causes) {
         && !hook_path.is_empty()
         && !hook_path.starts_with('/')
     {
-        out.invalid(child(path, "path"), &quoted(hook_path), "must start with a '/'");
+        out.invalid(
+            child(path, "path"),
+            &quoted(hook_path),
+            "must start with a '/'",
+        );
     }
 }
 
@@ -983,13 +1051,19 @@ fn approval_problem(meta: &Obj) -> Option<(bool, String)> {
     match annotation {
         None => Some((
             false,
-            format!("protected groups must have approval annotation {}, see https://github.com/kubernetes/enhancements/pull/1111", quoted(API_APPROVAL_ANNOTATION)),
+            format!(
+                "protected groups must have approval annotation {}, see https://github.com/kubernetes/enhancements/pull/1111",
+                quoted(API_APPROVAL_ANNOTATION)
+            ),
         )),
         Some(value) if value.starts_with("unapproved") => None,
         Some(value) if value.contains("://") || value.starts_with('/') => None,
         Some(_) => Some((
             true,
-            format!("protected groups must have approval annotation {} with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111", quoted(API_APPROVAL_ANNOTATION)),
+            format!(
+                "protected groups must have approval annotation {} with either a URL or a reason starting with \"unapproved\", see https://github.com/kubernetes/enhancements/pull/1111",
+                quoted(API_APPROVAL_ANNOTATION)
+            ),
         )),
     }
 }

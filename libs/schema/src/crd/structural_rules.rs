@@ -82,14 +82,27 @@ fn invariants(s: &Obj, level: Level, path: &str, out: &mut Causes) {
         invariants(items, Level::Item, &child(path, "items"), out);
     }
     for (name, sub) in sorted_props(s) {
-        invariants(sub, Level::Field, &key(&child(path, "properties"), name), out);
+        invariants(
+            sub,
+            Level::Field,
+            &key(&child(path, "properties"), name),
+            out,
+        );
     }
     if let Some(additional) = s.get("additionalProperties") {
         if level == Level::Root {
-            out.forbidden(child(path, "additionalProperties"), "must not be used at the root");
+            out.forbidden(
+                child(path, "additionalProperties"),
+                "must not be used at the root",
+            );
         }
         if let Some(additional) = additional.as_object() {
-            invariants(additional, Level::Field, &child(path, "additionalProperties"), out);
+            invariants(
+                additional,
+                Level::Field,
+                &child(path, "additionalProperties"),
+                out,
+            );
         }
     }
 
@@ -141,7 +154,11 @@ fn invariants(s: &Obj, level: Level, path: &str, out: &mut Causes) {
         );
     }
     if level == Level::Root && !ty.is_empty() && ty != "object" {
-        out.invalid(child(path, "type"), &quoted(ty), "must be object at the root");
+        out.invalid(
+            child(path, "type"),
+            &quoted(ty),
+            "must be object at the root",
+        );
     }
     let properties = obj(s, "properties");
     if check_metadata {
@@ -183,9 +200,8 @@ fn metadata_invariants(s: &Obj, check_metadata: bool, level: Level, path: &str, 
     if level == Level::Root {
         // Only a type, name/generateName restrictions and (checked elsewhere) a default may be
         // given; anything else is ObjectMeta's business.
-        let names_only = obj(s, "properties").is_none_or(|p| {
-            p.keys().all(|k| k == "name" || k == "generateName")
-        });
+        let names_only = obj(s, "properties")
+            .is_none_or(|p| p.keys().all(|k| k == "name" || k == "generateName"));
         let other = s
             .keys()
             .any(|k| !matches!(k.as_str(), "type" | "properties" | "default"));
@@ -199,7 +215,13 @@ fn metadata_invariants(s: &Obj, check_metadata: bool, level: Level, path: &str, 
 }
 
 /// The allOf/anyOf/oneOf/not of a structural node, and pattern syntax.
-fn value_validation(v: &Obj, skip_any_of: bool, skip_first_all_of_any_of: bool, path: &str, out: &mut Causes) {
+fn value_validation(
+    v: &Obj,
+    skip_any_of: bool,
+    skip_first_all_of_any_of: bool,
+    path: &str,
+    out: &mut Causes,
+) {
     if !skip_any_of {
         for (i, branch) in list(v, "anyOf").iter().enumerate() {
             if let Some(branch) = branch.as_object() {
