@@ -14,7 +14,7 @@
 mod causes;
 mod default_rules;
 mod json;
-mod names;
+pub(crate) mod names;
 mod openapi_rules;
 mod schema_rules;
 mod spec;
@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use crate::structural::{CompileOptions, Schema};
 use crate::{FieldCause, SchemaError, builtin};
 
+pub(crate) use names::dns1035_label;
 pub use spec::apply_crd_defaults;
 
 /// Which schema rules are enforced. All are on for a create; an update relaxes a rule the old

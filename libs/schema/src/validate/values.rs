@@ -415,21 +415,7 @@ impl Walk {
             }
         }
         if place == Place::Embedded {
-            for name in ["apiVersion", "kind"] {
-                if map
-                    .get(name)
-                    .and_then(Value::as_str)
-                    .is_none_or(str::is_empty)
-                {
-                    let mut at = path.clone();
-                    push_key(&mut at, name);
-                    self.push(
-                        &at,
-                        CauseReason::FieldValueRequired,
-                        "Required value: must not be empty".into(),
-                    );
-                }
-            }
+            self.embedded(map, path);
         }
         for (key, item) in map {
             let resource_key = place != Place::Inner && key == "metadata";
@@ -455,6 +441,80 @@ impl Walk {
                 };
                 self.node(sub, item, path, place);
                 path.truncate(mark);
+            }
+        }
+    }
+
+    /// apiextensions' checks of an embedded resource's type and object meta.
+    fn embedded(&mut self, map: &Map<String, Value>, path: &str) {
+        let at = |name: &str| {
+            let mut at = path.to_owned();
+            push_key(&mut at, name);
+            at
+        };
+        for name in ["apiVersion", "kind"] {
+            let field = at(name);
+            match map.get(name) {
+                None => self.push(
+                    &field,
+                    CauseReason::FieldValueRequired,
+                    "Required value".into(),
+                ),
+                Some(Value::String(text)) if text.is_empty() => self.push(
+                    &field,
+                    CauseReason::FieldValueInvalid,
+                    "Invalid value: \"\": must not be empty".into(),
+                ),
+                Some(Value::String(text)) => {
+                    let problem = if name == "apiVersion" {
+                        (text.matches('/').count() > 1)
+                            .then(|| format!("unexpected GroupVersion string: {text}"))
+                    } else {
+                        let errors = crate::crd::dns1035_label(&text.to_lowercase());
+                        (!errors.is_empty()).then(|| {
+                            format!(
+                                "may have mixed case, but should otherwise match: {}",
+                                errors.join(",")
+                            )
+                        })
+                    };
+                    if let Some(problem) = problem {
+                        self.push(
+                            &field,
+                            CauseReason::FieldValueInvalid,
+                            format!("Invalid value: {}: {problem}", go_quote(text)),
+                        );
+                    }
+                }
+                Some(other) => self.push(
+                    &field,
+                    CauseReason::FieldValueInvalid,
+                    format!(
+                        "Invalid value: {}: must be a string",
+                        gofmt::error_value(other)
+                    ),
+                ),
+            }
+        }
+        // Embedded names are path segments (the object is never stored under its name).
+        if let Some(name) = map
+            .get("metadata")
+            .and_then(|m| m.get("name"))
+            .and_then(Value::as_str)
+        {
+            let problem = match name {
+                "." => Some("may not be '.'"),
+                ".." => Some("may not be '..'"),
+                _ if name.contains('/') => Some("may not contain '/'"),
+                _ if name.contains('%') => Some("may not contain '%'"),
+                _ => None,
+            };
+            if let Some(problem) = problem {
+                self.push(
+                    &format!("{}.name", at("metadata")),
+                    CauseReason::FieldValueInvalid,
+                    format!("Invalid value: {}: {problem}", go_quote(name)),
+                );
             }
         }
     }

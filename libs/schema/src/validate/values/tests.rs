@@ -202,20 +202,35 @@ fn embedded_resources_need_api_version_and_kind() {
     assert_eq!(
         got,
         vec![
-            (
-                "spec.template.apiVersion".into(),
-                "Required value: must not be empty".into()
-            ),
-            (
-                "spec.template.kind".into(),
-                "Required value: must not be empty".into()
-            ),
+            ("spec.template.apiVersion".into(), "Required value".into()),
+            ("spec.template.kind".into(), "Required value".into()),
             (
                 "spec.template.metadata.name".into(),
                 r#"Invalid value: "integer": spec.template.metadata.name in body must be of type string: "integer""#
                     .into()
             ),
         ]
+    );
+    let body = json!({"spec": {"cronSpec": "* * * * *", "template": {
+        "apiVersion": "a/b/c", "kind": "Pod_", "metadata": {"name": "a/b"}}}});
+    let got = messages(&validate_value(&cron_tab(), &body));
+    assert_eq!(got.len(), 3);
+    assert_eq!(
+        got[0],
+        (
+            "spec.template.apiVersion".into(),
+            r#"Invalid value: "a/b/c": unexpected GroupVersion string: a/b/c"#.into()
+        )
+    );
+    assert!(got[1].1.starts_with(
+        r#"Invalid value: "Pod_": may have mixed case, but should otherwise match: a DNS-1035 label"#
+    ));
+    assert_eq!(
+        got[2],
+        (
+            "spec.template.metadata.name".into(),
+            r#"Invalid value: "a/b": may not contain '/'"#.into()
+        )
     );
 }
 
