@@ -2,7 +2,10 @@
 //!
 //! * [`structural`]: the compiled schema graph ([`Schema`]) shared by built-in kinds and CRDs;
 //! * [`builtin`]: schemas of the built-in kinds, generated from k8s-openapi;
-//! * [`validate`]: `fieldValidation` checks (unknown and duplicate fields) and type errors;
+//! * [`validate`]: `fieldValidation` checks (unknown and duplicate fields), type errors, and
+//!   custom-resource handling: [`prune`], [`apply_defaults`], [`validate_value`];
+//! * [`constraints`]: value constraints kept in compiled nodes (pattern, bounds, list types, ...);
+//! * [`crd`]: CustomResourceDefinition schemas and validation;
 //! * [`openapi`]: the `/openapi/v3` documents kube-apiserver serves.
 
 pub mod builtin;

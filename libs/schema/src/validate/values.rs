@@ -21,16 +21,16 @@ use crate::structural::{AdditionalProperties, Schema, SchemaNode, SchemaType};
 
 /// Every constraint `value` breaks, as 422 causes, in document order per node.
 pub fn validate_value(schema: &Schema, value: &Value) -> Vec<FieldCause> {
-    let mut walk = Walk { found: Vec::new() };
+    let mut walk = Walk::default();
     let mut path = String::new();
     walk.node(schema.root(), value, &mut path, Place::Root);
-    walk.found
+    walk.finish()
 }
 
 /// Validates `value` against a node of a schema, as a value on its own (paths and messages are
 /// relative to it; the root path is empty). Used for CRD `default`s.
 pub(crate) fn validate_node(node: SchemaNode<'_>, value: &Value) -> Vec<FieldCause> {
-    let mut walk = Walk { found: Vec::new() };
+    let mut walk = Walk::default();
     let mut path = String::new();
     let place = if node.embedded_resource() {
         Place::Embedded
@@ -38,7 +38,7 @@ pub(crate) fn validate_node(node: SchemaNode<'_>, value: &Value) -> Vec<FieldCau
         Place::Inner
     };
     walk.node(node, value, &mut path, place);
-    walk.found
+    walk.finish()
 }
 
 /// Where a value sits, for the resource rules.
@@ -51,17 +51,40 @@ enum Place {
     Inner,
 }
 
+/// Causes in three groups, reported in Kubernetes' order: the OpenAPI validator's, then the
+/// embedded resources' object meta, then list-type uniqueness.
+#[derive(Default)]
 struct Walk {
     found: Vec<FieldCause>,
+    meta: Vec<FieldCause>,
+    lists: Vec<FieldCause>,
+}
+
+fn cause(path: &str, reason: CauseReason, message: String) -> FieldCause {
+    FieldCause {
+        field: path.to_owned(),
+        reason,
+        message,
+    }
 }
 
 impl Walk {
+    fn finish(mut self) -> Vec<FieldCause> {
+        self.found.append(&mut self.meta);
+        self.found.append(&mut self.lists);
+        self.found
+    }
+
     fn push(&mut self, path: &str, reason: CauseReason, message: String) {
-        self.found.push(FieldCause {
-            field: path.to_owned(),
-            reason,
-            message,
-        });
+        self.found.push(cause(path, reason, message));
+    }
+
+    fn push_meta(&mut self, path: &str, reason: CauseReason, message: String) {
+        self.meta.push(cause(path, reason, message));
+    }
+
+    fn push_list(&mut self, path: &str, reason: CauseReason, message: String) {
+        self.lists.push(cause(path, reason, message));
     }
 
     /// `field.Invalid(path, value, "<path> in body <problem>")`.
@@ -326,7 +349,7 @@ impl Walk {
     }
 
     fn duplicate(&mut self, path: &str, value: &Value) {
-        self.push(
+        self.push_list(
             path,
             CauseReason::FieldValueDuplicate,
             format!("Duplicate value: {}", gofmt::error_value(value)),
@@ -339,7 +362,7 @@ impl Walk {
                 let mut at = path.to_owned();
                 push_index(&mut at, index);
                 let shown = gofmt::error_value(item);
-                self.push(
+                self.push_list(
                     &at,
                     CauseReason::FieldValueInvalid,
                     format!(
@@ -455,12 +478,12 @@ impl Walk {
         for name in ["apiVersion", "kind"] {
             let field = at(name);
             match map.get(name) {
-                None => self.push(
+                None => self.push_meta(
                     &field,
                     CauseReason::FieldValueRequired,
                     "Required value".into(),
                 ),
-                Some(Value::String(text)) if text.is_empty() => self.push(
+                Some(Value::String(text)) if text.is_empty() => self.push_meta(
                     &field,
                     CauseReason::FieldValueInvalid,
                     "Invalid value: \"\": must not be empty".into(),
@@ -479,14 +502,14 @@ impl Walk {
                         })
                     };
                     if let Some(problem) = problem {
-                        self.push(
+                        self.push_meta(
                             &field,
                             CauseReason::FieldValueInvalid,
                             format!("Invalid value: {}: {problem}", go_quote(text)),
                         );
                     }
                 }
-                Some(other) => self.push(
+                Some(other) => self.push_meta(
                     &field,
                     CauseReason::FieldValueInvalid,
                     format!(
@@ -510,7 +533,7 @@ impl Walk {
                 _ => None,
             };
             if let Some(problem) = problem {
-                self.push(
+                self.push_meta(
                     &format!("{}.name", at("metadata")),
                     CauseReason::FieldValueInvalid,
                     format!("Invalid value: {}: {problem}", go_quote(name)),
@@ -591,9 +614,9 @@ impl Walk {
     }
 
     fn branch(&self, branch: SchemaNode<'_>, value: &Value, path: &mut String) -> Vec<FieldCause> {
-        let mut inner = Walk { found: Vec::new() };
+        let mut inner = Walk::default();
         inner.node(branch, value, path, Place::Inner);
-        inner.found
+        inner.finish()
     }
 
     fn composite(&mut self, message: String) {

@@ -201,14 +201,15 @@ fn embedded_resources_need_api_version_and_kind() {
     let got = messages(&validate_value(&cron_tab(), &body));
     assert_eq!(
         got,
+        // Schema errors come before the embedded resource's own checks, as in Kubernetes.
         vec![
-            ("spec.template.apiVersion".into(), "Required value".into()),
-            ("spec.template.kind".into(), "Required value".into()),
             (
                 "spec.template.metadata.name".into(),
                 r#"Invalid value: "integer": spec.template.metadata.name in body must be of type string: "integer""#
                     .into()
             ),
+            ("spec.template.apiVersion".into(), "Required value".into()),
+            ("spec.template.kind".into(), "Required value".into()),
         ]
     );
     let body = json!({"spec": {"cronSpec": "* * * * *", "template": {
