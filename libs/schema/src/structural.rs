@@ -126,6 +126,8 @@ struct Checks {
 struct SchemaArena {
     nodes: Vec<Node>,
     names: HashMap<String, u32>,
+    /// Root properties [`Schema::compile_linked`] replaced, as they were declared.
+    declared: HashMap<String, Link>,
 }
 
 /// A compiled schema: a cheap, shareable handle to one node of an arena.
@@ -163,12 +165,19 @@ impl Schema {
         let root = compiler.alloc();
         compiler.fill(root, json, "", 0)?;
         let node = &mut compiler.nodes[root as usize];
+        let mut declared = HashMap::new();
         for (name, schema) in links {
-            node.properties
-                .insert((*name).to_owned(), Link::External(schema.clone()));
+            if let Some(own) = node
+                .properties
+                .insert((*name).to_owned(), Link::External(schema.clone()))
+            {
+                declared.insert((*name).to_owned(), own);
+            }
         }
+        let mut arena = compiler.finish();
+        arena.declared = declared;
         Ok(Schema {
-            arena: Arc::new(compiler.finish()),
+            arena: Arc::new(arena),
             root,
         })
     }
@@ -179,6 +188,13 @@ impl Schema {
             arena: &self.arena,
             id: self.root,
         }
+    }
+
+    /// A root property as the JSON declared it before [`Schema::compile_linked`] replaced it
+    /// (a CRD's own `metadata` restrictions on name/generateName, say).
+    pub fn declared_root_property(&self, name: &str) -> Option<SchemaNode<'_>> {
+        let link = self.arena.declared.get(name)?;
+        Some(self.root().follow(link))
     }
 
     /// The definition name of the root, when it is a named component.
@@ -531,6 +547,7 @@ impl<'o> Compiler<'o> {
         SchemaArena {
             nodes: self.nodes,
             names: self.names,
+            declared: HashMap::new(),
         }
     }
 
@@ -860,6 +877,9 @@ mod tests {
         .expect("compiles");
         let linked = cr.root().property("metadata").expect("metadata");
         assert!(linked.property("name").is_some());
+        let declared = cr.declared_root_property("metadata").expect("declared");
+        assert!(declared.property("name").is_none());
+        assert!(cr.declared_root_property("spec").is_none());
         assert!(meta.same_as(&meta.clone()));
     }
 }

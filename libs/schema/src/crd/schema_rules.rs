@@ -61,7 +61,7 @@ const ROOT_FIELDS: &[(&str, bool)] = &[
 const ALLOWED_AT_ROOT: &str = "[Description Type Format Title Maximum ExclusiveMaximum Minimum ExclusiveMinimum MaxLength MinLength Pattern MaxItems MinItems UniqueItems MultipleOf Required Items Properties ExternalDocs Example XPreserveUnknownFields XValidations]";
 
 /// Go's zero value test for a JSON field (unset, false, "", 0, empty list or map).
-fn is_zero(value: &Value) -> bool {
+pub(crate) fn is_zero(value: &Value) -> bool {
     match value {
         Value::Null => true,
         Value::Bool(b) => !b,

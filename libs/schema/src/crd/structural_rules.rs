@@ -202,9 +202,11 @@ fn metadata_invariants(s: &Obj, check_metadata: bool, level: Level, path: &str, 
         // given; anything else is ObjectMeta's business.
         let names_only = obj(s, "properties")
             .is_none_or(|p| p.keys().all(|k| k == "name" || k == "generateName"));
-        let other = s
-            .keys()
-            .any(|k| !matches!(k.as_str(), "type" | "properties" | "default"));
+        // Zero values (false, "", empty lists) count as unset, as in Go.
+        let other = s.iter().any(|(k, v)| {
+            !matches!(k.as_str(), "type" | "properties" | "default")
+                && !super::schema_rules::is_zero(v)
+        });
         if !names_only || other {
             out.forbidden(
                 path.to_owned(),

@@ -648,6 +648,19 @@ fn compiled_version_schema_serves_custom_resources() {
             "Invalid value: 11: spec.replicas in body should be less than or equal to 10".into()
         )]
     );
+    let restricted = compile_version_schema(&json!({"type": "object", "properties": {
+        "metadata": {"type": "object", "properties": {"name": {"type": "string", "maxLength": 5}}}}}))
+    .expect("compiles");
+    assert_eq!(
+        causes(&crate::validate_value(
+            &restricted,
+            &json!({"metadata": {"name": "too-long", "labels": {"a": "b"}}})
+        )),
+        vec![(
+            "metadata.name".into(),
+            "Too long: may not be more than 5 bytes".into()
+        )]
+    );
     let root = schema.root();
     assert_eq!(
         root.property("metadata").and_then(|m| m.name()),

@@ -24,6 +24,18 @@ pub fn validate_value(schema: &Schema, value: &Value) -> Vec<FieldCause> {
     let mut walk = Walk::default();
     let mut path = String::new();
     walk.node(schema.root(), value, &mut path, Place::Root);
+    // The root metadata follows ObjectMeta (the registry's business), but a CRD may restrict
+    // name and generateName; check those as declared.
+    if let Some(declared) = schema.declared_root_property("metadata")
+        && let Some(metadata) = value.get("metadata")
+    {
+        let mut path = String::from("metadata");
+        let mut meta = Walk::default();
+        meta.node(declared, metadata, &mut path, Place::Inner);
+        let mut found = meta.finish();
+        found.append(&mut walk.found);
+        walk.found = found;
+    }
     walk.finish()
 }
 
