@@ -882,4 +882,90 @@ mod tests {
         assert!(cr.declared_root_property("spec").is_none());
         assert!(meta.same_as(&meta.clone()));
     }
+
+    #[test]
+    fn nodes_keep_value_constraints() {
+        let schema = Schema::compile(&json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "pattern": "^[a-z]+$", "minLength": 1, "maxLength": 8,
+                         "default": "x", "enum": ["x", "y"]},
+                "count": {"type": "integer", "minimum": 0, "exclusiveMinimum": true, "maximum": 5,
+                          "multipleOf": 1},
+                "ports": {"type": "array", "minItems": 1, "maxItems": 3, "uniqueItems": true,
+                          "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                          "items": {"type": "object", "x-kubernetes-map-type": "atomic",
+                                    "properties": {"name": {"type": "string"}}}},
+                "labels": {"type": "object", "minProperties": 1, "maxProperties": 2,
+                           "additionalProperties": {"type": "string"},
+                           "x-kubernetes-validations": [{"rule": "size(self) > 0"}]},
+                "mixed": {"type": "string", "allOf": [{"minLength": 1}], "anyOf": [{"maxLength": 2}],
+                          "oneOf": [{"pattern": "a"}, {"pattern": "b"}], "not": {"enum": ["z"]}}
+            }
+        }))
+        .expect("compiles");
+        let root = schema.root();
+        let node = |name: &str| root.property(name).expect("property");
+        let name = node("name");
+        assert!(
+            name.pattern()
+                .and_then(Pattern::regex)
+                .is_some_and(|re| re.is_match("abc"))
+        );
+        assert_eq!((name.min_length(), name.max_length()), (Some(1), Some(8)));
+        assert_eq!(name.default(), Some(&json!("x")));
+        assert_eq!(name.enum_values().len(), 2);
+        let count = node("count");
+        assert_eq!(
+            count.minimum(),
+            Some(Bound {
+                limit: 0.0,
+                exclusive: true
+            })
+        );
+        assert_eq!(
+            count.maximum(),
+            Some(Bound {
+                limit: 5.0,
+                exclusive: false
+            })
+        );
+        assert_eq!(count.multiple_of(), Some(1.0));
+        let ports = node("ports");
+        assert_eq!((ports.min_items(), ports.max_items()), (Some(1), Some(3)));
+        assert!(ports.unique_items());
+        assert_eq!(ports.list_type(), Some(ListType::Map));
+        assert_eq!(ports.list_map_keys(), ["name".to_owned()]);
+        assert_eq!(
+            ports.items().and_then(SchemaNode::map_type),
+            Some(MapType::Atomic)
+        );
+        let labels = node("labels");
+        assert_eq!(
+            (labels.min_properties(), labels.max_properties()),
+            (Some(1), Some(2))
+        );
+        assert_eq!(
+            labels.validations(),
+            Some(&json!([{"rule": "size(self) > 0"}]))
+        );
+        let mixed = node("mixed");
+        assert_eq!(mixed.all_of().len(), 1);
+        assert_eq!(mixed.any_of().len(), 1);
+        assert_eq!(mixed.one_of().len(), 2);
+        assert_eq!(
+            mixed.not_schema().map(SchemaNode::enum_values),
+            Some(&[json!("z")][..])
+        );
+        // Nodes without constraints answer with nothing.
+        let plain = ports
+            .items()
+            .and_then(|i| i.property("name"))
+            .expect("name");
+        assert_eq!(
+            (plain.list_type(), plain.default(), plain.max_length()),
+            (None, None, None)
+        );
+        assert!(plain.all_of().is_empty() && plain.list_map_keys().is_empty());
+    }
 }
