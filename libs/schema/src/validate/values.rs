@@ -158,6 +158,7 @@ impl Walk {
             self.type_invalid(path, super::json_type_name(value), ty.as_str());
             return false;
         }
+        // Only string formats are checked: kube-openapi accepts any integer for int32/int64.
         match (value, node.format()) {
             (Value::String(text), Some(format))
                 if ty == SchemaType::String && formats::check(format, text) == Some(false) =>
@@ -168,21 +169,6 @@ impl Walk {
                     CauseReason::FieldValueTypeInvalid,
                     format!("Invalid value: {q}: {path} in body must be of type {format}: {q}"),
                 );
-            }
-            (Value::Number(number), Some("int32")) if ty == SchemaType::Integer => {
-                let fits_int32 = number
-                    .as_f64()
-                    .is_some_and(|f| f >= f64::from(i32::MIN) && f <= f64::from(i32::MAX));
-                if !fits_int32 {
-                    let shown = gofmt::number(number);
-                    self.push(
-                        path,
-                        CauseReason::FieldValueInvalid,
-                        format!(
-                            "Invalid value: {shown}: {path} in body must be of type int32: \"{shown}\""
-                        ),
-                    );
-                }
             }
             _ => {}
         }
