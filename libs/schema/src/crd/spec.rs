@@ -39,9 +39,40 @@ const MAX_SELECTABLE_FIELDS: usize = 8;
 const COLUMN_TYPES: &str = "boolean,date,integer,number,string";
 const COLUMN_FORMATS: &str = "byte,date,date-time,double,float,int32,int64,password";
 
-/// The defaults the v1 API applies to a CRD before it is validated and stored: singular name
-/// (lowercased kind), list kind (kind + "List") and conversion strategy None.
+/// The defaults the v1 API applies to a CRD when decoding it: singular name (lowercased kind),
+/// list kind (kind + "List"), conversion strategy None when no conversion is given, port 443 for
+/// a conversion webhook service, and `status.storedVersions` from the storage version when empty.
 pub fn apply_crd_defaults(crd: &mut Value) {
+    let storage = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .and_then(|versions| {
+            versions
+                .iter()
+                .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        })
+        .and_then(|v| v.get("name"))
+        .cloned();
+    if let (Some(storage), Some(root)) = (storage, crd.as_object_mut()) {
+        let status = root
+            .entry("status")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if let Some(status) = status.as_object_mut()
+            && status
+                .get("storedVersions")
+                .and_then(Value::as_array)
+                .is_none_or(Vec::is_empty)
+        {
+            status.insert("storedVersions".into(), Value::Array(vec![storage]));
+        }
+    }
+    if let Some(service) = crd
+        .pointer_mut("/spec/conversion/webhook/clientConfig/service")
+        .and_then(Value::as_object_mut)
+        && !service.contains_key("port")
+    {
+        service.insert("port".into(), Value::from(443));
+    }
     let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut) else {
         return;
     };

@@ -671,3 +671,37 @@ fn compiled_version_schema_serves_custom_resources() {
         Some(crate::SchemaType::String)
     );
 }
+
+#[test]
+fn v1_defaults() {
+    let mut crd = cron_tab();
+    crd["spec"]["names"] = json!({"plural": "crontabs", "kind": "CronTab"});
+    crd["spec"]["conversion"] = Value::Null;
+    if let Some(spec) = crd["spec"].as_object_mut() {
+        spec.remove("conversion");
+    }
+    apply_crd_defaults(&mut crd);
+    assert_eq!(crd["spec"]["names"]["singular"], json!("crontab"));
+    assert_eq!(crd["spec"]["names"]["listKind"], json!("CronTabList"));
+    assert_eq!(crd["spec"]["conversion"], json!({"strategy": "None"}));
+    assert_eq!(crd["status"]["storedVersions"], json!(["v1"]));
+
+    let mut crd = cron_tab();
+    crd["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+        "clientConfig": {"service": {"name": "conv", "namespace": "system"}},
+        "conversionReviewVersions": ["v1"]}});
+    apply_crd_defaults(&mut crd);
+    assert_eq!(
+        crd.pointer("/spec/conversion/webhook/clientConfig/service/port"),
+        Some(&json!(443))
+    );
+    assert!(validate_crd(&crd).is_empty());
+    crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["port"] = json!(0);
+    assert_eq!(
+        causes(&validate_crd(&crd)),
+        vec![(
+            "spec.conversion.webhookClientConfig.service.port".into(),
+            "Invalid value: 0: port is not valid: must be between 1 and 65535, inclusive".into()
+        )]
+    );
+}
