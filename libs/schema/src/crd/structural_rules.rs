@@ -34,26 +34,16 @@ pub(crate) fn convertible(schema: &Obj) -> bool {
     }) {
         return false;
     }
-    if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false)) {
+    if schema.get("x-kubernetes-preserve-unknown-fields") == Some(&Value::Bool(false))
+        || schema.get("items").is_some_and(Value::is_array)
+    {
         return false;
     }
-    let subs = schema
-        .get("items")
-        .map(|items| match items {
-            Value::Object(o) => vec![o],
-            _ => Vec::new(),
-        })
-        .unwrap_or_default();
-    if schema.get("items").is_some_and(Value::is_array) {
-        return false;
-    }
-    let mut nested: Vec<&Obj> = subs;
-    nested.extend(sorted_props(schema).into_iter().map(|(_, s)| s));
-    if let Some(additional) = obj(schema, "additionalProperties") {
-        nested.push(additional);
-    }
-    if let Some(not) = obj(schema, "not") {
-        nested.push(not);
+    let mut nested: Vec<&Obj> = sorted_props(schema).into_iter().map(|(_, s)| s).collect();
+    for keyword in ["items", "additionalProperties", "not"] {
+        if let Some(sub) = obj(schema, keyword) {
+            nested.push(sub);
+        }
     }
     for keyword in ["allOf", "anyOf", "oneOf"] {
         nested.extend(list(schema, keyword).iter().filter_map(Value::as_object));

@@ -705,3 +705,67 @@ fn v1_defaults() {
         )]
     );
 }
+
+#[test]
+fn value_validations_add_no_structure() {
+    let mut crd = cron_tab();
+    let root = schema_of(&mut crd);
+    root["properties"]["spec"]["properties"]["size"] = json!({
+        "x-kubernetes-int-or-string": true,
+        "anyOf": [{"type": "integer"}, {"type": "string"}]
+    });
+    root["properties"]["spec"]["properties"]["mode"] = json!({
+        "type": "string",
+        "oneOf": [{"type": "string", "enum": ["a"]}, {"description": "b", "pattern": "("}]
+    });
+    root["properties"]["spec"]["properties"]["rules"] = json!({
+        "type": "string",
+        "x-kubernetes-validations": [{"rule": " "}, {"rule": "self.size() >\n 1", "message": ""},
+                                      {"rule": "true", "reason": "Nope"}]
+    });
+    let got = causes(&validate_crd(&crd));
+    let p = format!("{TOP}.properties[spec].properties");
+    assert_eq!(
+        got,
+        vec![
+            (
+                format!("{p}[mode].oneOf[0].type"),
+                "Forbidden: must be empty to be structural".into()
+            ),
+            (
+                format!("{p}[mode].oneOf[1].description"),
+                "Forbidden: must be empty to be structural".into()
+            ),
+            (
+                format!("{p}[mode].oneOf[1].pattern"),
+                "Invalid value: \"(\": must be a valid regular expression, but isn't: regex parse error:\n    (\n    ^\nerror: unclosed group".into()
+            ),
+            (
+                format!("{p}[rules].x-kubernetes-validations[0].rule"),
+                "Required value: rule is not specified".into()
+            ),
+            (
+                format!("{p}[rules].x-kubernetes-validations[1].message"),
+                "Required value: message must be specified if rule contains line breaks".into()
+            ),
+            (
+                format!("{p}[rules].x-kubernetes-validations[2].reason"),
+                r#"Unsupported value: "Nope": supported values: "FieldValueDuplicate", "FieldValueForbidden", "FieldValueInvalid", "FieldValueRequired""#.into()
+            ),
+        ]
+    );
+
+    // Properties a root value validation mentions must exist structurally.
+    let mut crd = cron_tab();
+    if let Some(version) = crd["spec"]["versions"][0].as_object_mut() {
+        version.remove("subresources");
+    }
+    schema_of(&mut crd)["anyOf"] = json!([{"required": ["spec"]}, {"properties": {"other": {}}}]);
+    assert_eq!(
+        causes(&validate_crd(&crd)),
+        vec![(
+            format!("{TOP}.properties[other]"),
+            format!("Required value: because it is defined in {TOP}.anyOf[1].properties[other]")
+        )]
+    );
+}
