@@ -242,8 +242,39 @@ fn value_validation(
         out.invalid(
             child(path, "pattern"),
             &quoted(pattern),
-            &format!("must be a valid regular expression, but isn't: {err}"),
+            &format!(
+                "must be a valid regular expression, but isn't: {}",
+                go_regexp_error(pattern, &err)
+            ),
         );
+    }
+}
+
+/// Go's `regexp.Compile` error text for the common mistakes (the `regex` crate words them
+/// differently); anything else keeps the crate's own description.
+fn go_regexp_error(pattern: &str, err: &regex::Error) -> String {
+    let text = err.to_string();
+    let code = [
+        ("unclosed group", "missing closing )"),
+        ("unopened group", "unexpected )"),
+        ("unclosed character class", "missing closing ]"),
+        (
+            "repetition operator missing expression",
+            "missing argument to repetition operator",
+        ),
+        ("unrecognized escape sequence", "invalid escape sequence"),
+        (
+            "invalid character class range",
+            "invalid character class range",
+        ),
+        ("invalid repetition count", "invalid repeat count"),
+    ]
+    .iter()
+    .find(|(rust, _)| text.contains(rust))
+    .map(|(_, go)| *go);
+    match code {
+        Some(code) => format!("error parsing regexp: {code}: `{pattern}`"),
+        None => text,
     }
 }
 

@@ -738,7 +738,7 @@ fn value_validations_add_no_structure() {
             ),
             (
                 format!("{p}[mode].oneOf[1].pattern"),
-                "Invalid value: \"(\": must be a valid regular expression, but isn't: regex parse error:\n    (\n    ^\nerror: unclosed group".into()
+                "Invalid value: \"(\": must be a valid regular expression, but isn't: error parsing regexp: missing closing ): `(`".into()
             ),
             (
                 format!("{p}[rules].x-kubernetes-validations[0].rule"),
