@@ -26,5 +26,5 @@ pub use structural::{
 };
 pub use validate::{
     FieldCause, FieldValidation, apply_defaults, duplicate_fields, missing_required, prune,
-    type_errors, unknown_fields, validate_value,
+    type_errors, unknown_fields, validate_value, validate_value_update,
 };

@@ -34,7 +34,7 @@ pub use types::{
 };
 pub use unknown::unknown_fields;
 pub(crate) use values::validate_node;
-pub use values::validate_value;
+pub use values::{validate_value, validate_value_update};
 
 use crate::structural::{AdditionalProperties, Schema, SchemaNode, SchemaType};
 use crate::{SchemaError, builtin};

@@ -21,17 +21,36 @@ use crate::structural::{AdditionalProperties, Schema, SchemaNode, SchemaType};
 
 /// Every constraint `value` breaks, as 422 causes, in document order per node.
 pub fn validate_value(schema: &Schema, value: &Value) -> Vec<FieldCause> {
-    let mut walk = Walk::default();
+    validate(schema, value, None)
+}
+
+/// Like [`validate_value`] for an update from `old`, with Kubernetes' validation ratcheting:
+/// schema violations inside a value that is unchanged from the old object (objects by key,
+/// map lists by their keys, sets by value) are not reported, so objects stored under an older,
+/// looser schema stay updatable. Embedded-resource and list-uniqueness checks still apply.
+pub fn validate_value_update(schema: &Schema, new: &Value, old: &Value) -> Vec<FieldCause> {
+    validate(schema, new, Some(old))
+}
+
+fn validate(schema: &Schema, value: &Value, old: Option<&Value>) -> Vec<FieldCause> {
+    let mut walk = Walk {
+        ratchet: old.is_some(),
+        ..Walk::default()
+    };
     let mut path = String::new();
-    walk.node(schema.root(), value, &mut path, Place::Root);
+    walk.node(schema.root(), value, old, &mut path, Place::Root);
     // The root metadata follows ObjectMeta (the registry's business), but a CRD may restrict
     // name and generateName; check those as declared.
     if let Some(declared) = schema.declared_root_property("metadata")
         && let Some(metadata) = value.get("metadata")
     {
         let mut path = String::from("metadata");
-        let mut meta = Walk::default();
-        meta.node(declared, metadata, &mut path, Place::Inner);
+        let mut meta = Walk {
+            ratchet: old.is_some(),
+            ..Walk::default()
+        };
+        let old_metadata = old.and_then(|o| o.get("metadata"));
+        meta.node(declared, metadata, old_metadata, &mut path, Place::Inner);
         let mut found = meta.finish();
         found.append(&mut walk.found);
         walk.found = found;
@@ -49,7 +68,7 @@ pub(crate) fn validate_node(node: SchemaNode<'_>, value: &Value) -> Vec<FieldCau
     } else {
         Place::Inner
     };
-    walk.node(node, value, &mut path, place);
+    walk.node(node, value, None, &mut path, place);
     walk.finish()
 }
 
@@ -70,6 +89,10 @@ struct Walk {
     found: Vec<FieldCause>,
     meta: Vec<FieldCause>,
     lists: Vec<FieldCause>,
+    /// Validating an update: values equal to their old counterpart are not reported on.
+    ratchet: bool,
+    /// Inside such an unchanged value.
+    unchanged: bool,
 }
 
 fn cause(path: &str, reason: CauseReason, message: String) -> FieldCause {
@@ -88,7 +111,15 @@ impl Walk {
     }
 
     fn push(&mut self, path: &str, reason: CauseReason, message: String) {
-        self.found.push(cause(path, reason, message));
+        if !self.unchanged {
+            self.found.push(cause(path, reason, message));
+        }
+    }
+
+    fn extend(&mut self, causes: Vec<FieldCause>) {
+        if !self.unchanged {
+            self.found.extend(causes);
+        }
     }
 
     fn push_meta(&mut self, path: &str, reason: CauseReason, message: String) {
@@ -119,7 +150,30 @@ impl Walk {
         );
     }
 
-    fn node(&mut self, node: SchemaNode<'_>, value: &Value, path: &mut String, place: Place) {
+    fn node(
+        &mut self,
+        node: SchemaNode<'_>,
+        value: &Value,
+        old: Option<&Value>,
+        path: &mut String,
+        place: Place,
+    ) {
+        let outer = self.unchanged;
+        if self.ratchet && old == Some(value) {
+            self.unchanged = true;
+        }
+        self.check(node, value, old, path, place);
+        self.unchanged = outer;
+    }
+
+    fn check(
+        &mut self,
+        node: SchemaNode<'_>,
+        value: &Value,
+        old: Option<&Value>,
+        path: &mut String,
+        place: Place,
+    ) {
         if value.is_null() {
             let typed = node.int_or_string() || effective_type(node).is_some();
             if typed && !node.nullable() {
@@ -135,8 +189,8 @@ impl Walk {
         match value {
             Value::String(text) => self.string(node, text, path),
             Value::Number(number) => self.number(node, number, path),
-            Value::Array(items) => self.array(node, items, path),
-            Value::Object(map) => self.object(node, map, path, place),
+            Value::Array(items) => self.array(node, items, old, path),
+            Value::Object(map) => self.object(node, map, old, path, place),
             Value::Bool(_) | Value::Null => {}
         }
         self.composition(node, value, path);
@@ -296,7 +350,13 @@ impl Walk {
         }
     }
 
-    fn array(&mut self, node: SchemaNode<'_>, items: &[Value], path: &mut String) {
+    fn array(
+        &mut self,
+        node: SchemaNode<'_>,
+        items: &[Value],
+        old: Option<&Value>,
+        path: &mut String,
+    ) {
         let count = items.len();
         if let Some(max) = node.max_items()
             && count as i64 > max
@@ -326,10 +386,12 @@ impl Walk {
             } else {
                 Place::Inner
             };
+            let old_items = old.and_then(Value::as_array).map_or(&[][..], Vec::as_slice);
             for (index, item) in items.iter().enumerate() {
                 let mark = path.len();
                 push_index(path, index);
-                self.node(item_schema, item, path, place);
+                let old_item = correlate(node, item, old_items);
+                self.node(item_schema, item, old_item, path, place);
                 path.truncate(mark);
             }
         }
@@ -371,21 +433,7 @@ impl Walk {
             }
         }
         let keys = node.list_map_keys();
-        // The identity of an item: the key fields it has (absent ones left out).
-        let identities: Vec<Value> = items
-            .iter()
-            .map(|item| {
-                let mut identity = Map::new();
-                if let Some(map) = item.as_object() {
-                    for key in keys {
-                        if let Some(field) = map.get(key) {
-                            identity.insert(key.clone(), field.clone());
-                        }
-                    }
-                }
-                Value::Object(identity)
-            })
-            .collect();
+        let identities: Vec<Value> = items.iter().map(|item| identity(keys, item)).collect();
         for index in first_repeats(identities.iter().cloned()) {
             let mut at = path.to_owned();
             push_index(&mut at, index);
@@ -397,6 +445,7 @@ impl Walk {
         &mut self,
         node: SchemaNode<'_>,
         map: &Map<String, Value>,
+        old: Option<&Value>,
         path: &mut String,
         place: Place,
     ) {
@@ -460,7 +509,8 @@ impl Walk {
                 } else {
                     Place::Inner
                 };
-                self.node(sub, item, path, place);
+                let old_item = old.and_then(|o| o.get(key));
+                self.node(sub, item, old_item, path, place);
                 path.truncate(mark);
             }
         }
@@ -551,7 +601,7 @@ impl Walk {
                 if found.is_empty() {
                     passed += 1;
                 }
-                self.found.extend(found);
+                self.extend(found);
             }
             if passed != all_of.len() {
                 let none = if passed == 0 { ". None validated" } else { "" };
@@ -573,7 +623,7 @@ impl Walk {
                     go_quote(path)
                 ));
                 if let Some(best) = results.into_iter().min_by_key(Vec::len) {
-                    self.found.extend(best);
+                    self.extend(best);
                 }
             }
         }
@@ -597,7 +647,7 @@ impl Walk {
                 if valid == 0
                     && let Some(best) = results.into_iter().min_by_key(Vec::len)
                 {
-                    self.found.extend(best);
+                    self.extend(best);
                 }
             }
         }
@@ -613,7 +663,7 @@ impl Walk {
 
     fn branch(&self, branch: SchemaNode<'_>, value: &Value, path: &mut String) -> Vec<FieldCause> {
         let mut inner = Walk::default();
-        inner.node(branch, value, path, Place::Inner);
+        inner.node(branch, value, None, path, Place::Inner);
         inner.finish()
     }
 
@@ -623,6 +673,33 @@ impl Walk {
             CauseReason::FieldValueInvalid,
             format!("Invalid value: \"\": {message}"),
         );
+    }
+}
+
+/// The identity of a map-list item: the key fields it has (absent ones left out).
+fn identity(keys: &[String], item: &Value) -> Value {
+    let mut identity = Map::new();
+    if let Some(map) = item.as_object() {
+        for key in keys {
+            if let Some(field) = map.get(key) {
+                identity.insert(key.clone(), field.clone());
+            }
+        }
+    }
+    Value::Object(identity)
+}
+
+/// The old counterpart of a list item, where Kubernetes can tell: map lists by keys, sets by
+/// value; items of atomic lists have none.
+fn correlate<'v>(list: SchemaNode<'_>, item: &Value, old_items: &'v [Value]) -> Option<&'v Value> {
+    match list.list_type() {
+        Some(ListType::Map) => {
+            let keys = list.list_map_keys();
+            let wanted = identity(keys, item);
+            old_items.iter().find(|old| identity(keys, old) == wanted)
+        }
+        Some(ListType::Set) => old_items.iter().find(|old| *old == item),
+        Some(ListType::Atomic) | None => None,
     }
 }
 

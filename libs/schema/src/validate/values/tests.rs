@@ -287,3 +287,37 @@ fn compositions() {
         ]
     );
 }
+
+#[test]
+fn updates_ratchet_unchanged_values() {
+    let old = json!({"spec": {"cronSpec": "nope", "image": "far-too-long",
+        "ports": [{"name": "a", "port": "x"}, {"name": "b", "port": 1}],
+        "tags": ["a", "a"]}});
+    // Unchanged invalid values are not reported again.
+    let mut new = old.clone();
+    new["spec"]["replicas"] = json!(3);
+    assert_eq!(
+        messages(&validate_value_update(&cron_tab(), &new, &old)),
+        // List uniqueness is not ratcheted.
+        vec![("spec.tags[1]".into(), r#"Duplicate value: "a""#.into())]
+    );
+    // A changed value is validated; map-list items are matched by key, not position.
+    new["spec"]["image"] = json!("still-too-long");
+    new["spec"]["ports"] = json!([{"name": "b", "port": 1}, {"name": "a", "port": "x"},
+                                  {"name": "c", "port": "y"}]);
+    new["spec"]["tags"] = json!(["a"]);
+    let got = messages(&validate_value_update(&cron_tab(), &new, &old));
+    assert_eq!(
+        got,
+        vec![
+            ("spec.image".into(), "Too long: may not be more than 5 bytes".into()),
+            (
+                "spec.ports[2].port".into(),
+                r#"Invalid value: "string": spec.ports[2].port in body must be of type integer: "string""#
+                    .into()
+            ),
+        ]
+    );
+    // Without an old object everything is reported.
+    assert_eq!(validate_value(&cron_tab(), &new).len(), 4);
+}
