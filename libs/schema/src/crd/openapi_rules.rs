@@ -8,7 +8,8 @@ use super::SchemaOptions;
 use super::causes::{Causes, child, index, key, quoted};
 use super::json::{Obj, bool_of, go_strings, list, obj, opt_str, sorted_props, str_of, strings};
 
-const OPENAPI_TYPES: &[&str] = &["array", "boolean", "integer", "number", "object", "string"];
+pub(crate) const OPENAPI_TYPES: &[&str] =
+    &["array", "boolean", "integer", "number", "object", "string"];
 const META_FIELDS: &[&str] = &["apiVersion", "kind", "metadata"];
 const VALIDATION_REASONS: &[&str] = &[
     "FieldValueDuplicate",
@@ -314,9 +315,9 @@ fn list_and_map_types(schema: &Obj, path: &str, opts: &SchemaOptions, out: &mut 
                 child(path, "items"),
                 "must have a schema if x-kubernetes-list-type is map",
             ),
-            Some(Value::Array(_)) => out.invalid(
+            Some(all @ Value::Array(_)) => out.invalid(
                 child(path, "items"),
-                &super::causes::shown(&schema["items"]),
+                &super::causes::shown(all),
                 "must only have a single schema if x-kubernetes-list-type is map",
             ),
             _ => {}

@@ -237,9 +237,7 @@ impl Options {
             schema: SchemaOptions {
                 valid_property_type: !any(&|n| {
                     let ty = str_of(n, "type");
-                    !ty.is_empty()
-                        && !["array", "boolean", "integer", "number", "object", "string"]
-                            .contains(&ty)
+                    !ty.is_empty() && !openapi_rules::OPENAPI_TYPES.contains(&ty)
                 }),
                 structural: true,
                 pruned_defaults: !unpruned_defaults,
