@@ -25,7 +25,7 @@ use serde_json::{Value, json};
 use crate::structural::{CompileOptions, Schema};
 use crate::{FieldCause, SchemaError, builtin};
 
-pub(crate) use names::dns1035_label;
+pub(crate) use names::{dns1035_label, dns1123_label_ok, dns1123_subdomain_ok};
 pub use spec::apply_crd_defaults;
 
 /// Which schema rules are enforced. All are on for a create; an update relaxes a rule the old

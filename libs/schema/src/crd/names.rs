@@ -42,6 +42,16 @@ pub(crate) fn dns1123_subdomain(value: &str) -> Vec<String> {
     errors
 }
 
+/// `IsDNS1123Label` holds.
+pub(crate) fn dns1123_label_ok(value: &str) -> bool {
+    value.len() <= 63 && is_label_1123(value)
+}
+
+/// `IsDNS1123Subdomain` holds.
+pub(crate) fn dns1123_subdomain_ok(value: &str) -> bool {
+    dns1123_subdomain(value).is_empty()
+}
+
 /// `IsDNS1035Label`.
 pub(crate) fn dns1035_label(value: &str) -> Vec<String> {
     let mut errors = Vec::new();

@@ -7,14 +7,15 @@ use std::sync::LazyLock;
 use base64::Engine;
 use regex::Regex;
 
-/// Whether `value` is valid for `format`; `None` when the format is not checked at all.
+/// Whether `value` is valid for `format`; `None` when the format is not checked at all. Names are
+/// compared without dashes, as go-openapi does (`date-time` is `datetime`).
 pub(crate) fn check(format: &str, value: &str) -> Option<bool> {
-    Some(match format {
+    Some(match format.replace('-', "").as_str() {
         "byte" => base64::engine::general_purpose::STANDARD
             .decode(value)
             .is_ok(),
         "date" => is_date(value),
-        "date-time" | "datetime" => is_date_time(value),
+        "datetime" => is_date_time(value),
         "uuid" => matches(&UUID, value),
         "uuid3" => matches(&UUID3, value),
         "uuid4" => matches(&UUID4, value),
@@ -25,9 +26,19 @@ pub(crate) fn check(format: &str, value: &str) -> Option<bool> {
         "mac" => matches(&MAC, value),
         "hostname" => is_hostname(value),
         "email" => matches(&EMAIL, value),
+        "uri" => matches(&URI, value),
         "hexcolor" => matches(&HEX_COLOR, value),
+        "rgbcolor" => matches(&RGB_COLOR, value),
         "bsonobjectid" => value.len() == 24 && value.bytes().all(|b| b.is_ascii_hexdigit()),
         "duration" => matches(&DURATION, value),
+        "ssn" => matches(&SSN, value),
+        "isbn" => is_isbn10(value) || is_isbn13(value),
+        "isbn10" => is_isbn10(value),
+        "isbn13" => is_isbn13(value),
+        "creditcard" => is_credit_card(value),
+        // Kubernetes names (1.34+): a DNS label and a DNS subdomain.
+        "k8sshortname" => crate::crd::dns1123_label_ok(value),
+        "k8slongname" => crate::crd::dns1123_subdomain_ok(value),
         _ => return None,
     })
 }
@@ -58,6 +69,19 @@ static MAC: LazyLock<Regex> = LazyLock::new(|| {
     regex(r"^([0-9A-Fa-f]{2}[:-]){5}[0-9A-Fa-f]{2}$|^([0-9A-Fa-f]{4}\.){2}[0-9A-Fa-f]{4}$")
 });
 static EMAIL: LazyLock<Regex> = LazyLock::new(|| regex(r"^[^@\s]+@[^@\s]+\.[^@\s]+$"));
+static URI: LazyLock<Regex> =
+    LazyLock::new(|| regex(r"^(/[^\s]*|[A-Za-z][A-Za-z0-9+.-]*:[^\s]*)$"));
+static RGB_COLOR: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        r"^rgb\(\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*,\s*(0|[1-9]\d?|1\d\d?|2[0-4]\d|25[0-5])\s*\)$",
+    )
+});
+static SSN: LazyLock<Regex> = LazyLock::new(|| regex(r"^\d{3}[- ]?\d{2}[- ]?\d{4}$"));
+static CREDIT_CARD: LazyLock<Regex> = LazyLock::new(|| {
+    regex(
+        r"^(?:4[0-9]{12}(?:[0-9]{3})?|5[1-5][0-9]{14}|6(?:011|5[0-9][0-9])[0-9]{12}|3[47][0-9]{13}|3(?:0[0-5]|[68][0-9])[0-9]{11}|(?:2131|1800|35\d{3})\d{11})$",
+    )
+});
 static HEX_COLOR: LazyLock<Regex> = LazyLock::new(|| regex(r"^#?([0-9a-fA-F]{3}|[0-9a-fA-F]{6})$"));
 static DURATION: LazyLock<Regex> = LazyLock::new(|| {
     regex(
@@ -67,6 +91,68 @@ static DURATION: LazyLock<Regex> = LazyLock::new(|| {
 static TIME: LazyLock<Regex> = LazyLock::new(|| {
     regex(r"^([0-9]{2}):([0-9]{2}):([0-9]{2})(\.[0-9]+)?(z|([+-][0-9]{2}:[0-9]{2}))$")
 });
+
+/// ISBN digits with spaces and dashes taken out.
+fn isbn_digits(value: &str) -> String {
+    value.chars().filter(|c| *c != ' ' && *c != '-').collect()
+}
+
+fn is_isbn10(value: &str) -> bool {
+    let digits = isbn_digits(value);
+    let bytes = digits.as_bytes();
+    if bytes.len() != 10
+        || !bytes[..9].iter().all(u8::is_ascii_digit)
+        || !(bytes[9].is_ascii_digit() || bytes[9] == b'X')
+    {
+        return false;
+    }
+    let sum: u32 = bytes
+        .iter()
+        .enumerate()
+        .map(|(i, b)| {
+            let digit = if *b == b'X' { 10 } else { u32::from(b - b'0') };
+            (i as u32 + 1) * digit
+        })
+        .sum();
+    sum % 11 == 0
+}
+
+fn is_isbn13(value: &str) -> bool {
+    let digits = isbn_digits(value);
+    let bytes = digits.as_bytes();
+    if bytes.len() != 13 || !bytes.iter().all(u8::is_ascii_digit) {
+        return false;
+    }
+    let sum: u32 = bytes[..12]
+        .iter()
+        .enumerate()
+        .map(|(i, b)| u32::from(b - b'0') * if i % 2 == 0 { 1 } else { 3 })
+        .sum();
+    (10 - sum % 10) % 10 == u32::from(bytes[12] - b'0')
+}
+
+/// Known card number shapes (non-digits ignored) with a valid Luhn checksum.
+fn is_credit_card(value: &str) -> bool {
+    let digits: String = value.chars().filter(char::is_ascii_digit).collect();
+    if !CREDIT_CARD.is_match(&digits) {
+        return false;
+    }
+    let sum: u32 = digits
+        .bytes()
+        .rev()
+        .enumerate()
+        .map(|(i, b)| {
+            let d = u32::from(b - b'0');
+            if i % 2 == 1 {
+                let doubled = d * 2;
+                if doubled > 9 { doubled - 9 } else { doubled }
+            } else {
+                d
+            }
+        })
+        .sum();
+    sum % 10 == 0
+}
 
 /// `YYYY-MM-DD`, a real calendar day.
 fn is_date(value: &str) -> bool {
@@ -176,6 +262,22 @@ mod tests {
         assert_eq!(check("duration", "soon"), Some(false));
         assert_eq!(check("mac", "00:11:22:33:44:55"), Some(true));
         assert_eq!(check("email", "a@b.io"), Some(true));
+        assert_eq!(check("datetime", "2024-02-29T10:00:00Z"), Some(true));
+        assert_eq!(check("uri", "https://example.com/x"), Some(true));
+        assert_eq!(check("uri", "not a uri"), Some(false));
+        assert_eq!(check("rgbcolor", "rgb(255, 0, 10)"), Some(true));
+        assert_eq!(check("rgbcolor", "rgb(256,0,0)"), Some(false));
+        assert_eq!(check("ssn", "123-45-6789"), Some(true));
+        assert_eq!(check("isbn10", "0-321-75104-3"), Some(true));
+        assert_eq!(check("isbn10", "0321751044"), Some(false));
+        assert_eq!(check("isbn13", "978-0321751041"), Some(true));
+        assert_eq!(check("isbn", "9780321751042"), Some(false));
+        assert_eq!(check("creditcard", "4111 1111 1111 1111"), Some(true));
+        assert_eq!(check("creditcard", "4111 1111 1111 1112"), Some(false));
+        assert_eq!(check("k8s-short-name", "my-app"), Some(true));
+        assert_eq!(check("k8s-short-name", "my.app"), Some(false));
+        assert_eq!(check("k8s-long-name", "my.app"), Some(true));
+        assert_eq!(check("password", "anything"), None);
         assert_eq!(check("int32", "x"), None);
         assert_eq!(check("my-format", "x"), None);
     }
