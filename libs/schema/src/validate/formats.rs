@@ -114,7 +114,7 @@ fn is_isbn10(value: &str) -> bool {
             (i as u32 + 1) * digit
         })
         .sum();
-    sum % 11 == 0
+    sum.is_multiple_of(11)
 }
 
 fn is_isbn13(value: &str) -> bool {
@@ -151,7 +151,7 @@ fn is_credit_card(value: &str) -> bool {
             }
         })
         .sum();
-    sum % 10 == 0
+    sum.is_multiple_of(10)
 }
 
 /// `YYYY-MM-DD`, a real calendar day.
