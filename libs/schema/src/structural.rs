@@ -15,6 +15,7 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use crate::SchemaError;
+use crate::constraints::{Bound, Constraints, ListType, MapType, Pattern};
 
 /// How deep a schema may nest before compilation gives up (guards hand-built values).
 pub const MAX_SCHEMA_DEPTH: usize = 256;
@@ -106,6 +107,18 @@ struct Node {
     opaque: bool,
     required: Vec<String>,
     enum_values: Vec<Value>,
+    /// Value constraints and allOf/anyOf/oneOf/not; boxed as most (built-in) nodes have none.
+    checks: Option<Box<Checks>>,
+}
+
+/// What a node asks of values beyond their type and structure.
+#[derive(Debug, Default)]
+struct Checks {
+    constraints: Constraints,
+    all_of: Vec<Link>,
+    any_of: Vec<Link>,
+    one_of: Vec<Link>,
+    not: Option<Link>,
 }
 
 /// The nodes of one compilation unit.
@@ -113,6 +126,8 @@ struct Node {
 struct SchemaArena {
     nodes: Vec<Node>,
     names: HashMap<String, u32>,
+    /// Root properties [`Schema::compile_linked`] replaced, as they were declared.
+    declared: HashMap<String, Link>,
 }
 
 /// A compiled schema: a cheap, shareable handle to one node of an arena.
@@ -150,12 +165,19 @@ impl Schema {
         let root = compiler.alloc();
         compiler.fill(root, json, "", 0)?;
         let node = &mut compiler.nodes[root as usize];
+        let mut declared = HashMap::new();
         for (name, schema) in links {
-            node.properties
-                .insert((*name).to_owned(), Link::External(schema.clone()));
+            if let Some(own) = node
+                .properties
+                .insert((*name).to_owned(), Link::External(schema.clone()))
+            {
+                declared.insert((*name).to_owned(), own);
+            }
         }
+        let mut arena = compiler.finish();
+        arena.declared = declared;
         Ok(Schema {
-            arena: Arc::new(compiler.finish()),
+            arena: Arc::new(arena),
             root,
         })
     }
@@ -166,6 +188,13 @@ impl Schema {
             arena: &self.arena,
             id: self.root,
         }
+    }
+
+    /// A root property as the JSON declared it before [`Schema::compile_linked`] replaced it
+    /// (a CRD's own `metadata` restrictions on name/generateName, say).
+    pub fn declared_root_property(&self, name: &str) -> Option<SchemaNode<'_>> {
+        let link = self.arena.declared.get(name)?;
+        Some(self.root().follow(link))
     }
 
     /// The definition name of the root, when it is a named component.
@@ -381,6 +410,122 @@ impl<'a> SchemaNode<'a> {
     pub fn enum_values(self) -> &'a [Value] {
         &self.resolved().node().enum_values
     }
+
+    fn checks(self) -> Option<&'a Checks> {
+        self.resolved().node().checks.as_deref()
+    }
+
+    fn constraint<T>(self, get: impl FnOnce(&'a Constraints) -> T) -> Option<T> {
+        self.checks().map(|checks| get(&checks.constraints))
+    }
+
+    /// `pattern`, compiled.
+    pub fn pattern(self) -> Option<&'a Pattern> {
+        self.constraint(|c| c.pattern.as_ref()).flatten()
+    }
+
+    /// `maximum` with `exclusiveMaximum`.
+    pub fn maximum(self) -> Option<Bound> {
+        self.constraint(|c| c.maximum).flatten()
+    }
+
+    /// `minimum` with `exclusiveMinimum`.
+    pub fn minimum(self) -> Option<Bound> {
+        self.constraint(|c| c.minimum).flatten()
+    }
+
+    pub fn multiple_of(self) -> Option<f64> {
+        self.constraint(|c| c.multiple_of).flatten()
+    }
+
+    /// `maxLength`, in Unicode code points.
+    pub fn max_length(self) -> Option<i64> {
+        self.constraint(|c| c.max_length).flatten()
+    }
+
+    /// `minLength`, in Unicode code points.
+    pub fn min_length(self) -> Option<i64> {
+        self.constraint(|c| c.min_length).flatten()
+    }
+
+    pub fn max_items(self) -> Option<i64> {
+        self.constraint(|c| c.max_items).flatten()
+    }
+
+    pub fn min_items(self) -> Option<i64> {
+        self.constraint(|c| c.min_items).flatten()
+    }
+
+    pub fn unique_items(self) -> bool {
+        self.constraint(|c| c.unique_items).unwrap_or(false)
+    }
+
+    pub fn max_properties(self) -> Option<i64> {
+        self.constraint(|c| c.max_properties).flatten()
+    }
+
+    pub fn min_properties(self) -> Option<i64> {
+        self.constraint(|c| c.min_properties).flatten()
+    }
+
+    /// The `default` value.
+    pub fn default(self) -> Option<&'a Value> {
+        self.constraint(|c| c.default.as_ref()).flatten()
+    }
+
+    /// `x-kubernetes-list-type` (unknown values read as absent).
+    pub fn list_type(self) -> Option<ListType> {
+        self.constraint(|c| c.list_type).flatten()
+    }
+
+    /// `x-kubernetes-list-map-keys`.
+    pub fn list_map_keys(self) -> &'a [String] {
+        self.constraint(|c| c.list_map_keys.as_slice())
+            .unwrap_or(&[])
+    }
+
+    /// `x-kubernetes-map-type` (unknown values read as absent).
+    pub fn map_type(self) -> Option<MapType> {
+        self.constraint(|c| c.map_type).flatten()
+    }
+
+    /// `x-kubernetes-validations` as written (a JSON list of rules).
+    pub fn validations(self) -> Option<&'a Value> {
+        self.constraint(|c| c.validations.as_ref()).flatten()
+    }
+
+    fn links(self, get: impl FnOnce(&'a Checks) -> &'a [Link]) -> Vec<SchemaNode<'a>> {
+        let resolved = self.resolved();
+        match resolved.node().checks.as_deref() {
+            Some(checks) => get(checks)
+                .iter()
+                .map(|link| resolved.follow(link))
+                .collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// `allOf` branches (value validations; a lone `allOf: [$ref]` is structure instead).
+    pub fn all_of(self) -> Vec<SchemaNode<'a>> {
+        self.links(|c| &c.all_of)
+    }
+
+    /// `anyOf` branches.
+    pub fn any_of(self) -> Vec<SchemaNode<'a>> {
+        self.links(|c| &c.any_of)
+    }
+
+    /// `oneOf` branches.
+    pub fn one_of(self) -> Vec<SchemaNode<'a>> {
+        self.links(|c| &c.one_of)
+    }
+
+    /// The `not` schema.
+    pub fn not_schema(self) -> Option<SchemaNode<'a>> {
+        let resolved = self.resolved();
+        let link = resolved.node().checks.as_deref()?.not.as_ref()?;
+        Some(resolved.follow(link))
+    }
 }
 
 struct Compiler<'o> {
@@ -402,6 +547,7 @@ impl<'o> Compiler<'o> {
         SchemaArena {
             nodes: self.nodes,
             names: self.names,
+            declared: HashMap::new(),
         }
     }
 
@@ -513,23 +659,47 @@ impl<'o> Compiler<'o> {
             };
             node.items = Some(self.sub(items, &format!("{path}[*]"), depth)?);
         }
+        let mut checks = Checks::default();
+        let constraints = Constraints::read(map);
+        let mut has_checks = constraints.is_some();
+        checks.constraints = constraints.unwrap_or_default();
         for keyword in ["oneOf", "anyOf"] {
             if let Some(Value::Array(branches)) = map.get(keyword) {
                 for (index, branch) in branches.iter().enumerate() {
                     let link = self.sub(branch, &format!("{path}<{keyword}{index}>"), depth)?;
-                    node.alternatives.push(link);
+                    node.alternatives.push(link.clone());
+                    has_checks = true;
+                    if keyword == "oneOf" {
+                        checks.one_of.push(link);
+                    } else {
+                        checks.any_of.push(link);
+                    }
                 }
             }
         }
-        // `allOf: [{$ref}]` is how OpenAPI 3.0 puts a description next to a reference.
-        if let Some(Value::Array(all_of)) = map.get("allOf")
-            && node.target.is_none()
-            && node.ty.is_none()
-            && node.properties.is_empty()
-            && all_of.len() == 1
-            && let Some(only) = all_of.first()
-        {
-            node.target = Some(self.sub(only, path, depth)?);
+        if let Some(Value::Array(all_of)) = map.get("allOf") {
+            // `allOf: [{$ref}]` is how OpenAPI 3.0 puts a description next to a reference.
+            if node.target.is_none()
+                && node.ty.is_none()
+                && node.properties.is_empty()
+                && all_of.len() == 1
+                && let Some(only) = all_of.first()
+            {
+                node.target = Some(self.sub(only, path, depth)?);
+            } else {
+                for (index, branch) in all_of.iter().enumerate() {
+                    let link = self.sub(branch, &format!("{path}<allOf{index}>"), depth)?;
+                    checks.all_of.push(link);
+                    has_checks = true;
+                }
+            }
+        }
+        if let Some(not) = map.get("not") {
+            checks.not = Some(self.sub(not, &format!("{path}<not>"), depth)?);
+            has_checks = true;
+        }
+        if has_checks {
+            node.checks = Some(Box::new(checks));
         }
 
         let structureless = node.properties.is_empty()
@@ -707,6 +877,95 @@ mod tests {
         .expect("compiles");
         let linked = cr.root().property("metadata").expect("metadata");
         assert!(linked.property("name").is_some());
+        let declared = cr.declared_root_property("metadata").expect("declared");
+        assert!(declared.property("name").is_none());
+        assert!(cr.declared_root_property("spec").is_none());
         assert!(meta.same_as(&meta.clone()));
+    }
+
+    #[test]
+    fn nodes_keep_value_constraints() {
+        let schema = Schema::compile(&json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "pattern": "^[a-z]+$", "minLength": 1, "maxLength": 8,
+                         "default": "x", "enum": ["x", "y"]},
+                "count": {"type": "integer", "minimum": 0, "exclusiveMinimum": true, "maximum": 5,
+                          "multipleOf": 1},
+                "ports": {"type": "array", "minItems": 1, "maxItems": 3, "uniqueItems": true,
+                          "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                          "items": {"type": "object", "x-kubernetes-map-type": "atomic",
+                                    "properties": {"name": {"type": "string"}}}},
+                "labels": {"type": "object", "minProperties": 1, "maxProperties": 2,
+                           "additionalProperties": {"type": "string"},
+                           "x-kubernetes-validations": [{"rule": "size(self) > 0"}]},
+                "mixed": {"type": "string", "allOf": [{"minLength": 1}], "anyOf": [{"maxLength": 2}],
+                          "oneOf": [{"pattern": "a"}, {"pattern": "b"}], "not": {"enum": ["z"]}}
+            }
+        }))
+        .expect("compiles");
+        let root = schema.root();
+        let node = |name: &str| root.property(name).expect("property");
+        let name = node("name");
+        assert!(
+            name.pattern()
+                .and_then(Pattern::regex)
+                .is_some_and(|re| re.is_match("abc"))
+        );
+        assert_eq!((name.min_length(), name.max_length()), (Some(1), Some(8)));
+        assert_eq!(name.default(), Some(&json!("x")));
+        assert_eq!(name.enum_values().len(), 2);
+        let count = node("count");
+        assert_eq!(
+            count.minimum(),
+            Some(Bound {
+                limit: 0.0,
+                exclusive: true
+            })
+        );
+        assert_eq!(
+            count.maximum(),
+            Some(Bound {
+                limit: 5.0,
+                exclusive: false
+            })
+        );
+        assert_eq!(count.multiple_of(), Some(1.0));
+        let ports = node("ports");
+        assert_eq!((ports.min_items(), ports.max_items()), (Some(1), Some(3)));
+        assert!(ports.unique_items());
+        assert_eq!(ports.list_type(), Some(ListType::Map));
+        assert_eq!(ports.list_map_keys(), ["name".to_owned()]);
+        assert_eq!(
+            ports.items().and_then(SchemaNode::map_type),
+            Some(MapType::Atomic)
+        );
+        let labels = node("labels");
+        assert_eq!(
+            (labels.min_properties(), labels.max_properties()),
+            (Some(1), Some(2))
+        );
+        assert_eq!(
+            labels.validations(),
+            Some(&json!([{"rule": "size(self) > 0"}]))
+        );
+        let mixed = node("mixed");
+        assert_eq!(mixed.all_of().len(), 1);
+        assert_eq!(mixed.any_of().len(), 1);
+        assert_eq!(mixed.one_of().len(), 2);
+        assert_eq!(
+            mixed.not_schema().map(SchemaNode::enum_values),
+            Some(&[json!("z")][..])
+        );
+        // Nodes without constraints answer with nothing.
+        let plain = ports
+            .items()
+            .and_then(|i| i.property("name"))
+            .expect("name");
+        assert_eq!(
+            (plain.list_type(), plain.default(), plain.max_length()),
+            (None, None, None)
+        );
+        assert!(plain.all_of().is_empty() && plain.list_map_keys().is_empty());
     }
 }

@@ -9,24 +9,32 @@
 //! * [`type_errors`] finds values of the wrong JSON type; see that module for how kube-apiserver
 //!   reports them (400 from the decoder for built-ins, 422 causes for custom resources).
 
+mod defaults;
 mod duplicates;
-mod path;
+mod formats;
+pub(crate) mod gofmt;
+pub(crate) mod path;
 mod prune;
 mod required;
 mod types;
 mod unknown;
+mod values;
 
 use std::fmt;
 
 use serde_json::Value;
 
+pub use defaults::apply_defaults;
 pub use duplicates::duplicate_fields;
 pub use prune::prune;
+pub(crate) use prune::prune_node;
 pub use required::missing_required;
 pub use types::{
     CauseReason, FieldCause, TypeMismatch, decode_error, type_errors, type_mismatches,
 };
 pub use unknown::unknown_fields;
+pub(crate) use values::validate_node;
+pub use values::{validate_value, validate_value_update};
 
 use crate::structural::{AdditionalProperties, Schema, SchemaNode, SchemaType};
 use crate::{SchemaError, builtin};
@@ -160,7 +168,10 @@ pub(crate) fn choose<'a>(node: SchemaNode<'a>, value: &Value) -> Choice<'a> {
         if node.is_opaque() {
             return Choice::Opaque;
         }
-        if node.int_or_string() || effective_type(node).is_some() {
+        // An untyped x-kubernetes-preserve-unknown-fields node keeps whatever it gets; its
+        // anyOf/oneOf (CRD value validations) must not be mistaken for structure.
+        if node.int_or_string() || effective_type(node).is_some() || node.preserve_unknown_fields()
+        {
             return Choice::Node(node);
         }
         let branches: Vec<SchemaNode<'a>> = node.alternatives().collect();

@@ -13,7 +13,8 @@ pub fn prune(schema: &Schema, mut value: Value) -> Value {
     value
 }
 
-fn prune_node(node: SchemaNode<'_>, value: &mut Value, resource: bool) {
+/// Prunes `value` against `node`; `resource` says it is a whole (embedded) resource.
+pub(crate) fn prune_node(node: SchemaNode<'_>, value: &mut Value, resource: bool) {
     let Choice::Node(node) = choose(node, value) else {
         return;
     };
@@ -68,5 +69,65 @@ mod tests {
         let schema = builtin_schema("", "v1", "ConfigMap").expect("schema");
         let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "annotations": {"x/y": "z"}}, "data": {"any-key": "v"}});
         assert_eq!(prune(&schema, body.clone()), body);
+    }
+
+    #[test]
+    fn crd_structural_pruning() {
+        let schema = crate::crd::compile_version_schema(&json!({
+            "type": "object",
+            "properties": {
+                "spec": {"type": "object", "properties": {
+                    "known": {"type": "string"},
+                    "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true,
+                             "properties": {"typed": {"type": "object", "properties": {"a": {"type": "integer"}}}}},
+                    "anything": {"x-kubernetes-preserve-unknown-fields": true,
+                                 "anyOf": [{"properties": {"x": {}}}]},
+                    "size": {"x-kubernetes-int-or-string": true},
+                    "empty": {"type": "object"},
+                    "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                    "template": {"type": "object", "x-kubernetes-embedded-resource": true,
+                                 "properties": {"spec": {"type": "object", "properties": {"n": {"type": "integer"}}}}},
+                    "items": {"type": "array", "items": {"type": "object", "properties": {"name": {"type": "string"}}}}
+                }}
+            }
+        }))
+        .expect("compiles");
+        let body = json!({
+            "apiVersion": "example.com/v1", "kind": "Widget",
+            "metadata": {"name": "w", "namespace": "default", "unknownMeta": 1},
+            "spec": {
+                "known": "k", "dropped": 1,
+                "free": {"kept": {"deep": true}, "typed": {"a": 1, "b": 2}},
+                "anything": {"y": [1, 2], "x": 1},
+                "size": "50%",
+                "empty": {"gone": 1},
+                "labels": {"a": "b"},
+                "template": {"apiVersion": "v1", "kind": "Pod",
+                             "metadata": {"name": "p", "junk": 1},
+                             "spec": {"n": 1, "m": 2}, "status": {}},
+                "items": [{"name": "a", "extra": 1}]
+            },
+            "status": {"x": 1}
+        });
+        let pruned = prune(&schema, body);
+        assert_eq!(
+            pruned,
+            json!({
+                "apiVersion": "example.com/v1", "kind": "Widget",
+                "metadata": {"name": "w", "namespace": "default"},
+                "spec": {
+                    "known": "k",
+                    "free": {"kept": {"deep": true}, "typed": {"a": 1}},
+                    "anything": {"y": [1, 2], "x": 1},
+                    "size": "50%",
+                    "empty": {},
+                    "labels": {"a": "b"},
+                    "template": {"apiVersion": "v1", "kind": "Pod",
+                                 "metadata": {"name": "p"}, "spec": {"n": 1}},
+                    "items": [{"name": "a"}]
+                }
+            })
+        );
+        assert!(unknown_fields(&schema, &pruned).is_empty());
     }
 }
