@@ -46,14 +46,16 @@ impl CustomResourceStrategy {
     fn normalize(&self, obj: &mut Value) {
         let pruned = kcp_schema::prune(&self.version.schema, std::mem::take(obj));
         *obj = pruned;
-        apply_defaults(&self.version.schema, obj);
+        kcp_schema::apply_defaults(&self.version.schema, obj);
     }
 
     fn check(&self, new: &Value, old: Option<&Value>) -> Vec<Cause> {
-        let mut causes: Vec<Cause> = validate_value(&self.version.schema, new)
-            .iter()
-            .map(field_cause)
-            .collect();
+        let problems = match old {
+            // Values an update leaves unchanged are not held to rules they already broke.
+            Some(old) => kcp_schema::validate_value_update(&self.version.schema, new, old),
+            None => kcp_schema::validate_value(&self.version.schema, new),
+        };
+        let mut causes: Vec<Cause> = problems.iter().map(field_cause).collect();
         if causes.is_empty()
             && let Some(rules) = &self.version.rules
         {
@@ -62,13 +64,6 @@ impl CustomResourceStrategy {
         causes
     }
 }
-
-// Interim: structural types only, until kcp-schema's full value validation and defaulting land.
-fn validate_value(schema: &Schema, value: &Value) -> Vec<kcp_schema::FieldCause> {
-    kcp_schema::type_errors(schema, value)
-}
-
-fn apply_defaults(_schema: &Schema, _value: &mut Value) {}
 
 /// A schema validator's cause as a Status cause.
 pub fn field_cause(cause: &kcp_schema::FieldCause) -> Cause {

@@ -328,7 +328,115 @@ async fn namespace_deletion_removes_custom_resources(h: &Harness) {
     assert_eq!(reg.get(&ns, at).await.err().map(|e| e.code), Some(404));
 }
 
+async fn custom_resources_are_defaulted_and_validated(h: &Harness) {
+    let mut crd = widget_crd("integer");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({
+        "type": "object",
+        "required": ["color"],
+        "properties": {
+            "size": {"type": "integer", "minimum": 1, "maximum": 10, "default": 5},
+            "color": {"type": "string", "enum": ["red", "blue"]},
+            "tag": {"type": "string", "pattern": "^[a-z]+$"},
+            "extra": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+        }
+    });
+    create_crd(h, "root", crd).await;
+    let def = served(h, "root").await;
+    let reg = h.server.registry();
+    let obj = |spec: Value| json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}, "spec": spec});
+    let created = reg
+        .create(
+            &def,
+            "root",
+            Some("default"),
+            obj(json!({"color": "red", "extra": {"any": {"thing": 1}}, "drop": 1})),
+            WriteOptions::default(),
+        )
+        .await
+        .expect("valid widget");
+    // Defaulted, pruned, unknown fields kept where the schema preserves them.
+    assert_eq!(
+        created.object["spec"],
+        json!({"color": "red", "extra": {"any": {"thing": 1}}, "size": 5})
+    );
+    let err = reg
+        .create(
+            &def,
+            "root",
+            Some("default"),
+            obj(json!({"size": 11, "color": "green", "tag": "A1"})),
+            WriteOptions { dry_run: true },
+        )
+        .await
+        .err()
+        .expect("invalid widget");
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    let mut causes: Vec<(String, String)> = err
+        .details
+        .causes
+        .iter()
+        .map(|c| (c.field.clone(), c.reason.clone()))
+        .collect();
+    causes.sort();
+    assert_eq!(
+        causes,
+        vec![
+            (
+                "spec.color".to_string(),
+                "FieldValueNotSupported".to_string()
+            ),
+            ("spec.size".to_string(), "FieldValueInvalid".to_string()),
+            ("spec.tag".to_string(), "FieldValueInvalid".to_string()),
+        ],
+        "{err:?}"
+    );
+    let err = reg
+        .create(
+            &def,
+            "root",
+            Some("default"),
+            obj(json!({"size": 2})),
+            WriteOptions { dry_run: true },
+        )
+        .await
+        .err()
+        .expect("missing color");
+    assert_eq!(err.details.causes[0].field, "spec.color");
+    assert_eq!(err.details.causes[0].reason, "FieldValueRequired");
+}
+
+async fn invalid_crds_are_refused(h: &Harness) {
+    let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
+    let mut crd = widget_crd("integer");
+    crd["metadata"]["name"] = json!("wrong.example.com");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["size"] =
+        json!({});
+    let err = h
+        .server
+        .registry()
+        .create(&crds, "root", None, crd, WriteOptions::default())
+        .await
+        .err()
+        .expect("invalid CRD");
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    let fields: Vec<&str> = err
+        .details
+        .causes
+        .iter()
+        .map(|c| c.field.as_str())
+        .collect();
+    assert!(fields.contains(&"metadata.name"), "{fields:?}");
+    assert!(
+        fields
+            .iter()
+            .any(|f| f.contains("openAPIV3Schema.properties[spec].properties[size].type")),
+        "{fields:?}"
+    );
+}
+
 on_both_stores!(crds_are_per_cluster);
+on_both_stores!(custom_resources_are_defaulted_and_validated);
+on_both_stores!(invalid_crds_are_refused);
 on_both_stores!(clusters_with_the_same_crd_share_one_api_set);
 on_both_stores!(conflicting_names_are_not_accepted);
 on_both_stores!(deleting_a_crd_deletes_its_objects);

@@ -178,11 +178,7 @@ impl CrdApis {
 /// Compiles a version's `openAPIV3Schema` for serving: the structure with `metadata` linked to the
 /// built-in ObjectMeta, and the OpenAPI component published for it.
 fn compile_version(schema_json: &Value) -> Result<CompiledVersion, kcp_schema::SchemaError> {
-    let schema = kcp_schema::Schema::compile_linked(
-        schema_json,
-        &kcp_schema::CompileOptions::default(),
-        &[("metadata", kcp_schema::builtin::object_meta())],
-    )?;
+    let schema = kcp_schema::crd::compile_version_schema(schema_json)?;
     let mut openapi = schema_json.clone();
     if let Some(props) = openapi.get_mut("properties").and_then(Value::as_object_mut) {
         props.insert(

@@ -60,6 +60,10 @@ fn stored_bytes(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> {
 
 /// Fields the kind's schema requires, absent from `obj`: 422 causes, as Kubernetes' validation reports them.
 fn required_fields(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
+    // A custom resource's strategy validates its whole schema, required fields included.
+    if def.custom_schema.is_some() {
+        return Vec::new();
+    }
     match def.schema() {
         Some(schema) => kcp_schema::missing_required(&schema, obj)
             .iter()
