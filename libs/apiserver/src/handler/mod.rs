@@ -29,6 +29,7 @@ pub struct RequestContext {
     pub user: UserInfo,
     pub accept: Option<String>,
     pub content_type: Option<String>,
+    pub user_agent: Option<String>,
 }
 
 impl ApiServer {
@@ -143,6 +144,7 @@ impl ApiServer {
                 .map(str::to_string)
         };
         let ctx = RequestContext {
+            user_agent: header(header::USER_AGENT),
             accept: header(header::ACCEPT),
             content_type: header(header::CONTENT_TYPE),
             info,

@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use http::{Method, Response, StatusCode};
 use kcp_api_types::{ResourceDef, ResourceKind};
-use kcp_apimachinery::status::{ApiError, success_status};
+use kcp_apimachinery::status::{ApiError, Cause, success_status};
 use serde_json::{Value, json};
 
 use super::RequestContext;
@@ -16,13 +16,15 @@ use crate::registry::{
 use crate::request_info::{ClusterTarget, ResourceRequest, Target};
 use crate::table::{self, IncludeObject};
 use crate::watch_cache::CachedObject;
-use crate::{ApiServer, Body, response};
+use crate::{ApiServer, Body, apply, response};
 
 /// How a request body is to be applied.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum PatchType {
     Json,
     Merge,
     Strategic,
+    Apply,
 }
 
 impl ApiServer {
@@ -137,6 +139,8 @@ impl ApiServer {
                 {
                     crate::crd::check_reserved_group(cluster, &obj)?;
                 }
+                let manager = self.field_manager(ctx, &def)?;
+                let obj = apply::track_write(&def, UpdateKind::Main, &manager, None, obj);
                 let written = self
                     .registry
                     .create(&def, cluster, req.namespace.as_deref(), obj, opts)
@@ -156,9 +160,18 @@ impl ApiServer {
                     dry_run: ctx.query.dry_run()?,
                 };
                 let at = object_ref(cluster, req)?;
+                let manager = self.field_manager(ctx, &def)?;
                 let written = self
                     .registry
-                    .update(&def, at, update_kind, opts, |_| Ok(obj.clone()))
+                    .update(&def, at, update_kind, opts, |old| {
+                        Ok(apply::track_write(
+                            &def,
+                            update_kind,
+                            &manager,
+                            Some(old),
+                            obj.clone(),
+                        ))
+                    })
                     .await?;
                 let mut resp = encode_object(ctx, &def, &written.json, output, StatusCode::OK)?;
                 response::add_warnings(&mut resp, &warnings);
@@ -167,10 +180,12 @@ impl ApiServer {
             "patch" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let raw = codec::read_body(body).await?;
-                let written = self
+                let (written, warnings) = self
                     .patch(ctx, &def, object_ref(cluster, req)?, update_kind, &raw)
                     .await?;
-                encode_object(ctx, &def, &written.json, output, StatusCode::OK)
+                let mut resp = encode_object(ctx, &def, &written.json, output, StatusCode::OK)?;
+                response::add_warnings(&mut resp, &warnings);
+                Ok(resp)
             }
             "delete" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
@@ -244,24 +259,73 @@ impl ApiServer {
         at: ObjectRef<'_>,
         kind: UpdateKind,
         raw: &[u8],
-    ) -> Result<Written, ApiError> {
+    ) -> Result<(Written, Vec<String>), ApiError> {
         let ct = codec::essence(ctx.content_type.as_deref());
         let patch_type = match ct.as_str() {
             "application/json-patch+json" => PatchType::Json,
             "application/merge-patch+json" => PatchType::Merge,
-            "application/strategic-merge-patch+json" => PatchType::Strategic,
-            "application/apply-patch+yaml" => {
-                return Err(ApiError::unsupported_media_type(
-                    "application/apply-patch+yaml (server-side apply is not supported yet)",
-                ));
+            // Custom resources have no Go struct tags to merge by.
+            "application/strategic-merge-patch+json" if def.custom_schema.is_some() => {
+                return Err(ApiError::unsupported_media_type(&ct));
             }
+            "application/strategic-merge-patch+json" => PatchType::Strategic,
+            "application/apply-patch+yaml" => PatchType::Apply,
             other => return Err(ApiError::unsupported_media_type(other)),
         };
-        let patch: Value = serde_json::from_slice(raw)
-            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+        let force = match ctx.query.get("force") {
+            None => None,
+            Some("true") => Some(true),
+            Some("false") => Some(false),
+            Some(other) => {
+                return Err(ApiError::bad_request(format!(
+                    "force: Invalid value: {other:?}: must be true or false"
+                )));
+            }
+        };
+        let mut option_errors = Vec::new();
+        let has_manager = ctx.query.get("fieldManager").is_some_and(|m| !m.is_empty());
+        if patch_type == PatchType::Apply && !has_manager {
+            option_errors.push(Cause::required(
+                "fieldManager",
+                "is required for apply patch",
+            ));
+        }
+        if patch_type != PatchType::Apply && force.is_some() {
+            option_errors.push(Cause::forbidden(
+                "force",
+                "may not be specified for non-apply patch",
+            ));
+        }
+        if !option_errors.is_empty() {
+            return Err(ApiError::invalid(
+                "meta.k8s.io",
+                "PatchOptions",
+                "",
+                option_errors,
+            ));
+        }
+        let manager = self.field_manager(ctx, def)?;
         let opts = WriteOptions {
             dry_run: ctx.query.dry_run()?,
         };
+        if patch_type == PatchType::Apply {
+            let config = codec::decode_yaml(raw)?;
+            let (config, warnings) = self.field_validation(ctx, def, config, raw)?;
+            let written = self
+                .server_side_apply(
+                    def,
+                    at,
+                    kind,
+                    opts,
+                    &manager,
+                    force.unwrap_or(false),
+                    config,
+                )
+                .await?;
+            return Ok((written, warnings));
+        }
+        let patch: Value = serde_json::from_slice(raw)
+            .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
         let strict = ctx.query.get("fieldValidation") == Some("Strict");
         let schema = if strict { def.schema() } else { None };
         self.registry
@@ -276,9 +340,67 @@ impl ApiServer {
                         )));
                     }
                 }
-                Ok(patched)
+                Ok(apply::track_write(def, kind, &manager, Some(old), patched))
             })
             .await
+            .map(|written| (written, Vec::new()))
+    }
+
+    /// `application/apply-patch+yaml`: merges the applied configuration into the live object
+    /// (creating it when absent) with field ownership; conflicts are 409 unless forced.
+    #[allow(clippy::too_many_arguments)]
+    async fn server_side_apply(
+        &self,
+        def: &Arc<ResourceDef>,
+        at: ObjectRef<'_>,
+        kind: UpdateKind,
+        opts: WriteOptions,
+        manager: &str,
+        force: bool,
+        config: Value,
+    ) -> Result<Written, ApiError> {
+        if !config.is_object() {
+            return Err(ApiError::bad_request(
+                "the applied configuration must be an object",
+            ));
+        }
+        let config_name = config
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !config_name.is_empty() && config_name != at.name {
+            return Err(ApiError::bad_request(format!(
+                "the name of the object ({config_name}) does not match the name on the URL ({})",
+                at.name
+            )));
+        }
+        let result = self
+            .registry
+            .update(def, at, kind, opts, |old| {
+                apply::apply(def, kind, manager, force, Some(old), &config)
+            })
+            .await;
+        match result {
+            Err(err) if err.code == 404 && kind == UpdateKind::Main => {
+                let mut obj = apply::apply(def, kind, manager, force, None, &config)?;
+                if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
+                    meta.insert("name".into(), Value::String(at.name.to_string()));
+                }
+                let written = self
+                    .registry
+                    .create(def, at.cluster, at.namespace, obj, opts)
+                    .await?;
+                self.after_create(def, at.cluster, &written).await;
+                Ok(written)
+            }
+            other => other,
+        }
+    }
+
+    /// The field manager of a write, or 422 for an invalid `fieldManager`.
+    fn field_manager(&self, ctx: &RequestContext, def: &ResourceDef) -> Result<String, ApiError> {
+        apply::field_manager(ctx.query.get("fieldManager"), ctx.user_agent.as_deref())
+            .map_err(|cause| ApiError::invalid(&def.group, &def.kind, "", vec![cause]))
     }
 
     /// `fieldValidation`: unknown or duplicate fields are an error (Strict), a warning (Warn, the
@@ -454,6 +576,7 @@ fn apply_patch(
                 ErrorClass::Internal => ApiError::internal(e),
             })
         }
+        PatchType::Apply => Err(ApiError::internal("apply patches take their own path")),
     }
 }
 
