@@ -6,6 +6,7 @@
 //! * [`openapi`]: the `/openapi/v3` documents kube-apiserver serves.
 
 pub mod builtin;
+pub mod cel;
 mod error;
 pub mod logical_cluster;
 pub mod openapi;
@@ -13,6 +14,7 @@ pub mod structural;
 pub mod validate;
 
 pub use builtin::{BuiltinKind, builtin_kinds, builtin_schema};
+pub use cel::CelRules;
 pub use error::SchemaError;
 pub use openapi::{OpenApiResource, hash, v3_group_version, v3_root};
 pub use structural::{

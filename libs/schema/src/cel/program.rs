@@ -1,0 +1,305 @@
+//! Compiling one CEL expression: parse, check, instrument.
+//!
+//! Without a type checker, the checks are the ones the AST allows: names must be declared
+//! (`self`, `oldSelf`, macro variables), and message literals (`Foo{...}`), which this
+//! interpreter cannot evaluate, are refused. Comprehensions get [`cost::TICK`] calls.
+
+use std::sync::LazyLock;
+
+use kube_cel::KubeCelExt;
+use kube_cel::cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr};
+use kube_cel::cel::parser::Parser;
+use kube_cel::cel::{self, Context, ExecutionError, ResolveResult, Value};
+
+use super::cost;
+
+/// The variables a validation rule may name.
+pub(super) const SELF: &str = "self";
+pub(super) const OLD_SELF: &str = "oldSelf";
+
+/// Type names usable as values (`type(x) == string`).
+const TYPE_NAMES: &[&str] = &[
+    "bool",
+    "int",
+    "uint",
+    "double",
+    "string",
+    "bytes",
+    "list",
+    "map",
+    "null_type",
+    "type",
+    "duration",
+    "timestamp",
+];
+
+/// Every function of `cel` and `kube-cel`, plus the meter; shared by all evaluations.
+static BASE: LazyLock<Context<'static>> = LazyLock::new(|| {
+    let mut ctx = Context::default().with_all();
+    cost::register(&mut ctx);
+    ctx
+});
+
+/// The root context evaluations build their scopes on.
+pub(super) fn base() -> &'static Context<'static> {
+    &BASE
+}
+
+/// A compiled, instrumented expression.
+#[derive(Debug)]
+pub(super) struct Program {
+    expr: IdedExpr,
+    /// Whether the expression names `oldSelf` (a transition rule).
+    pub uses_old_self: bool,
+    /// Cost charged before evaluation: the nodes evaluated outside any loop.
+    pub base_cost: u64,
+}
+
+impl Program {
+    /// Parses and checks `source`; the error is the detail Kubernetes puts after
+    /// `compilation failed: `.
+    pub fn compile(source: &str) -> Result<Program, String> {
+        let parsed = Parser::default()
+            .enable_optional_syntax(true)
+            .parse(source)
+            .map_err(|e| e.to_string())?;
+        let mut check = Check::default();
+        check.expr(&parsed, &mut Vec::new());
+        if let Some(error) = check.error {
+            return Err(format!("ERROR: <input>: {error}"));
+        }
+        let base_cost = straight_cost(&parsed);
+        let expr = instrument(parsed)?;
+        Ok(Program {
+            expr,
+            uses_old_self: check.uses_old_self,
+            base_cost,
+        })
+    }
+
+    /// Evaluates in `ctx`. A panic inside the interpreter (it has a few `todo!`s) becomes an
+    /// error instead of taking the request down.
+    pub fn execute(&self, ctx: &Context<'_>) -> ResolveResult {
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            Value::resolve(&self.expr, ctx)
+        }))
+        .unwrap_or_else(|_| {
+            Err(ExecutionError::function_error(
+                "cel",
+                "internal error in the expression interpreter",
+            ))
+        })
+    }
+}
+
+#[derive(Default)]
+struct Check {
+    error: Option<String>,
+    uses_old_self: bool,
+}
+
+impl Check {
+    /// Walks `e` with `scope` holding the macro variables in reach.
+    fn expr(&mut self, e: &IdedExpr, scope: &mut Vec<String>) {
+        if self.error.is_some() {
+            return;
+        }
+        match &e.expr {
+            Expr::Ident(name) => {
+                if scope.iter().any(|s| s == name) {
+                    return;
+                }
+                match name.as_str() {
+                    SELF => {}
+                    OLD_SELF => self.uses_old_self = true,
+                    n if TYPE_NAMES.contains(&n) => {}
+                    _ => {
+                        self.error = Some(format!(
+                            "undeclared reference to '{name}' (in container '')"
+                        ))
+                    }
+                }
+            }
+            Expr::Call(call) => {
+                if let Some(target) = &call.target {
+                    // `sets.contains(...)`: a bare name before a call may be a namespace.
+                    let namespace = matches!(&target.expr, Expr::Ident(n)
+                        if n != SELF && n != OLD_SELF && !scope.iter().any(|s| s == n));
+                    if !namespace {
+                        self.expr(target, scope);
+                    }
+                }
+                for arg in &call.args {
+                    self.expr(arg, scope);
+                }
+            }
+            Expr::Select(select) => self.expr(&select.operand, scope),
+            Expr::List(list) => {
+                for element in &list.elements {
+                    self.expr(element, scope);
+                }
+            }
+            Expr::Map(map) => {
+                for entry in &map.entries {
+                    match &entry.expr {
+                        EntryExpr::MapEntry(m) => {
+                            self.expr(&m.key, scope);
+                            self.expr(&m.value, scope);
+                        }
+                        EntryExpr::StructField(f) => {
+                            self.error = Some(format!("unsupported field '{}'", f.field));
+                        }
+                    }
+                }
+            }
+            Expr::Comprehension(c) => {
+                self.expr(&c.iter_range, scope);
+                self.expr(&c.accu_init, scope);
+                let depth = scope.len();
+                scope.push(c.iter_var.clone());
+                scope.extend(c.iter_var2.clone());
+                scope.push(c.accu_var.clone());
+                self.expr(&c.loop_cond, scope);
+                self.expr(&c.loop_step, scope);
+                self.expr(&c.result, scope);
+                scope.truncate(depth);
+            }
+            Expr::Literal(_) => {}
+            Expr::Struct(s) => {
+                self.error = Some(format!(
+                    "undeclared reference to '{}' (in container '')",
+                    s.type_name
+                ));
+            }
+            Expr::Unspecified => self.error = Some("unsupported expression".to_owned()),
+        }
+    }
+}
+
+/// Nodes evaluated once per evaluation: every node outside loop bodies.
+fn straight_cost(e: &IdedExpr) -> u64 {
+    let mut cost = 0;
+    visit(e, &mut |node| {
+        cost += 1;
+        match &node.expr {
+            // The body is charged by its ticks; range, init and result run once.
+            Expr::Comprehension(c) => Some(vec![&c.iter_range, &c.accu_init, &c.result]),
+            _ => None,
+        }
+    });
+    cost
+}
+
+/// Calls `f` on `e` and its descendants; `f` may name the children to visit (default: all).
+fn visit<'a>(e: &'a IdedExpr, f: &mut impl FnMut(&'a IdedExpr) -> Option<Vec<&'a IdedExpr>>) {
+    let children = f(e).unwrap_or_else(|| children(e));
+    for child in children {
+        visit(child, f);
+    }
+}
+
+fn children(e: &IdedExpr) -> Vec<&IdedExpr> {
+    match &e.expr {
+        Expr::Call(call) => call.target.iter().map(|t| &**t).chain(&call.args).collect(),
+        Expr::Select(select) => vec![&select.operand],
+        Expr::List(list) => list.elements.iter().collect(),
+        Expr::Map(map) => map
+            .entries
+            .iter()
+            .flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(m) => vec![&m.key, &m.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Expr::Comprehension(c) => vec![
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ],
+        Expr::Struct(s) => s
+            .entries
+            .iter()
+            .flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(m) => vec![&m.key, &m.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Unspecified => Vec::new(),
+    }
+}
+
+/// Cost of one iteration of `c`: the nodes of its condition and step, nested loops excluded
+/// (they tick for themselves).
+fn iteration_cost(c: &ComprehensionExpr) -> u64 {
+    straight_cost(&c.loop_cond) + straight_cost(&c.loop_step)
+}
+
+/// Rewrites every comprehension's condition `cond` into `@kcp.tick(cost, cond[, accu])`.
+fn instrument(mut e: IdedExpr) -> Result<IdedExpr, String> {
+    match &mut e.expr {
+        Expr::Comprehension(c) => {
+            let cost = iteration_cost(c);
+            let lists = matches!(c.accu_init.expr, Expr::List(_));
+            let c = &mut **c;
+            c.iter_range = instrument(std::mem::take(&mut c.iter_range))?;
+            c.accu_init = instrument(std::mem::take(&mut c.accu_init))?;
+            c.loop_step = instrument(std::mem::take(&mut c.loop_step))?;
+            c.result = instrument(std::mem::take(&mut c.result))?;
+            let cond = instrument(std::mem::take(&mut c.loop_cond))?;
+            let mut args = vec![int_literal(cost)?, cond];
+            if lists {
+                args.push(IdedExpr {
+                    id: 0,
+                    expr: Expr::Ident(c.accu_var.clone()),
+                });
+            }
+            c.loop_cond = IdedExpr {
+                id: 0,
+                expr: Expr::Call(cel::common::ast::CallExpr {
+                    func_name: cost::TICK.to_owned(),
+                    target: None,
+                    args,
+                }),
+            };
+        }
+        Expr::Call(call) => {
+            if let Some(target) = call.target.take() {
+                call.target = Some(Box::new(instrument(*target)?));
+            }
+            call.args = std::mem::take(&mut call.args)
+                .into_iter()
+                .map(instrument)
+                .collect::<Result<_, _>>()?;
+        }
+        Expr::Select(select) => {
+            let operand = std::mem::take(&mut *select.operand);
+            *select.operand = instrument(operand)?;
+        }
+        Expr::List(list) => {
+            list.elements = std::mem::take(&mut list.elements)
+                .into_iter()
+                .map(instrument)
+                .collect::<Result<_, _>>()?;
+        }
+        Expr::Map(map) => {
+            for entry in &mut map.entries {
+                if let EntryExpr::MapEntry(m) = &mut entry.expr {
+                    m.key = instrument(std::mem::take(&mut m.key))?;
+                    m.value = instrument(std::mem::take(&mut m.value))?;
+                }
+            }
+        }
+        Expr::Ident(_) | Expr::Literal(_) | Expr::Struct(_) | Expr::Unspecified => {}
+    }
+    Ok(e)
+}
+
+/// An integer literal node; the AST's literal types have no public constructor, so it is
+/// parsed.
+fn int_literal(n: u64) -> Result<IdedExpr, String> {
+    Parser::default()
+        .parse(&n.to_string())
+        .map_err(|e| e.to_string())
+}
