@@ -2,14 +2,15 @@
 //!
 //! Without a type checker, the checks are the ones the AST allows: names must be declared
 //! (`self`, `oldSelf`, macro variables), and message literals (`Foo{...}`), which this
-//! interpreter cannot evaluate, are refused. Comprehensions get [`cost::TICK`] calls.
+//! interpreter cannot evaluate, are refused. Comprehensions get [`cost::TICK`] calls, and
+//! optional field selection is rewritten around an interpreter bug.
 
 use std::sync::LazyLock;
 
 use kube_cel::KubeCelExt;
-use kube_cel::cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr};
+use kube_cel::cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, operators};
 use kube_cel::cel::parser::Parser;
-use kube_cel::cel::{self, Context, ExecutionError, ResolveResult, Value};
+use kube_cel::cel::{self, Context, ExecutionError, FunctionContext, ResolveResult, Value};
 
 use super::cost;
 
@@ -17,28 +18,32 @@ use super::cost;
 pub(super) const SELF: &str = "self";
 pub(super) const OLD_SELF: &str = "oldSelf";
 
-/// Type names usable as values (`type(x) == string`).
-const TYPE_NAMES: &[&str] = &[
-    "bool",
-    "int",
-    "uint",
-    "double",
-    "string",
-    "bytes",
-    "list",
-    "map",
-    "null_type",
-    "type",
-    "duration",
-    "timestamp",
+/// What Kubernetes accepts but this interpreter cannot run: refusing the CRD beats failing
+/// every write of its resources. Functions named `(namespace, name)`.
+const UNSUPPORTED: &[(Option<&str>, &str)] = &[
+    (Some("cel"), "bind"),
+    (None, "sortBy"),
+    (None, "transformList"),
+    (None, "transformMap"),
+    (None, "transformMapEntry"),
+    (None, "type"),
 ];
+
+/// Macros that take a second variable in their three-argument form (`all(i, v, ...)`).
+const TWO_VARIABLE_MACROS: &[&str] = &["all", "exists", "exists_one"];
 
 /// Every function of `cel` and `kube-cel`, plus the meter; shared by all evaluations.
 static BASE: LazyLock<Context<'static>> = LazyLock::new(|| {
     let mut ctx = Context::default().with_all();
+    // `dyn()` only matters to a type checker; here it is the identity.
+    ctx.add_function("dyn", dyn_identity);
     cost::register(&mut ctx);
     ctx
 });
+
+fn dyn_identity(_: &FunctionContext, value: Value) -> ResolveResult {
+    Ok(value)
+}
 
 /// The root context evaluations build their scopes on.
 pub(super) fn base() -> &'static Context<'static> {
@@ -112,7 +117,6 @@ impl Check {
                 match name.as_str() {
                     SELF => {}
                     OLD_SELF => self.uses_old_self = true,
-                    n if TYPE_NAMES.contains(&n) => {}
                     _ => {
                         self.error = Some(format!(
                             "undeclared reference to '{name}' (in container '')"
@@ -121,6 +125,23 @@ impl Check {
                 }
             }
             Expr::Call(call) => {
+                let namespace = match call.target.as_deref().map(|t| &t.expr) {
+                    Some(Expr::Ident(n)) => Some(n.as_str()),
+                    _ => None,
+                };
+                let unsupported = UNSUPPORTED.iter().any(|(ns, name)| {
+                    *name == call.func_name && (ns.is_none() || *ns == namespace)
+                }) || (call.target.is_some()
+                    && call.args.len() == 3
+                    && TWO_VARIABLE_MACROS.contains(&call.func_name.as_str()));
+                if unsupported {
+                    self.error = Some(format!(
+                        "'{}' with {} arguments is not supported by this server",
+                        call.func_name,
+                        call.args.len()
+                    ));
+                    return;
+                }
                 if let Some(target) = &call.target {
                     // `sets.contains(...)`: a bare name before a call may be a namespace.
                     let namespace = matches!(&target.expr, Expr::Ident(n)
@@ -265,6 +286,11 @@ fn instrument(mut e: IdedExpr) -> Result<IdedExpr, String> {
             };
         }
         Expr::Call(call) => {
+            // `x.?f` fails on a missing key in this interpreter (and wraps an optional
+            // operand's miss in a present optional); `x[?'f']` behaves as `x.?f` should.
+            if call.func_name == operators::OPT_SELECT {
+                operators::OPT_INDEX.clone_into(&mut call.func_name);
+            }
             if let Some(target) = call.target.take() {
                 call.target = Some(Box::new(instrument(*target)?));
             }

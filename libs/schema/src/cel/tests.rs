@@ -545,3 +545,62 @@ fn unchanged_values_are_ratcheted() {
     let worse = cr(json!({"minReplicas": 6, "maxReplicas": 3}));
     assert_eq!(rules.validate(&worse, Some(&bad)).len(), 1);
 }
+
+/// `self` for the library tests below.
+fn library_schema(rules: Json) -> Json {
+    json!({"type": "object", "x-kubernetes-validations": rules, "properties": {
+        "s": {"type": "string"},
+        "l": {"type": "array", "items": {"type": "integer"}},
+        "m": {"type": "object", "additionalProperties": {"type": "string"}}}})
+}
+
+#[test]
+fn kubernetes_libraries_are_available() {
+    let expressions = [
+        "self.l.exists_one(x, x == 1)",
+        "self.l.all(x, x > 0 || [1, 2].exists(y, y == x))",
+        "self.l.map(x, x * 2).sum() == 6 && self.l.filter(x, x > 1).size() == 1",
+        "quantity('1Gi').isGreaterThan(quantity('1Mi'))",
+        "isURL('https://a/b') && url('https://a.b/c').getHost() == 'a.b'",
+        "self.s.matches('^a') && self.s.split(',').size() == 2",
+        "self.s.lowerAscii() == 'a,b' && self.s.charAt(0) == 'a' && self.s.reverse() == 'b,a'",
+        "sets.contains([1, 2], [1]) && self.l.isSorted() && self.l.indexOf(2) == 1",
+        "ip('10.0.0.1').family() == 4 && isCIDR('10.0.0.0/8')",
+        "'%s'.format(['x']) == 'x' && strings.quote('a') == '\"a\"'",
+        "math.greatest(1, 2) == 2 && base64.encode(b'a') == 'YQ=='",
+        "semver('1.2.3').major() == 1",
+        "timestamp('2024-01-01T00:00:00Z') + duration('1h') > timestamp('2024-01-01T00:00:00Z')",
+        "'a' in self.m && has(self.m.a) && self.m.all(k, k == 'a')",
+        "int('5') == 5 && double(1) == 1.0 && dyn(self.s) == 'a,b'",
+        "lists.range(3) == [0, 1, 2] && self.l.slice(0, 1) == [1]",
+        "optional.of(1).hasValue() && self.l[?5].orValue(3) == 3",
+        "self.?missing.orValue(1) == 1 && !self.?missing.hasValue() && self.?m.?a.orValue('q') == 'x'",
+        "self.m[?'zz'].orValue('q') == 'q'",
+    ];
+    let rules: Vec<Json> = expressions.iter().map(|e| json!({"rule": e})).collect();
+    let rules = compile(library_schema(json!(rules)));
+    let causes = rules.validate(&json!({"s": "a,b", "l": [1, 2], "m": {"a": "x"}}), None);
+    assert_eq!(causes, vec![]);
+    // And they can fail: the same rules on other data.
+    let causes = rules.validate(&json!({"s": "b", "l": [2, 1], "m": {}}), None);
+    assert!(causes.len() >= 5, "{causes:#?}");
+}
+
+#[test]
+fn macros_this_interpreter_lacks_are_refused_at_compile_time() {
+    for rule in [
+        "cel.bind(x, 1, x == 1)",
+        "self.l.sortBy(x, x) == self.l",
+        "self.l.all(i, v, v >= 0)",
+        "type(self.s) == string",
+    ] {
+        let causes = compile_err(library_schema(json!([{"rule": rule}])));
+        assert_eq!(causes.len(), 1);
+        assert!(
+            causes[0]
+                .message
+                .contains("is not supported by this server"),
+            "{rule}: {causes:?}"
+        );
+    }
+}
