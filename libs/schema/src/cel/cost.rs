@@ -2,17 +2,27 @@
 //!
 //! kube-apiserver stops a rule whose actual cost passes a per-call limit and a request whose
 //! rules together pass a runtime budget. The `cel` interpreter counts nothing and cannot be
-//! interrupted, so [`program`](super::program) rewrites every comprehension (the only source of
-//! unbounded work) to call [`TICK`] before each iteration. The tick charges the iteration's
-//! static cost, plus the accumulator's length for list-building macros (`map`, `filter`), whose
-//! every step copies the list in this interpreter. Once the meter runs dry each tick fails,
-//! which ends the loop at once; the caller then reports the limit whatever the result was.
+//! interrupted, so [`program`](super::program) rewrites loop bodies (comprehensions are the only
+//! source of unbounded work) to report what they do:
+//!
+//! * each iteration calls [`TICK`], which charges the body's node count plus the size of the
+//!   item and of the accumulator, which this interpreter copies on every iteration;
+//! * inside a loop body, field selections, calls and the variables passed to calls go through
+//!   [`SIZED`], which charges the size of the value: the interpreter copies selected fields and
+//!   converts call arguments, so big values cost in proportion to their size.
+//!
+//! Sizes count one per value plus one per ten bytes of string (kube-apiserver's string
+//! traversal factor). Once the meter runs dry both functions fail, which ends the loop at once;
+//! the caller then reports the limit whatever the result was. The charges follow what this
+//! interpreter really does, so a rule that copies big values in a loop can run out sooner than
+//! in kube-apiserver, whose interpreter shares them.
 //!
 //! The meter is thread-local: an evaluation runs on one thread from start to end.
 
 use std::cell::Cell;
 
-use kube_cel::cel::{self, ExecutionError, FunctionContext, Value};
+use kube_cel::cel::objects::Key;
+use kube_cel::cel::{self, ExecutionError, FunctionContext, ResolveResult, Value};
 
 /// Cost limit of one rule evaluation (kube-apiserver's `PerCallLimit`).
 pub const PER_CALL_LIMIT: u64 = 1_000_000;
@@ -20,11 +30,15 @@ pub const PER_CALL_LIMIT: u64 = 1_000_000;
 /// Cost budget of all rules of one validation (kube-apiserver's `RuntimeCELCostBudget`).
 pub const RUNTIME_BUDGET: u64 = 10_000_000;
 
-/// Name of the metering function; `@` keeps it out of reach of rule authors.
+/// Names of the metering functions; `@` keeps them out of reach of rule authors.
 pub(super) const TICK: &str = "@kcp.tick";
+pub(super) const SIZED: &str = "@kcp.sized";
 
 /// kube-apiserver's text for a rule stopped by its cost limit.
 pub(super) const LIMIT_EXCEEDED: &str = "operation cancelled: actual cost limit exceeded";
+
+/// Bytes of string charged as one unit.
+const BYTES_PER_UNIT: u64 = 10;
 
 #[derive(Clone, Copy)]
 struct Meter {
@@ -89,8 +103,36 @@ fn charge(cost: u64) -> bool {
     })
 }
 
-/// The [`TICK`] function: `@kcp.tick(cost, loop_condition[, accumulator])`.
-pub(super) fn tick(ftx: &FunctionContext) -> Result<Value, ExecutionError> {
+fn exceeded() -> ExecutionError {
+    ExecutionError::function_error(TICK, LIMIT_EXCEEDED)
+}
+
+/// The size of a value, in cost units.
+pub(super) fn weight(value: &Value) -> u64 {
+    let text = |len: usize| 1 + len as u64 / BYTES_PER_UNIT;
+    match value {
+        Value::String(s) => text(s.len()),
+        Value::Bytes(b) => text(b.len()),
+        Value::List(items) => 1 + items.iter().map(weight).sum::<u64>(),
+        Value::Map(map) => {
+            1 + map
+                .map
+                .iter()
+                .map(|(k, v)| {
+                    let key = match k {
+                        Key::String(s) => text(s.len()),
+                        _ => 1,
+                    };
+                    key + weight(v)
+                })
+                .sum::<u64>()
+        }
+        _ => 1,
+    }
+}
+
+/// `@kcp.tick(cost, step, accumulator, item)`: charges one iteration, then runs its step.
+fn tick(ftx: &FunctionContext) -> ResolveResult {
     let arg = |i: usize| {
         ftx.args
             .get(i)
@@ -100,18 +142,30 @@ pub(super) fn tick(ftx: &FunctionContext) -> Result<Value, ExecutionError> {
         Value::Int(n) => u64::try_from(n).unwrap_or(0),
         _ => 0,
     };
-    if let Some(accumulator) = ftx.args.get(2)
-        && let Value::List(list) = Value::resolve(accumulator, ftx.ptx)?
-    {
-        cost = cost.saturating_add(list.len() as u64);
+    for extra in ftx.args.iter().skip(2) {
+        cost = cost.saturating_add(weight(&Value::resolve(extra, ftx.ptx)?));
     }
     if !charge(cost) {
-        return Err(ExecutionError::function_error(TICK, LIMIT_EXCEEDED));
+        return Err(exceeded());
     }
     Value::resolve(arg(1)?, ftx.ptx)
 }
 
-/// Registers [`TICK`] in a root context.
+/// `@kcp.sized(expr)`: evaluates `expr` and charges its size.
+fn sized(ftx: &FunctionContext) -> ResolveResult {
+    let expr = ftx
+        .args
+        .first()
+        .ok_or_else(|| ExecutionError::function_error(SIZED, "missing argument"))?;
+    let value = Value::resolve(expr, ftx.ptx)?;
+    if !charge(weight(&value)) {
+        return Err(exceeded());
+    }
+    Ok(value)
+}
+
+/// Registers the metering functions in a root context.
 pub(super) fn register(ctx: &mut cel::Context<'static>) {
     ctx.add_function(TICK, tick);
+    ctx.add_function(SIZED, sized);
 }

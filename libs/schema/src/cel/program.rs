@@ -74,7 +74,7 @@ impl Program {
             return Err(format!("ERROR: <input>: {error}"));
         }
         let base_cost = straight_cost(&parsed);
-        let expr = instrument(parsed)?;
+        let expr = Instrument::new().expr(parsed, false, false)?;
         Ok(Program {
             expr,
             uses_old_self: check.uses_old_self,
@@ -257,69 +257,118 @@ fn iteration_cost(c: &ComprehensionExpr) -> u64 {
     straight_cost(&c.loop_cond) + straight_cost(&c.loop_step)
 }
 
-/// Rewrites every comprehension's condition `cond` into `@kcp.tick(cost, cond[, accu])`.
-fn instrument(mut e: IdedExpr) -> Result<IdedExpr, String> {
-    match &mut e.expr {
-        Expr::Comprehension(c) => {
-            let cost = iteration_cost(c);
-            let lists = matches!(c.accu_init.expr, Expr::List(_));
-            let c = &mut **c;
-            c.iter_range = instrument(std::mem::take(&mut c.iter_range))?;
-            c.accu_init = instrument(std::mem::take(&mut c.accu_init))?;
-            c.loop_step = instrument(std::mem::take(&mut c.loop_step))?;
-            c.result = instrument(std::mem::take(&mut c.result))?;
-            let cond = instrument(std::mem::take(&mut c.loop_cond))?;
-            let mut args = vec![int_literal(cost)?, cond];
-            if lists {
-                args.push(IdedExpr {
-                    id: 0,
-                    expr: Expr::Ident(c.accu_var.clone()),
-                });
+/// Operators whose operands must stay as they are: optional access looks at its operand's
+/// kind, and the logical ones short-circuit or swallow errors.
+const UNSIZED_OPERATORS: &[&str] = &[
+    operators::OPT_INDEX,
+    operators::OPT_SELECT,
+    operators::LOGICAL_AND,
+    operators::LOGICAL_OR,
+    operators::LOGICAL_NOT,
+    operators::CONDITIONAL,
+    operators::NOT_STRICTLY_FALSE,
+];
+
+/// Adds the metering calls described in [`cost`].
+struct Instrument {
+    /// Variables in reach: `self`, `oldSelf` and macro variables (not function namespaces).
+    scope: Vec<String>,
+}
+
+impl Instrument {
+    fn new() -> Self {
+        Instrument {
+            scope: vec![SELF.to_owned(), OLD_SELF.to_owned()],
+        }
+    }
+
+    /// Rewrites `e`; `in_loop` when it runs once per iteration of some loop, `input` when it
+    /// is a call's argument or target (a variable there is converted, hence sized).
+    fn expr(&mut self, mut e: IdedExpr, in_loop: bool, input: bool) -> Result<IdedExpr, String> {
+        let mut sized = false;
+        match &mut e.expr {
+            Expr::Comprehension(c) => {
+                let cost = iteration_cost(c);
+                let c = &mut **c;
+                c.iter_range = self.expr(take(&mut c.iter_range), in_loop, false)?;
+                c.accu_init = self.expr(take(&mut c.accu_init), in_loop, false)?;
+                let depth = self.scope.len();
+                self.scope.push(c.iter_var.clone());
+                self.scope.extend(c.iter_var2.clone());
+                self.scope.push(c.accu_var.clone());
+                c.loop_cond = self.expr(take(&mut c.loop_cond), true, false)?;
+                let step = self.expr(take(&mut c.loop_step), true, false)?;
+                c.result = self.expr(take(&mut c.result), in_loop, false)?;
+                self.scope.truncate(depth);
+                // The step runs once the item is bound: the tick can size it.
+                let mut args = vec![int_literal(cost)?, step, ident(&c.accu_var)];
+                args.push(ident(&c.iter_var));
+                c.loop_step = call(cost::TICK, args);
             }
-            c.loop_cond = IdedExpr {
-                id: 0,
-                expr: Expr::Call(cel::common::ast::CallExpr {
-                    func_name: cost::TICK.to_owned(),
-                    target: None,
-                    args,
-                }),
-            };
-        }
-        Expr::Call(call) => {
-            // `x.?f` fails on a missing key in this interpreter (and wraps an optional
-            // operand's miss in a present optional); `x[?'f']` behaves as `x.?f` should.
-            if call.func_name == operators::OPT_SELECT {
-                operators::OPT_INDEX.clone_into(&mut call.func_name);
+            Expr::Call(call) => {
+                // `x.?f` fails on a missing key in this interpreter (and wraps an optional
+                // operand's miss in a present optional); `x[?'f']` behaves as `x.?f` should.
+                if call.func_name == operators::OPT_SELECT {
+                    operators::OPT_INDEX.clone_into(&mut call.func_name);
+                }
+                let plain = !UNSIZED_OPERATORS.contains(&call.func_name.as_str());
+                let inputs = in_loop && plain;
+                if let Some(target) = call.target.take() {
+                    call.target = Some(Box::new(self.expr(*target, in_loop, inputs)?));
+                }
+                call.args = std::mem::take(&mut call.args)
+                    .into_iter()
+                    .map(|arg| self.expr(arg, in_loop, inputs))
+                    .collect::<Result<_, _>>()?;
+                sized = in_loop && plain;
             }
-            if let Some(target) = call.target.take() {
-                call.target = Some(Box::new(instrument(*target)?));
+            Expr::Select(select) => {
+                let operand = take(&mut select.operand);
+                *select.operand = self.expr(operand, in_loop, false)?;
+                sized = in_loop && !select.test;
             }
-            call.args = std::mem::take(&mut call.args)
-                .into_iter()
-                .map(instrument)
-                .collect::<Result<_, _>>()?;
-        }
-        Expr::Select(select) => {
-            let operand = std::mem::take(&mut *select.operand);
-            *select.operand = instrument(operand)?;
-        }
-        Expr::List(list) => {
-            list.elements = std::mem::take(&mut list.elements)
-                .into_iter()
-                .map(instrument)
-                .collect::<Result<_, _>>()?;
-        }
-        Expr::Map(map) => {
-            for entry in &mut map.entries {
-                if let EntryExpr::MapEntry(m) = &mut entry.expr {
-                    m.key = instrument(std::mem::take(&mut m.key))?;
-                    m.value = instrument(std::mem::take(&mut m.value))?;
+            Expr::List(list) => {
+                list.elements = std::mem::take(&mut list.elements)
+                    .into_iter()
+                    .map(|element| self.expr(element, in_loop, true))
+                    .collect::<Result<_, _>>()?;
+            }
+            Expr::Map(map) => {
+                for entry in &mut map.entries {
+                    if let EntryExpr::MapEntry(m) = &mut entry.expr {
+                        m.key = self.expr(take(&mut m.key), in_loop, true)?;
+                        m.value = self.expr(take(&mut m.value), in_loop, true)?;
+                    }
                 }
             }
+            // A namespace (`sets` in `sets.contains`) must stay a bare name.
+            Expr::Ident(name) => sized = in_loop && input && self.scope.contains(name),
+            Expr::Literal(_) | Expr::Struct(_) | Expr::Unspecified => {}
         }
-        Expr::Ident(_) | Expr::Literal(_) | Expr::Struct(_) | Expr::Unspecified => {}
+        Ok(if sized { call(cost::SIZED, vec![e]) } else { e })
     }
-    Ok(e)
+}
+
+fn take(e: &mut IdedExpr) -> IdedExpr {
+    std::mem::take(e)
+}
+
+fn ident(name: &str) -> IdedExpr {
+    IdedExpr {
+        id: 0,
+        expr: Expr::Ident(name.to_owned()),
+    }
+}
+
+fn call(function: &str, args: Vec<IdedExpr>) -> IdedExpr {
+    IdedExpr {
+        id: 0,
+        expr: Expr::Call(cel::common::ast::CallExpr {
+            func_name: function.to_owned(),
+            target: None,
+            args,
+        }),
+    }
 }
 
 /// An integer literal node; the AST's literal types have no public constructor, so it is
