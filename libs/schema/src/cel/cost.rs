@@ -2,14 +2,14 @@
 //!
 //! kube-apiserver stops a rule whose actual cost passes a per-call limit and a request whose
 //! rules together pass a runtime budget. The `cel` interpreter counts nothing and cannot be
-//! interrupted, so [`program`](super::program) rewrites loop bodies (comprehensions are the only
-//! source of unbounded work) to report what they do:
+//! interrupted, so [`program`](super::program) rewrites expressions to report what they do:
 //!
-//! * each iteration calls [`TICK`], which charges the body's node count plus the size of the
-//!   item and of the accumulator, which this interpreter copies on every iteration;
-//! * inside a loop body, field selections, calls and the variables passed to calls go through
-//!   [`SIZED`], which charges the size of the value: the interpreter copies selected fields and
-//!   converts call arguments, so big values cost in proportion to their size.
+//! * each loop iteration calls [`TICK`], which charges the body's node count plus the size of
+//!   the item and of the accumulator, which this interpreter copies on every iteration;
+//! * field selections, calls and the variables passed to calls go through [`SIZED`], which
+//!   charges the size of the value: the interpreter copies selected fields and converts call
+//!   arguments, so big values cost in proportion to their size, and a call that makes a huge
+//!   value is stopped by the next charge.
 //!
 //! Sizes count one per value plus one per ten bytes of string (kube-apiserver's string
 //! traversal factor). Once the meter runs dry both functions fail, which ends the loop at once;
@@ -107,9 +107,23 @@ fn exceeded() -> ExecutionError {
     ExecutionError::function_error(TICK, LIMIT_EXCEEDED)
 }
 
+/// Charges `cost`, or fails the evaluation when it does not fit.
+pub(super) fn charge_or_stop(cost: u64) -> Result<(), ExecutionError> {
+    if charge(cost) {
+        Ok(())
+    } else {
+        Err(exceeded())
+    }
+}
+
+/// The size of a string of `len` bytes, in cost units.
+pub(super) fn text_weight(len: usize) -> u64 {
+    1 + len as u64 / BYTES_PER_UNIT
+}
+
 /// The size of a value, in cost units.
 pub(super) fn weight(value: &Value) -> u64 {
-    let text = |len: usize| 1 + len as u64 / BYTES_PER_UNIT;
+    let text = text_weight;
     match value {
         Value::String(s) => text(s.len()),
         Value::Bytes(b) => text(b.len()),

@@ -22,6 +22,7 @@
 
 mod cost;
 mod eval;
+mod guard;
 mod program;
 mod rule;
 mod tree;

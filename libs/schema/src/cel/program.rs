@@ -12,7 +12,7 @@ use kube_cel::cel::common::ast::{ComprehensionExpr, EntryExpr, Expr, IdedExpr, o
 use kube_cel::cel::parser::Parser;
 use kube_cel::cel::{self, Context, ExecutionError, FunctionContext, ResolveResult, Value};
 
-use super::cost;
+use super::{cost, guard};
 
 /// The variables a validation rule may name.
 pub(super) const SELF: &str = "self";
@@ -35,6 +35,7 @@ const TWO_VARIABLE_MACROS: &[&str] = &["all", "exists", "exists_one"];
 /// Every function of `cel` and `kube-cel`, plus the meter; shared by all evaluations.
 static BASE: LazyLock<Context<'static>> = LazyLock::new(|| {
     let mut ctx = Context::default().with_all();
+    guard::register(&mut ctx);
     // `dyn()` only matters to a type checker; here it is the identity.
     ctx.add_function("dyn", dyn_identity);
     cost::register(&mut ctx);
@@ -74,7 +75,7 @@ impl Program {
             return Err(format!("ERROR: <input>: {error}"));
         }
         let base_cost = straight_cost(&parsed);
-        let expr = Instrument::new().expr(parsed, false, false)?;
+        let expr = Instrument::new().expr(parsed, false)?;
         Ok(Program {
             expr,
             uses_old_self: check.uses_old_self,
@@ -282,23 +283,23 @@ impl Instrument {
         }
     }
 
-    /// Rewrites `e`; `in_loop` when it runs once per iteration of some loop, `input` when it
-    /// is a call's argument or target (a variable there is converted, hence sized).
-    fn expr(&mut self, mut e: IdedExpr, in_loop: bool, input: bool) -> Result<IdedExpr, String> {
+    /// Rewrites `e`; `input` when it is a call's argument or target (a variable there is
+    /// converted, hence sized).
+    fn expr(&mut self, mut e: IdedExpr, input: bool) -> Result<IdedExpr, String> {
         let mut sized = false;
         match &mut e.expr {
             Expr::Comprehension(c) => {
                 let cost = iteration_cost(c);
                 let c = &mut **c;
-                c.iter_range = self.expr(take(&mut c.iter_range), in_loop, false)?;
-                c.accu_init = self.expr(take(&mut c.accu_init), in_loop, false)?;
+                c.iter_range = self.expr(take(&mut c.iter_range), false)?;
+                c.accu_init = self.expr(take(&mut c.accu_init), false)?;
                 let depth = self.scope.len();
                 self.scope.push(c.iter_var.clone());
                 self.scope.extend(c.iter_var2.clone());
                 self.scope.push(c.accu_var.clone());
-                c.loop_cond = self.expr(take(&mut c.loop_cond), true, false)?;
-                let step = self.expr(take(&mut c.loop_step), true, false)?;
-                c.result = self.expr(take(&mut c.result), in_loop, false)?;
+                c.loop_cond = self.expr(take(&mut c.loop_cond), false)?;
+                let step = self.expr(take(&mut c.loop_step), false)?;
+                c.result = self.expr(take(&mut c.result), false)?;
                 self.scope.truncate(depth);
                 // The step runs once the item is bound: the tick can size it.
                 let mut args = vec![int_literal(cost)?, step, ident(&c.accu_var)];
@@ -312,37 +313,37 @@ impl Instrument {
                     operators::OPT_INDEX.clone_into(&mut call.func_name);
                 }
                 let plain = !UNSIZED_OPERATORS.contains(&call.func_name.as_str());
-                let inputs = in_loop && plain;
+
                 if let Some(target) = call.target.take() {
-                    call.target = Some(Box::new(self.expr(*target, in_loop, inputs)?));
+                    call.target = Some(Box::new(self.expr(*target, plain)?));
                 }
                 call.args = std::mem::take(&mut call.args)
                     .into_iter()
-                    .map(|arg| self.expr(arg, in_loop, inputs))
+                    .map(|arg| self.expr(arg, plain))
                     .collect::<Result<_, _>>()?;
-                sized = in_loop && plain;
+                sized = plain;
             }
             Expr::Select(select) => {
                 let operand = take(&mut select.operand);
-                *select.operand = self.expr(operand, in_loop, false)?;
-                sized = in_loop && !select.test;
+                *select.operand = self.expr(operand, false)?;
+                sized = !select.test;
             }
             Expr::List(list) => {
                 list.elements = std::mem::take(&mut list.elements)
                     .into_iter()
-                    .map(|element| self.expr(element, in_loop, true))
+                    .map(|element| self.expr(element, true))
                     .collect::<Result<_, _>>()?;
             }
             Expr::Map(map) => {
                 for entry in &mut map.entries {
                     if let EntryExpr::MapEntry(m) = &mut entry.expr {
-                        m.key = self.expr(take(&mut m.key), in_loop, true)?;
-                        m.value = self.expr(take(&mut m.value), in_loop, true)?;
+                        m.key = self.expr(take(&mut m.key), true)?;
+                        m.value = self.expr(take(&mut m.value), true)?;
                     }
                 }
             }
             // A namespace (`sets` in `sets.contains`) must stay a bare name.
-            Expr::Ident(name) => sized = in_loop && input && self.scope.contains(name),
+            Expr::Ident(name) => sized = input && self.scope.contains(name),
             Expr::Literal(_) | Expr::Struct(_) | Expr::Unspecified => {}
         }
         Ok(if sized { call(cost::SIZED, vec![e]) } else { e })

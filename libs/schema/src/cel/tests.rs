@@ -624,3 +624,35 @@ fn copies_of_big_values_in_loops_are_charged_by_size() {
     let small = json!({"items": items, "s": "a".repeat(100)});
     assert_eq!(rules.validate(&cr(small), None), vec![]);
 }
+
+#[test]
+fn functions_that_multiply_their_input_are_charged_first() {
+    let object = json!({"s": "a".repeat(5_000), "l": (0..20_000).collect::<Vec<i64>>(), "m": {}});
+    let bombs = [
+        "lists.range(100000000).size() > 0",
+        "self.s.replace('a', self.s + self.s + self.s + self.s).size() > 0",
+        "'%.100000000f'.format([1.0]) != ''",
+        "sets.contains(self.l, self.l)",
+        "self.l.distinct().size() > 0",
+    ];
+    for rule in bombs {
+        let rules = compile(library_schema(json!([{"rule": rule}])));
+        let started = Instant::now();
+        let causes = rules.validate(&object, None);
+        assert!(started.elapsed() < Duration::from_secs(10), "{rule}");
+        assert_eq!(causes.len(), 1, "{rule}: {causes:?}");
+        assert!(
+            causes[0].message.contains("call cost exceeds limit"),
+            "{rule}: {causes:?}"
+        );
+    }
+    // The guarded functions still do their job on small inputs.
+    let rules = compile(library_schema(json!([
+        {"rule": "lists.range(3) == [0, 1, 2] && 'aXa'.replace('a', 'bb') == 'bbXbb'"},
+        {"rule": "'abab'.replace('a', 'c', 1) == 'cbab' && 'abab'.replace('a', 'c', -1) == 'cbcb'"},
+        {"rule": "'%.2f'.format([1.0]) == '1.00' && sets.contains([1, 2], [2])"},
+        {"rule": "[1, 1, 2].distinct() == [1, 2] && sets.equivalent([1, 2], [2, 1])"},
+        {"rule": "!sets.intersects([1], [2])"},
+    ])));
+    assert_eq!(rules.validate(&object, None), vec![]);
+}
