@@ -195,14 +195,19 @@ impl Walk {
                 Some(relative) => join(path, relative),
                 None => path.to_owned(),
             };
-            let detail = match self.message(rule, ctx) {
+            // As in kube-apiserver, the message sees `oldSelf` only as a plain value.
+            let detail = match self.message(rule, &scope) {
                 Ok(detail) => detail,
                 Err(()) => {
-                    self.stop(invalid(
-                        &field,
-                        type_name,
-                        "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run",
-                    ));
+                    let detail = if self.budget == 0 {
+                        "messageExpression evaluation failed due to running out of cost budget, no further validation rules will be run".to_owned()
+                    } else {
+                        format!(
+                            "no further validation rules will be run due to call cost exceeds limit for messageExpression: {}",
+                            super::rule::go_quote(&rule.message_expression_source)
+                        )
+                    };
+                    self.stop(invalid(&field, type_name, &detail));
                     return;
                 }
             };
@@ -323,10 +328,19 @@ fn join(path: &str, child: &str) -> String {
     }
 }
 
+/// The cause's field: kube-apiserver validates the root with a nil path, printed `<nil>`.
+fn field_name(path: &str) -> String {
+    if path.is_empty() {
+        "<nil>".to_owned()
+    } else {
+        path.to_owned()
+    }
+}
+
 /// kube-apiserver's Invalid error on a node of type `type_name`.
 fn invalid(field: &str, type_name: &str, detail: &str) -> FieldCause {
     FieldCause {
-        field: field.to_owned(),
+        field: field_name(field),
         reason: CauseReason::FieldValueInvalid,
         message: format!("Invalid value: \"{type_name}\": {detail}"),
     }
@@ -341,7 +355,7 @@ fn failure(field: &str, type_name: &str, detail: &str, rule: &CompiledRule) -> F
         _ => return invalid(field, type_name, detail),
     };
     FieldCause {
-        field: field.to_owned(),
+        field: field_name(field),
         reason: rule.reason,
         message,
     }

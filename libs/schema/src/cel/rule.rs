@@ -39,6 +39,8 @@ const REASONS: [(&str, CauseReason); 4] = [
 pub(super) struct CompiledRule {
     pub program: Program,
     pub message_expression: Option<Program>,
+    /// The `messageExpression` source, for errors about it.
+    pub message_expression_source: String,
     /// The rule's source, trimmed.
     rule: String,
     /// The static message, trimmed; empty when unset.
@@ -216,6 +218,7 @@ fn compile_one(
     Some(CompiledRule {
         program: program?,
         message_expression,
+        message_expression_source: spec.message_expression.clone(),
         rule: spec.rule.trim().to_owned(),
         message: spec.message.trim().to_owned(),
         reason,

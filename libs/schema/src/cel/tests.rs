@@ -656,3 +656,48 @@ fn functions_that_multiply_their_input_are_charged_first() {
     ])));
     assert_eq!(rules.validate(&object, None), vec![]);
 }
+
+#[test]
+fn a_costly_message_expression_stops_validation() {
+    let rules = compile(library_schema(json!([
+        {"rule": "false", "messageExpression": "self.l.all(a, self.l.all(b, a + b >= 0)) ? 'x' : 'y'"},
+        {"rule": "false", "message": "never reached"}
+    ])));
+    let causes = rules.validate(&json!({"l": (0..2_000).collect::<Vec<i64>>()}), None);
+    assert_eq!(
+        causes,
+        vec![cause(
+            "<nil>",
+            CauseReason::FieldValueInvalid,
+            "Invalid value: \"object\": no further validation rules will be run due to call cost exceeds limit for messageExpression: \"self.l.all(a, self.l.all(b, a + b >= 0)) ? 'x' : 'y'\""
+        )]
+    );
+}
+
+#[test]
+fn root_rules_report_a_nil_field() {
+    let rules = compile(json!({
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.metadata.name.startsWith('my-')", "message": "name needs a prefix"},
+            {"rule": "has(self.spec)", "message": "spec is required", "fieldPath": ".spec",
+             "reason": "FieldValueRequired"}
+        ],
+        "properties": {"spec": {"type": "object"}}
+    }));
+    assert_eq!(
+        rules.validate(&json!({"metadata": {"name": "w"}}), None),
+        vec![
+            cause(
+                "<nil>",
+                CauseReason::FieldValueInvalid,
+                "Invalid value: \"object\": name needs a prefix"
+            ),
+            cause(
+                "spec",
+                CauseReason::FieldValueRequired,
+                "Required value: spec is required"
+            ),
+        ]
+    );
+}
