@@ -22,6 +22,7 @@
 
 mod cost;
 mod eval;
+mod fields;
 mod guard;
 mod program;
 mod rule;

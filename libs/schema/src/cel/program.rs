@@ -64,21 +64,25 @@ pub(super) struct Program {
 impl Program {
     /// Parses and checks `source`; the error is the detail Kubernetes puts after
     /// `compilation failed: `.
-    pub fn compile(source: &str) -> Result<Program, String> {
+    /// `check` may refuse the parsed expression with an error detail.
+    pub fn compile(
+        source: &str,
+        check: &dyn Fn(&IdedExpr) -> Option<String>,
+    ) -> Result<Program, String> {
         let parsed = Parser::default()
             .enable_optional_syntax(true)
             .parse(source)
             .map_err(|e| e.to_string())?;
-        let mut check = Check::default();
-        check.expr(&parsed, &mut Vec::new());
-        if let Some(error) = check.error {
+        let mut names = Check::default();
+        names.expr(&parsed, &mut Vec::new());
+        if let Some(error) = names.error.or_else(|| check(&parsed)) {
             return Err(format!("ERROR: <input>: {error}"));
         }
         let base_cost = straight_cost(&parsed);
         let expr = Instrument::new().expr(parsed, false)?;
         Ok(Program {
             expr,
-            uses_old_self: check.uses_old_self,
+            uses_old_self: names.uses_old_self,
             base_cost,
         })
     }

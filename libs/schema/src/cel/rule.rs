@@ -5,6 +5,9 @@ use std::fmt::Write;
 use serde::Deserialize;
 use serde_json::Value as Json;
 
+use kube_cel::cel::common::ast::IdedExpr;
+
+use super::fields;
 use super::program::Program;
 use crate::validate::{CauseReason, FieldCause};
 
@@ -76,6 +79,7 @@ pub(super) fn compile_all(
     rules: &Json,
     schema: &Json,
     path: &str,
+    resource_root: bool,
     uncorrelated: Option<&str>,
     causes: &mut Vec<FieldCause>,
 ) -> Vec<CompiledRule> {
@@ -93,7 +97,14 @@ pub(super) fn compile_all(
         let entry_path = format!("{list_path}[{i}]");
         match serde_json::from_value::<RuleSpec>(raw.clone()) {
             Ok(spec) => {
-                if let Some(rule) = compile_one(&spec, schema, &entry_path, uncorrelated, causes) {
+                if let Some(rule) = compile_one(
+                    &spec,
+                    schema,
+                    &entry_path,
+                    resource_root,
+                    uncorrelated,
+                    causes,
+                ) {
                     compiled.push(rule);
                 }
             }
@@ -107,6 +118,7 @@ fn compile_one(
     spec: &RuleSpec,
     schema: &Json,
     path: &str,
+    resource_root: bool,
     uncorrelated: Option<&str>,
     causes: &mut Vec<FieldCause>,
 ) -> Option<CompiledRule> {
@@ -120,7 +132,8 @@ fn compile_one(
         });
         return None;
     }
-    let program = match Program::compile(&spec.rule) {
+    let check = |e: &IdedExpr| fields::undefined_field(e, schema, resource_root);
+    let program = match Program::compile(&spec.rule, &check) {
         Ok(program) => Some(program),
         Err(detail) => {
             causes.push(invalid(
@@ -166,7 +179,7 @@ fn compile_one(
     let message_expression = if spec.message_expression.trim().is_empty() {
         None
     } else {
-        match Program::compile(&spec.message_expression) {
+        match Program::compile(&spec.message_expression, &check) {
             Ok(program) => Some(program),
             Err(detail) => {
                 causes.push(invalid(

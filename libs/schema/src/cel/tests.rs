@@ -430,7 +430,7 @@ fn values_are_typed_by_the_schema() {
         "type": "object",
         "x-kubernetes-validations": [
             {"rule": "self.kind == 'Widget' && self.metadata.name == 'w'", "message": "root"},
-            {"rule": "!has(self.metadata.labels)", "message": "labels hidden"}
+            {"rule": "self.metadata.all(k, k == 'name')", "message": "only name and generateName"}
         ],
         "properties": {"spec": {
             "type": "object",
@@ -442,7 +442,7 @@ fn values_are_typed_by_the_schema() {
                 {"rule": "self.port == 80 || self.port == 'http'", "message": "int-or-string"},
                 {"rule": "self.labels['a.b'] == 'c'", "message": "map keys stay"},
                 {"rule": "self.free.anything == 1", "message": "unknown fields preserved"},
-                {"rule": "self.inner.apiVersion == 'v1' && self.inner.metadata.name == 'x' && !has(self.inner.metadata.namespace)",
+                {"rule": "self.inner.apiVersion == 'v1' && self.inner.metadata.name == 'x' && self.inner.metadata.size() == 1",
                  "message": "embedded resource"}
             ],
             "properties": {
@@ -700,4 +700,47 @@ fn root_rules_report_a_nil_field() {
             ),
         ]
     );
+}
+
+#[test]
+fn selecting_undeclared_fields_fails_compilation() {
+    let schema = |rule: &str| {
+        json!({
+            "type": "object",
+            "x-kubernetes-validations": [{"rule": rule}],
+            "properties": {"spec": {"type": "object", "properties": {
+                "replicas": {"type": "integer"},
+                "foo-bar": {"type": "string"},
+                "labels": {"type": "object", "additionalProperties": {"type": "string"}},
+                "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}
+            }}}
+        })
+    };
+    for (rule, error) in [
+        ("self.spec.replica > 0", "undefined field 'replica'"),
+        ("has(self.spec.foo_bar)", "undefined field 'foo_bar'"),
+        (
+            "self.metadata.labels.size() > 0",
+            "undefined field 'labels'",
+        ),
+        (
+            "self.spec.replicas.value > 0",
+            "type 'integer' does not support field selection",
+        ),
+        (
+            "self.spec.labels.all(k, self.spec.nope == k)",
+            "undefined field 'nope'",
+        ),
+    ] {
+        let causes = compile_err(schema(rule));
+        assert_eq!(causes.len(), 1);
+        assert!(causes[0].message.ends_with(error), "{rule}: {causes:?}");
+    }
+    for rule in [
+        "self.spec.replicas > 0 || self.spec.foo__dash__bar == ''",
+        "self.spec.labels.anything == 'x' || self.spec.free.any.depth == 1",
+        "self.apiVersion != '' && self.kind != '' && self.metadata.name != ''",
+    ] {
+        compile(schema(rule));
+    }
 }

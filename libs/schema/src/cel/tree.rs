@@ -161,7 +161,14 @@ impl Builder<'_> {
         }
 
         if let Some(rules) = schema.get("x-kubernetes-validations") {
-            node.rules = rule::compile_all(rules, schema, path, uncorrelated, self.causes);
+            node.rules = rule::compile_all(
+                rules,
+                schema,
+                path,
+                node.resource_root,
+                uncorrelated,
+                self.causes,
+            );
         }
         node.has_rules = !node.rules.is_empty()
             || !node.all_of.is_empty()
