@@ -10,7 +10,7 @@ use super::cost::{self, LIMIT_EXCEEDED, PER_CALL_LIMIT, RUNTIME_BUDGET};
 use super::program::{self, OLD_SELF, Program, SELF};
 use super::rule::CompiledRule;
 use super::tree::{ListType, Node};
-use super::value::to_cel;
+use super::value::{aligned, to_cel};
 use crate::validate::{CauseReason, FieldCause};
 
 /// kube-apiserver's longest accepted `messageExpression` result.
@@ -119,7 +119,7 @@ impl Walk {
         unchanged: bool,
     ) {
         let self_value = to_cel(new, shape);
-        let old_value = old.map(|o| to_cel(o, shape));
+        let old_value = old.map(|o| to_cel(&aligned(o, new, shape), shape));
         let mut scope = program::base().new_inner_scope();
         scope.add_variable_from_value(SELF, self_value);
         if let Some(old_value) = &old_value {

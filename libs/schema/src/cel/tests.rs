@@ -744,3 +744,40 @@ fn selecting_undeclared_fields_fails_compilation() {
         compile(schema(rule));
     }
 }
+
+#[test]
+fn reordered_set_and_map_lists_equal_their_old_value() {
+    let rules = compile(spec_schema(
+        json!([{"rule": "self == oldSelf", "message": "spec is immutable"}]),
+        json!({
+            "tags": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "order": {"type": "array", "items": {"type": "string"}},
+            "ports": {"type": "array", "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {
+                    "name": {"type": "string"}, "port": {"type": "integer"},
+                    "hosts": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}}}}}
+        }),
+    ));
+    let old = cr(json!({
+        "tags": ["a", "b"], "order": ["x", "y"],
+        "ports": [{"name": "http", "port": 80, "hosts": ["h1", "h2"]}, {"name": "https", "port": 443}]
+    }));
+    let reordered = cr(json!({
+        "tags": ["b", "a"], "order": ["x", "y"],
+        "ports": [{"name": "https", "port": 443}, {"name": "http", "port": 80, "hosts": ["h2", "h1"]}]
+    }));
+    assert_eq!(rules.validate(&reordered, Some(&old)), vec![]);
+    // Atomic lists keep their order; changed values still differ.
+    for change in [
+        json!({"order": ["y", "x"]}),
+        json!({"tags": ["a", "c"]}),
+        json!({"ports": [{"name": "https", "port": 444}, {"name": "http", "port": 80, "hosts": ["h1", "h2"]}]}),
+    ] {
+        let mut changed = reordered.clone();
+        for (k, v) in change.as_object().into_iter().flatten() {
+            changed["spec"][k] = v.clone();
+        }
+        assert_eq!(rules.validate(&changed, Some(&old)).len(), 1, "{change}");
+    }
+}

@@ -7,7 +7,8 @@
 //! * `date-time`/`date` strings are timestamps, `duration` strings durations;
 //! * `number` values are doubles even when written as integers.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Arc;
 
 use kube_cel::cel::Value;
@@ -15,7 +16,7 @@ use kube_cel::cel::functions::time;
 use kube_cel::cel::objects::{Key, Map};
 use serde_json::Value as Json;
 
-use super::tree::{Format, Node};
+use super::tree::{Format, ListType, Node};
 
 /// `value` typed by `node`.
 pub(super) fn to_cel(value: &Json, node: &Node) -> Value {
@@ -167,4 +168,76 @@ pub(super) fn escape(name: &str) -> Option<String> {
         rest = &rest[c.len_utf8()..];
     }
     Some(out)
+}
+
+/// `old` with the items of its set and map lists in the order of the matching items of `new`.
+///
+/// kube-apiserver compares set lists regardless of order and map lists by key, so
+/// `self == oldSelf` holds across a reordering; this interpreter compares lists in order.
+/// Binding an aligned `oldSelf` gives the same answer (while `oldSelf[i]` may name another
+/// item than upstream would).
+pub(super) fn aligned<'a>(old: &'a Json, new: &Json, node: &Node) -> Cow<'a, Json> {
+    match (old, new) {
+        (Json::Object(old_fields), Json::Object(new_fields)) => {
+            let mut out: Option<serde_json::Map<String, Json>> = None;
+            for (name, old_value) in old_fields {
+                let (Some(new_value), Some(child)) = (
+                    new_fields.get(name),
+                    node.properties.get(name).or(node.additional.as_deref()),
+                ) else {
+                    continue;
+                };
+                if let Cow::Owned(value) = aligned(old_value, new_value, child) {
+                    out.get_or_insert_with(|| old_fields.clone())
+                        .insert(name.clone(), value);
+                }
+            }
+            out.map_or(Cow::Borrowed(old), |fields| {
+                Cow::Owned(Json::Object(fields))
+            })
+        }
+        (Json::Array(old_items), Json::Array(new_items)) => {
+            let Some(items) = node.items.as_deref() else {
+                return Cow::Borrowed(old);
+            };
+            let keys: Option<&[String]> = match &node.list_type {
+                Some(ListType::Map(keys)) => Some(keys),
+                Some(ListType::Set) => None,
+                _ => return Cow::Borrowed(old),
+            };
+            // A map-list item is known by its keys, a set item by its whole value.
+            let identity = |item: &Json| match keys {
+                Some(keys) => {
+                    let key: Vec<&Json> = keys
+                        .iter()
+                        .map(|k| item.get(k).unwrap_or(&Json::Null))
+                        .collect();
+                    serde_json::to_string(&key).unwrap_or_default()
+                }
+                None => item.to_string(),
+            };
+            let mut by_identity: HashMap<String, VecDeque<usize>> = HashMap::new();
+            for (i, item) in old_items.iter().enumerate() {
+                by_identity.entry(identity(item)).or_default().push_back(i);
+            }
+            let mut rest: Vec<Option<&Json>> = old_items.iter().map(Some).collect();
+            let mut out = Vec::with_capacity(old_items.len());
+            for new_item in new_items {
+                if let Some(i) = by_identity
+                    .get_mut(&identity(new_item))
+                    .and_then(VecDeque::pop_front)
+                    && let Some(old_item) = rest.get_mut(i).and_then(Option::take)
+                {
+                    out.push(aligned(old_item, new_item, items).into_owned());
+                }
+            }
+            out.extend(rest.into_iter().flatten().cloned());
+            if out == *old_items {
+                Cow::Borrowed(old)
+            } else {
+                Cow::Owned(Json::Array(out))
+            }
+        }
+        _ => Cow::Borrowed(old),
+    }
 }
