@@ -17,8 +17,17 @@
 //! * evaluation is metered: [`PER_CALL_LIMIT`] per rule and [`RUNTIME_BUDGET`] per call.
 //!
 //! The CEL engine is `cel` 0.13 with the Kubernetes function libraries of `kube-cel`. Neither
-//! has a type checker nor cost tracking, so [`program`] checks what it can at compile time and
-//! adds its own metering (see [`cost`]).
+//! has a type checker nor cost tracking, so the `program` module checks what it can at compile
+//! time and adds its own metering (see the `cost` module). Known differences from
+//! kube-apiserver:
+//!
+//! * no type checker: only undeclared names, undeclared fields of `self`/`oldSelf` chains and
+//!   unsupported macros (`cel.bind`, `sortBy`, two-variable comprehensions, `type()`) fail at
+//!   compile time; other type errors show up when a rule runs;
+//! * no static cost estimate: a CRD whose rules upstream would find too expensive is accepted,
+//!   and the runtime limits stop its rules instead; the runtime cost is this interpreter's own
+//!   (it copies values that cel-go shares), so big values in loops run out sooner;
+//! * compile errors carry no line and column; Go's `%#v` pointers print a fixed address.
 
 mod cost;
 mod eval;

@@ -1,9 +1,12 @@
 //! Compiling one CEL expression: parse, check, instrument.
 //!
 //! Without a type checker, the checks are the ones the AST allows: names must be declared
-//! (`self`, `oldSelf`, macro variables), and message literals (`Foo{...}`), which this
-//! interpreter cannot evaluate, are refused. Comprehensions get [`cost::TICK`] calls, and
-//! optional field selection is rewritten around an interpreter bug.
+//! (`self`, `oldSelf`, macro variables); message literals (`Foo{...}`) and the macros this
+//! interpreter lacks are refused; the caller may add its own check (see [`fields`]).
+//! The expression is then rewritten with the metering calls of [`cost`], and optional field
+//! selection is rewritten around an interpreter bug.
+//!
+//! [`fields`]: super::fields
 
 use std::sync::LazyLock;
 
@@ -57,14 +60,13 @@ pub(super) struct Program {
     expr: IdedExpr,
     /// Whether the expression names `oldSelf` (a transition rule).
     pub uses_old_self: bool,
-    /// Cost charged before evaluation: the nodes evaluated outside any loop.
+    /// Cost charged before evaluation: the nodes evaluated outside loop bodies.
     pub base_cost: u64,
 }
 
 impl Program {
-    /// Parses and checks `source`; the error is the detail Kubernetes puts after
-    /// `compilation failed: `.
-    /// `check` may refuse the parsed expression with an error detail.
+    /// Parses and checks `source`, which `check` may also refuse; the error is the detail
+    /// Kubernetes puts after `compilation failed: `.
     pub fn compile(
         source: &str,
         check: &dyn Fn(&IdedExpr) -> Option<String>,
