@@ -9,6 +9,7 @@
 //! * [`openapi`]: the `/openapi/v3` documents kube-apiserver serves.
 
 pub mod builtin;
+pub mod cel;
 pub mod constraints;
 pub mod crd;
 mod error;
@@ -18,6 +19,7 @@ pub mod structural;
 pub mod validate;
 
 pub use builtin::{BuiltinKind, builtin_kinds, builtin_schema};
+pub use cel::CelRules;
 pub use constraints::{Bound, ListType, MapType, Pattern};
 pub use error::SchemaError;
 pub use openapi::{OpenApiResource, hash, v3_group_version, v3_root};
