@@ -23,13 +23,8 @@ pub struct CompiledVersion {
     pub schema: Arc<Schema>,
     /// The version's `openAPIV3Schema` as OpenAPI documents publish it.
     pub openapi: Arc<Value>,
-    /// Extra validation (CEL rules) beyond the structural schema; `None` when there are none.
-    pub rules: Option<Arc<dyn ExtraValidation>>,
-}
-
-/// Validation a schema carries beyond its structure: CEL `x-kubernetes-validations`.
-pub trait ExtraValidation: Send + Sync + 'static {
-    fn validate(&self, new: &Value, old: Option<&Value>) -> Vec<Cause>;
+    /// The CEL `x-kubernetes-validations` of the schema; `None` when there are none.
+    pub rules: Option<Arc<kcp_schema::CelRules>>,
 }
 
 /// Prunes, defaults and validates custom resources against their version's schema.
@@ -59,7 +54,7 @@ impl CustomResourceStrategy {
         if causes.is_empty()
             && let Some(rules) = &self.version.rules
         {
-            causes.extend(rules.validate(new, old));
+            causes.extend(rules.validate(new, old).iter().map(field_cause));
         }
         causes
     }

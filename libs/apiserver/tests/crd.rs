@@ -434,6 +434,106 @@ async fn invalid_crds_are_refused(h: &Harness) {
     );
 }
 
+async fn cel_rules_are_enforced(h: &Harness) {
+    let mut crd = widget_crd("integer");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({
+        "type": "object",
+        "x-kubernetes-validations": [
+            {"rule": "self.min <= self.max", "message": "min must not exceed max"},
+            {"rule": "self.id == oldSelf.id", "message": "id is immutable"}
+        ],
+        "properties": {
+            "min": {"type": "integer"}, "max": {"type": "integer"}, "id": {"type": "string"}
+        }
+    });
+    // A rule that does not compile refuses the CRD.
+    let mut broken = crd.clone();
+    broken["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["x-kubernetes-validations"]
+        [0]["rule"] = json!("self.min <=");
+    let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
+    let err = h
+        .server
+        .registry()
+        .create(&crds, "root", None, broken, WriteOptions::default())
+        .await
+        .err()
+        .expect("uncompilable rule refused");
+    assert_eq!(err.code, 422);
+    assert!(
+        err.details
+            .causes
+            .iter()
+            .any(|c| c.field.ends_with("x-kubernetes-validations[0].rule")),
+        "{err:?}"
+    );
+
+    create_crd(h, "root", crd).await;
+    let def = served(h, "root").await;
+    let reg = h.server.registry();
+    let obj = |min: i64, max: i64, id: &str| {
+        json!({"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"},
+               "spec": {"min": min, "max": max, "id": id}})
+    };
+    let err = reg
+        .create(
+            &def,
+            "root",
+            Some("default"),
+            obj(5, 1, "a"),
+            WriteOptions::default(),
+        )
+        .await
+        .err()
+        .expect("min > max refused");
+    assert_eq!(err.code, 422);
+    assert!(
+        err.details
+            .causes
+            .iter()
+            .any(|c| c.field == "spec" && c.message.contains("min must not exceed max")),
+        "{err:?}"
+    );
+    reg.create(
+        &def,
+        "root",
+        Some("default"),
+        obj(1, 5, "a"),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("valid widget");
+    // The transition rule holds `id` still on update.
+    let at = in_default("root", "w");
+    let err = reg
+        .update(
+            &def,
+            at,
+            kcp_apiserver::registry::UpdateKind::Main,
+            WriteOptions::default(),
+            |_| Ok(obj(1, 6, "b")),
+        )
+        .await
+        .err()
+        .expect("id change refused");
+    assert!(
+        err.details
+            .causes
+            .iter()
+            .any(|c| c.message.contains("id is immutable")),
+        "{err:?}"
+    );
+    reg.update(
+        &def,
+        at,
+        kcp_apiserver::registry::UpdateKind::Main,
+        WriteOptions::default(),
+        |_| Ok(obj(1, 6, "a")),
+    )
+    .await
+    .expect("max change allowed");
+}
+
+on_both_stores!(cel_rules_are_enforced);
 on_both_stores!(crds_are_per_cluster);
 on_both_stores!(custom_resources_are_defaulted_and_validated);
 on_both_stores!(invalid_crds_are_refused);

@@ -51,20 +51,49 @@ impl Strategy for CrdStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<Cause> {
-        kcp_schema::crd::validate_crd(obj)
-            .iter()
-            .map(crate::custom::field_cause)
-            .collect()
+        with_rule_errors(obj, kcp_schema::crd::validate_crd(obj))
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        kcp_schema::crd::validate_crd_update(new, old)
-            .iter()
-            .map(crate::custom::field_cause)
-            .collect()
+        with_rule_errors(new, kcp_schema::crd::validate_crd_update(new, old))
     }
 
     fn tracks_generation(&self) -> bool {
         true
     }
+}
+
+/// The structural problems of a CRD, or else the compile errors of its CEL rules: rules are
+/// compiled once the schema they live in is sound, as Kubernetes does.
+fn with_rule_errors(crd: &Value, problems: Vec<kcp_schema::FieldCause>) -> Vec<Cause> {
+    let mut causes: Vec<Cause> = problems.iter().map(crate::custom::field_cause).collect();
+    if !causes.is_empty() {
+        return causes;
+    }
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    let schemas: Vec<Option<&Value>> = versions
+        .iter()
+        .map(|v| v.pointer("/schema/openAPIV3Schema"))
+        .collect();
+    // Kubernetes reports a schema all versions share under `spec.validation`.
+    let shared = schemas.windows(2).all(|w| w[0] == w[1]);
+    for (i, schema) in schemas.iter().enumerate() {
+        let Some(schema) = schema else { continue };
+        let path = if shared {
+            "spec.validation.openAPIV3Schema".to_string()
+        } else {
+            format!("spec.versions[{i}].schema.openAPIV3Schema")
+        };
+        if let Err(errors) = kcp_schema::CelRules::compile(schema, &path) {
+            causes.extend(errors.iter().map(crate::custom::field_cause));
+        }
+        if shared {
+            break;
+        }
+    }
+    causes
 }

@@ -186,10 +186,21 @@ fn compile_version(schema_json: &Value) -> Result<CompiledVersion, kcp_schema::S
             serde_json::json!({"$ref": format!("#/components/schemas/{}", kcp_schema::builtin::OBJECT_META)}),
         );
     }
+    // Compile errors were refused when the CRD was written; a schema that fails here anyway
+    // (written by an older version) is served without its rules rather than not at all.
+    let rules = match kcp_schema::CelRules::compile(schema_json, "spec.validation.openAPIV3Schema")
+    {
+        Ok(rules) if !rules.is_empty() => Some(Arc::new(rules)),
+        Ok(_) => None,
+        Err(causes) => {
+            tracing::warn!(?causes, "CEL rules of a served CRD do not compile");
+            None
+        }
+    };
     Ok(CompiledVersion {
         schema: Arc::new(schema),
         openapi: Arc::new(openapi),
-        rules: None,
+        rules,
     })
 }
 
