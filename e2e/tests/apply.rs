@@ -1,0 +1,326 @@
+//! Server-side apply through the real binary, on both stores: `kubectl apply --server-side` with a
+//! conflict and `--force-conflicts` on a built-in kind and on a custom resource, managedFields of
+//! ordinary writes, dry runs, and kube-rs `Patch::Apply`.
+
+use k8s_openapi::api::core::v1::ConfigMap;
+use kcp_e2e::{Shard, StoreKind, json_str, on_both_stores};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+
+on_both_stores!(
+    kubectl_server_side_apply_conflicts_and_force,
+    server_side_apply_on_custom_resources,
+    dry_run_writes_nothing,
+);
+on_both_stores!(async kube_rs_patch_apply);
+
+fn managers(obj: &Value) -> Vec<(String, String)> {
+    obj["metadata"]["managedFields"]
+        .as_array()
+        .map(|entries| {
+            entries
+                .iter()
+                .map(|e| {
+                    (
+                        json_str(e, "/manager").to_string(),
+                        json_str(e, "/operation").to_string(),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn kubectl_server_side_apply_conflicts_and_force(store: StoreKind) {
+    let shard = Shard::start(store);
+    let manifest = |value: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\n  labels:\n    team: a\ndata:\n  key: {value}\n  keep: x\n"
+        )
+    };
+    let file = shard.write_file("cm.yaml", &manifest("one"));
+    let path = file.to_str().expect("utf-8");
+    let out = shard.kubectl_ok(&["apply", "--server-side", "-f", path]);
+    assert!(out.contains("configmap/ssa serverside-applied"), "{out}");
+    let cm = shard.kubectl_json(&["get", "cm", "ssa", "-o", "json", "--show-managed-fields"]);
+    assert_eq!(managers(&cm), vec![("kubectl".into(), "Apply".into())]);
+    assert_eq!(
+        cm["metadata"]["managedFields"][0]["fieldsV1"],
+        json!({"f:data": {"f:keep": {}, "f:key": {}}, "f:metadata": {"f:labels": {"f:team": {}}}})
+    );
+
+    // Another manager changes a field the applier owns...
+    shard.kubectl_ok(&[
+        "patch",
+        "cm",
+        "ssa",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"key":"two"}}"#,
+        "--field-manager=other",
+    ]);
+    let cm = shard.kubectl_json(&["get", "cm", "ssa", "-o", "json", "--show-managed-fields"]);
+    assert!(
+        managers(&cm).contains(&("other".into(), "Update".into())),
+        "{cm}"
+    );
+
+    // ...so a re-apply with a different value conflicts, naming the manager and field.
+    shard.write_file("cm.yaml", &manifest("three"));
+    let err = shard.kubectl_fails(&["apply", "--server-side", "-f", path]);
+    assert!(
+        err.contains(r#"Apply failed with 1 conflict: conflict with "other" using v1: .data.key"#),
+        "{err}"
+    );
+    assert_eq!(
+        json_str(
+            &shard.kubectl_json(&["get", "cm", "ssa", "-o", "json"]),
+            "/data/key"
+        ),
+        "two"
+    );
+
+    // Forcing takes the field over; the other manager is left with nothing and disappears.
+    shard.kubectl_ok(&["apply", "--server-side", "--force-conflicts", "-f", path]);
+    let cm = shard.kubectl_json(&["get", "cm", "ssa", "-o", "json", "--show-managed-fields"]);
+    assert_eq!(json_str(&cm, "/data/key"), "three");
+    assert_eq!(managers(&cm), vec![("kubectl".into(), "Apply".into())]);
+
+    // Dropping a field from the configuration removes it from the object.
+    shard.write_file(
+        "cm.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: ssa\ndata:\n  key: three\n",
+    );
+    shard.kubectl_ok(&["apply", "--server-side", "-f", path]);
+    let cm = shard.kubectl_json(&["get", "cm", "ssa", "-o", "json"]);
+    assert_eq!(cm["data"], json!({"key": "three"}));
+    assert!(cm["metadata"].get("labels").is_none(), "{cm}");
+
+    // Without a field manager an apply is refused, as kube-apiserver refuses it.
+    let (code, body) = shard.curl(
+        "PATCH",
+        "/clusters/root/api/v1/namespaces/default/configmaps/ssa",
+        Some(("application/apply-patch+yaml", "{}")),
+    );
+    assert_eq!(code, 422, "{body}");
+    assert!(body.contains("fieldManager: Required value"), "{body}");
+}
+
+fn server_side_apply_on_custom_resources(store: StoreKind) {
+    let shard = Shard::start(store);
+    let crd = shard.write_file(
+        "crd.yaml",
+        r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+              ports:
+                type: array
+                x-kubernetes-list-type: map
+                x-kubernetes-list-map-keys: [name]
+                items:
+                  type: object
+                  required: [name]
+                  properties:
+                    name: {type: string}
+                    port: {type: integer}
+"#,
+    );
+    shard.kubectl_ok(&["apply", "-f", crd.to_str().expect("utf-8")]);
+    shard.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=30s",
+        "crd/gadgets.example.com",
+    ]);
+
+    let gadget = |ports: &str| {
+        format!(
+            "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\nspec:\n  size: 1\n  ports:\n{ports}"
+        )
+    };
+    let a = shard.write_file("a.yaml", &gadget("  - {name: http, port: 80}\n"));
+    shard.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=team-a",
+        "-f",
+        a.to_str().expect("utf-8"),
+    ]);
+    // A second manager adds its own item to the map list; both items stay.
+    let b = shard.write_file(
+        "b.yaml",
+        "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\nspec:\n  ports:\n  - {name: metrics, port: 9090}\n",
+    );
+    shard.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--field-manager=team-b",
+        "-f",
+        b.to_str().expect("utf-8"),
+    ]);
+    let g = shard.kubectl_json(&["get", "gadgets", "g", "-o", "json"]);
+    let names: Vec<&str> = g["spec"]["ports"]
+        .as_array()
+        .expect("ports")
+        .iter()
+        .map(|p| p["name"].as_str().unwrap_or_default())
+        .collect();
+    assert_eq!(names, ["http", "metrics"], "{g}");
+
+    // team-b changing team-a's item conflicts on exactly that field.
+    let b2 = shard.write_file(
+        "b2.yaml",
+        "apiVersion: example.com/v1\nkind: Gadget\nmetadata:\n  name: g\nspec:\n  ports:\n  - {name: http, port: 8080}\n",
+    );
+    let err = shard.kubectl_fails(&[
+        "apply",
+        "--server-side",
+        "--field-manager=team-b",
+        "-f",
+        b2.to_str().expect("utf-8"),
+    ]);
+    assert!(
+        err.contains(r#"conflict with "team-a""#)
+            && err.contains(r#".spec.ports[name="http"].port"#),
+        "{err}"
+    );
+    shard.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--field-manager=team-b",
+        "-f",
+        b2.to_str().expect("utf-8"),
+    ]);
+    let g = shard.kubectl_json(&["get", "gadgets", "g", "-o", "json"]);
+    // team-b no longer applies `metrics`, which it alone owned: it is gone.
+    assert_eq!(
+        g["spec"]["ports"],
+        json!([{"name": "http", "port": 8080}]),
+        "{g}"
+    );
+}
+
+fn dry_run_writes_nothing(store: StoreKind) {
+    let shard = Shard::start(store);
+    shard.kubectl_ok(&["create", "configmap", "real", "--from-literal=a=1"]);
+    let before = shard.kubectl_json(&["get", "cm", "real", "-o", "json"]);
+    let rv = json_str(&before, "/metadata/resourceVersion").to_string();
+
+    shard.kubectl_ok(&[
+        "create",
+        "configmap",
+        "ghost",
+        "--from-literal=a=1",
+        "--dry-run=server",
+    ]);
+    shard.kubectl_ok(&["label", "cm", "real", "x=y", "--dry-run=server"]);
+    shard.kubectl_ok(&[
+        "patch",
+        "cm",
+        "real",
+        "--type=merge",
+        "-p",
+        r#"{"data":{"a":"2"}}"#,
+        "--dry-run=server",
+    ]);
+    let file = shard.write_file(
+        "ssa.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: real\ndata:\n  a: '3'\n",
+    );
+    shard.kubectl_ok(&[
+        "apply",
+        "--server-side",
+        "--force-conflicts",
+        "--dry-run=server",
+        "-f",
+        file.to_str().expect("utf-8"),
+    ]);
+    shard.kubectl_ok(&["delete", "cm", "real", "--dry-run=server"]);
+    shard.kubectl_ok(&["delete", "cm", "--all", "--dry-run=server"]);
+
+    shard.kubectl_fails(&["get", "cm", "ghost"]);
+    let after = shard.kubectl_json(&["get", "cm", "real", "-o", "json"]);
+    assert_eq!(json_str(&after, "/metadata/resourceVersion"), rv);
+    assert_eq!(after["data"], json!({"a": "1"}));
+    assert!(after["metadata"].get("labels").is_none());
+}
+
+async fn kube_rs_patch_apply(store: StoreKind) {
+    let shard = Shard::start(store);
+    let client = shard.kube_client().await;
+    let cms: Api<ConfigMap> = Api::namespaced(client, "default");
+    let config = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "from-kube"},
+        "data": {"a": "1"}
+    });
+    let params = PatchParams::apply("kube-rs-test");
+    let created = cms
+        .patch("from-kube", &params, &Patch::Apply(&config))
+        .await
+        .expect("apply creates");
+    assert_eq!(
+        created
+            .data
+            .as_ref()
+            .and_then(|d| d.get("a"))
+            .map(String::as_str),
+        Some("1")
+    );
+    let entries = created.metadata.managed_fields.unwrap_or_default();
+    assert_eq!(entries.len(), 1);
+    assert_eq!(entries[0].manager.as_deref(), Some("kube-rs-test"));
+    assert_eq!(entries[0].operation.as_deref(), Some("Apply"));
+
+    // A conflicting apply by another manager fails with 409 until forced.
+    let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "from-kube"}, "data": {"a": "2"}});
+    let err = cms
+        .patch(
+            "from-kube",
+            &PatchParams::apply("intruder"),
+            &Patch::Apply(&other),
+        )
+        .await
+        .expect_err("conflict");
+    match err {
+        kube::Error::Api(status) => {
+            assert_eq!((status.code, status.reason.as_str()), (409, "Conflict"))
+        }
+        other => panic!("unexpected error {other:?}"),
+    }
+    let forced = cms
+        .patch(
+            "from-kube",
+            &PatchParams::apply("intruder").force(),
+            &Patch::Apply(&other),
+        )
+        .await
+        .expect("forced apply");
+    assert_eq!(
+        forced
+            .data
+            .as_ref()
+            .and_then(|d| d.get("a"))
+            .map(String::as_str),
+        Some("2")
+    );
+}
