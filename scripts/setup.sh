@@ -13,6 +13,8 @@ command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || missing+=(etcd-server
 command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v diff >/dev/null 2>&1 || missing+=(diffutils)
+command -v python3 >/dev/null 2>&1 || missing+=(python3)
+python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
 
 if [ "${#missing[@]}" -gt 0 ]; then
     echo "setup: installing ${missing[*]}"
@@ -29,4 +31,14 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
     echo "setup: cargo not found; install Rust with https://rustup.rs (stable, >= 1.89)" >&2
     exit 1
+fi
+
+# The official Kubernetes Python client, for the e2e test that drives the shard with it (the test
+# creates this venv itself when it is missing; doing it here keeps the test run offline).
+repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$repo/target/e2e-python"
+if ! "$venv/bin/python" -c 'import kubernetes' >/dev/null 2>&1; then
+    echo "setup: creating $venv with the Kubernetes Python client"
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install --quiet --disable-pip-version-check -r "$repo/e2e/python/requirements.txt"
 fi

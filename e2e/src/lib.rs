@@ -16,6 +16,8 @@
 //! `cargo build -p kcp-shard`.
 //! Nothing here asserts wall-clock times: deadlines only turn a hang into a failure with a message.
 
+pub mod python;
+
 use std::fmt;
 use std::fs;
 use std::io::Write as _;
