@@ -533,7 +533,47 @@ async fn cel_rules_are_enforced(h: &Harness) {
     .expect("max change allowed");
 }
 
+async fn versions_share_storage_with_conversion_none(h: &Harness) {
+    let mut crd = widget_crd("integer");
+    let v1 = crd["spec"]["versions"][0].clone();
+    let mut beta = v1.clone();
+    beta["name"] = json!("v1beta1");
+    beta["storage"] = json!(false);
+    crd["spec"]["versions"] = json!([beta, v1]);
+    create_crd(h, "root", crd).await;
+    let v1_def = served(h, "root").await;
+    let beta_def = loop {
+        if let Some(d) = h.server.apis_of("root").find("example.com", "v1beta1", "widgets") {
+            break d.clone();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    };
+    let reg = h.server.registry();
+    let mut obj = widget("w", json!(2));
+    obj["apiVersion"] = json!("example.com/v1beta1");
+    let created = reg
+        .create(&beta_def, "root", Some("default"), obj, WriteOptions::default())
+        .await
+        .expect("created through v1beta1");
+    assert_eq!(created.object["apiVersion"], "example.com/v1beta1");
+    // One stored object, served in either version.
+    let as_v1 = reg.get(&v1_def, in_default("root", "w")).await.expect("read as v1");
+    assert_eq!(as_v1.value().expect("json")["apiVersion"], "example.com/v1");
+    let as_beta = reg.get(&beta_def, in_default("root", "w")).await.expect("read as v1beta1");
+    assert_eq!(as_beta.value().expect("json")["apiVersion"], "example.com/v1beta1");
+    // Discovery prefers v1 (GA before beta).
+    let group = h.server.apis_of("root");
+    let versions: Vec<&str> = group
+        .resources()
+        .iter()
+        .filter(|d| d.group == "example.com")
+        .map(|d| d.version.as_str())
+        .collect();
+    assert_eq!(versions, ["v1", "v1beta1"]);
+}
+
 on_both_stores!(cel_rules_are_enforced);
+on_both_stores!(versions_share_storage_with_conversion_none);
 on_both_stores!(crds_are_per_cluster);
 on_both_stores!(custom_resources_are_defaulted_and_validated);
 on_both_stores!(invalid_crds_are_refused);
