@@ -30,6 +30,9 @@ spec:
     storage: true
     subresources:
       status: {}
+      scale:
+        specReplicasPath: .spec.replicas
+        statusReplicasPath: .status.replicas
     selectableFields:
     - jsonPath: .spec.image
     additionalPrinterColumns:
@@ -62,6 +65,8 @@ spec:
             properties:
               lastRun:
                 type: string
+              replicas:
+                type: integer
 "#;
 
 fn crontab(name: &str, image: &str, replicas: &str) -> String {
@@ -196,6 +201,20 @@ fn crd_then_custom_resources_with_kubectl(store: StoreKind) {
     ]);
     let a_obj = shard.kubectl_json(&["get", "ct", "a", "-o", "json"]);
     assert_eq!(a_obj["metadata"]["generation"], 2);
+
+    // The scale subresource reads and writes the CRD's replica paths (kubectl scale uses it).
+    let out = shard.kubectl_ok(&["scale", "ct", "a", "--replicas=7"]);
+    assert!(out.contains("crontab.stable.example.com/a scaled"), "{out}");
+    let a_obj = shard.kubectl_json(&["get", "ct", "a", "-o", "json"]);
+    assert_eq!(a_obj["spec"]["replicas"], 7);
+    let scale = shard.kubectl_json(&[
+        "get",
+        "--raw",
+        "/clusters/root/apis/stable.example.com/v1/namespaces/default/crontabs/a/scale",
+    ]);
+    assert_eq!(json_str(&scale, "/kind"), "Scale");
+    assert_eq!(scale["spec"]["replicas"], 7);
+    assert_eq!(scale["status"]["replicas"], 0);
 
     // Deleting the CRD deletes its objects and the API.
     shard.kubectl_ok(&[

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use crate::builtin::{age_column_for_crd, name_column};
 use crate::resource::{
     Column, ColumnValue, Conversion, FieldSelectorDef, FieldSource, NameRule, ResourceDef,
-    ResourceKind, SharedStorage, Strategy, StrategyContext,
+    ResourceKind, ScaleDef, SharedStorage, Strategy, StrategyContext,
 };
 
 /// The storage-key identity of custom resources defined by a CRD of the logical cluster itself
@@ -256,6 +256,14 @@ pub fn version_def(crd: &Value, version: &Value, compiled: Arc<CompiledVersion>)
         storage_identity: Some(LOCAL_CRD_IDENTITY.to_string()),
         custom_schema: Some(compiled.schema.clone()),
         openapi_component: Some(compiled.openapi.clone()),
+        scale: version.pointer("/subresources/scale").map(|s| ScaleDef {
+            spec_replicas_path: str_at(s, "/specReplicasPath").to_string(),
+            status_replicas_path: str_at(s, "/statusReplicasPath").to_string(),
+            label_selector_path: s
+                .get("labelSelectorPath")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+        }),
         kind,
     }
 }

@@ -12,5 +12,5 @@ pub mod resource;
 
 pub use resource::{
     Column, ColumnValue, FieldSelectorDef, FieldSource, NameRule, ResourceDef, ResourceKind,
-    Strategy, StrategyContext, Text,
+    ScaleDef, Strategy, StrategyContext, Text,
 };

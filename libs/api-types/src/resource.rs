@@ -155,6 +155,16 @@ pub struct ResourceDef {
     pub custom_schema: Option<Arc<kcp_schema::Schema>>,
     /// The OpenAPI component schema of a kind that is not built in (CRDs), for OpenAPI documents.
     pub openapi_component: Option<Arc<Value>>,
+    /// A `scale` subresource (CRDs): where replicas and the selector live in the object.
+    pub scale: Option<ScaleDef>,
+}
+
+/// A CRD's `subresources.scale`: JSON paths (`.spec.replicas`) into its objects.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ScaleDef {
+    pub spec_replicas_path: String,
+    pub status_replicas_path: String,
+    pub label_selector_path: Option<String>,
 }
 
 /// Where a resource's objects are stored when it is a view of another resource, and how they convert.

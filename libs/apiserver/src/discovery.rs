@@ -25,6 +25,9 @@ fn subresources(def: &ResourceDef) -> Vec<&'static str> {
     if def.status_subresource {
         subs.push("status");
     }
+    if def.scale.is_some() {
+        subs.push("scale");
+    }
     if def.group.is_empty() && def.plural == "namespaces" {
         subs.push("finalize");
     }
@@ -147,13 +150,19 @@ impl ApiSet {
             }
             resources.push(r);
             for sub in subresources(d) {
-                resources.push(json!({
+                let mut r = json!({
                     "name": format!("{}/{sub}", d.plural),
                     "singularName": "",
                     "namespaced": d.namespaced,
                     "kind": d.kind,
                     "verbs": subresource_verbs(sub),
-                }));
+                });
+                if sub == "scale" {
+                    r["group"] = json!("autoscaling");
+                    r["version"] = json!("v1");
+                    r["kind"] = json!("Scale");
+                }
+                resources.push(r);
             }
         }
         let gv = if group.is_empty() {
@@ -183,7 +192,14 @@ impl ApiSet {
         }
         let subs: Vec<Value> = subresources(d)
             .into_iter()
-            .map(|s| json!({"subresource": s, "responseKind": kind, "verbs": subresource_verbs(s)}))
+            .map(|s| {
+                let kind = if s == "scale" {
+                    json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
+                } else {
+                    kind.clone()
+                };
+                json!({"subresource": s, "responseKind": kind, "verbs": subresource_verbs(s)})
+            })
             .collect();
         if !subs.is_empty() {
             r["subresources"] = Value::Array(subs);

@@ -30,6 +30,9 @@ impl OpenApiDocs {
             if d.status_subresource {
                 subresources.push("status".to_string());
             }
+            if d.scale.is_some() {
+                subresources.push("scale".to_string());
+            }
             by_gv
                 .entry((d.group.clone(), d.version.clone()))
                 .or_default()

@@ -543,7 +543,11 @@ async fn versions_share_storage_with_conversion_none(h: &Harness) {
     create_crd(h, "root", crd).await;
     let v1_def = served(h, "root").await;
     let beta_def = loop {
-        if let Some(d) = h.server.apis_of("root").find("example.com", "v1beta1", "widgets") {
+        if let Some(d) = h
+            .server
+            .apis_of("root")
+            .find("example.com", "v1beta1", "widgets")
+        {
             break d.clone();
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
@@ -552,15 +556,30 @@ async fn versions_share_storage_with_conversion_none(h: &Harness) {
     let mut obj = widget("w", json!(2));
     obj["apiVersion"] = json!("example.com/v1beta1");
     let created = reg
-        .create(&beta_def, "root", Some("default"), obj, WriteOptions::default())
+        .create(
+            &beta_def,
+            "root",
+            Some("default"),
+            obj,
+            WriteOptions::default(),
+        )
         .await
         .expect("created through v1beta1");
     assert_eq!(created.object["apiVersion"], "example.com/v1beta1");
     // One stored object, served in either version.
-    let as_v1 = reg.get(&v1_def, in_default("root", "w")).await.expect("read as v1");
+    let as_v1 = reg
+        .get(&v1_def, in_default("root", "w"))
+        .await
+        .expect("read as v1");
     assert_eq!(as_v1.value().expect("json")["apiVersion"], "example.com/v1");
-    let as_beta = reg.get(&beta_def, in_default("root", "w")).await.expect("read as v1beta1");
-    assert_eq!(as_beta.value().expect("json")["apiVersion"], "example.com/v1beta1");
+    let as_beta = reg
+        .get(&beta_def, in_default("root", "w"))
+        .await
+        .expect("read as v1beta1");
+    assert_eq!(
+        as_beta.value().expect("json")["apiVersion"],
+        "example.com/v1beta1"
+    );
     // Discovery prefers v1 (GA before beta).
     let group = h.server.apis_of("root");
     let versions: Vec<&str> = group

@@ -62,6 +62,7 @@ fn def(
         storage_identity: None,
         custom_schema: None,
         openapi_component: None,
+        scale: None,
     })
 }
 

@@ -1,6 +1,7 @@
 //! The handler chain: parse → authenticate → authorize → dispatch, with one log line per request.
 
 mod resource;
+mod scale;
 mod watch;
 
 use std::sync::Arc;

@@ -60,6 +60,24 @@ impl ApiServer {
         {
             return Err(ApiError::path_not_found());
         }
+        if req.subresource.as_deref() == Some("scale")
+            && let Some(scale) = &def.scale
+        {
+            let cluster = match &ctx.info.cluster {
+                ClusterTarget::Name(name) => name.as_str(),
+                _ => return Err(ApiError::path_not_found()),
+            };
+            return self
+                .serve_scale(
+                    ctx,
+                    &def,
+                    scale,
+                    object_ref(Some(cluster), req)?,
+                    &req.verb,
+                    body,
+                )
+                .await;
+        }
         let update_kind = match req.subresource.as_deref() {
             None => UpdateKind::Main,
             Some("status") if def.status_subresource => UpdateKind::Status,
