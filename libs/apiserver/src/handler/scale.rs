@@ -30,10 +30,10 @@ fn write(obj: &mut Value, path: &str, value: Value) {
     };
     let mut at = obj;
     for name in parents {
-        if !at.get(*name).is_some_and(Value::is_object) {
-            if let Some(map) = at.as_object_mut() {
-                map.insert((*name).to_string(), json!({}));
-            }
+        if !at.get(*name).is_some_and(Value::is_object)
+            && let Some(map) = at.as_object_mut()
+        {
+            map.insert((*name).to_string(), json!({}));
         }
         match at.get_mut(*name) {
             Some(next) => at = next,
