@@ -2,6 +2,8 @@
 //! `root` logical cluster, the `default` namespace of new logical clusters, and namespace finalization
 //! (emptying a deleted namespace, then releasing its `kubernetes` finalizer).
 
+mod namespace_conditions;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,8 +12,9 @@ use kcp_apimachinery::status::ApiError;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::registry::{DeleteOptions, ObjectRef, WriteOptions, Written};
+use crate::registry::{DeleteOptions, ObjectRef, UpdateKind, WriteOptions, Written};
 use crate::{ApiServer, ApiServerError};
+use namespace_conditions::ContentTotals;
 
 /// The logical cluster every shard of a kcp installation starts with.
 pub const ROOT_CLUSTER: &str = "root";
@@ -158,23 +161,30 @@ impl ApiServer {
         }
     }
 
-    /// Deletes everything in a terminating namespace; once it is empty, releases the finalizer.
-    /// Returns whether the namespace is done.
+    /// Deletes everything in a terminating namespace and reports progress in its conditions; once it
+    /// is empty, releases the finalizer. Returns whether the namespace is done.
     async fn finalize_namespace(&self, cluster: &str, namespace: &str) -> Result<bool, ApiError> {
-        let mut remaining = 0usize;
+        let set = self.crds.for_cluster(cluster);
+        let def_of = |obj: &crate::watch_cache::CachedObject| {
+            set.resources()
+                .iter()
+                .find(|d| {
+                    obj.key
+                        .starts_with(crate::registry::keyspace(d).all_clusters())
+                })
+                .cloned()
+        };
+        let mut totals = ContentTotals::default();
+        let mut served = 0usize;
         for obj in self
             .registry
             .cache()
             .objects_in_namespace(cluster, namespace)
         {
-            let set = self.crds.for_cluster(cluster);
-            let Some(def) = set.resources().iter().find(|d| {
-                obj.key
-                    .starts_with(crate::registry::keyspace(d).all_clusters())
-            }) else {
+            let Some(def) = def_of(&obj) else {
                 continue;
             };
-            remaining += 1;
+            served += 1;
             let at = ObjectRef {
                 cluster,
                 namespace: Some(namespace),
@@ -182,21 +192,37 @@ impl ApiServer {
             };
             match self
                 .registry
-                .delete(def, at, &DeleteOptions::default())
+                .delete(&def, at, &DeleteOptions::default())
                 .await
             {
                 Ok(_) => {}
                 Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    let message = format!("{}: {}", def.qualified_resource(), e.message);
+                    if !totals.errors.contains(&message) {
+                        totals.errors.push(message);
+                    }
+                }
             }
         }
-        if remaining > 0
-            && !self
-                .registry
-                .cache()
-                .objects_in_namespace(cluster, namespace)
-                .is_empty()
-        {
+        // What is left once the deletions above are visible: objects waiting for finalizers.
+        let _ = self.registry.cache().wait_fresh().await;
+        let left = self
+            .registry
+            .cache()
+            .objects_in_namespace(cluster, namespace);
+        for obj in &left {
+            if let Some(def) = def_of(obj) {
+                let finalizers = obj
+                    .value()
+                    .map(|v| crate::registry::metadata::finalizers(&v))
+                    .unwrap_or_default();
+                totals.count(&def.group, &def.plural, &finalizers);
+            }
+        }
+        self.report_namespace_conditions(cluster, namespace, &totals)
+            .await;
+        if !totals.errors.is_empty() || (served > 0 && !left.is_empty()) {
             return Ok(false);
         }
         let Some(ns_def) = self.builtin("", "namespaces") else {
@@ -218,6 +244,60 @@ impl ApiServer {
             Ok(_) => Ok(true),
             Err(e) if e.code == 404 => Ok(true),
             Err(e) => Err(e),
+        }
+    }
+}
+
+impl ApiServer {
+    /// Writes the namespace's deletion conditions when they changed (no write otherwise).
+    async fn report_namespace_conditions(
+        &self,
+        cluster: &str,
+        namespace: &str,
+        totals: &ContentTotals,
+    ) {
+        let Some(ns_def) = self.builtin("", "namespaces") else {
+            return;
+        };
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name: namespace,
+        };
+        let now = crate::registry::metadata::now_rfc3339();
+        let result = self
+            .registry
+            .update(
+                &ns_def,
+                at,
+                UpdateKind::Status,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    let conditions = namespace_conditions::updated(
+                        old.pointer("/status/conditions"),
+                        totals,
+                        &now,
+                    );
+                    if let Some(m) = new.as_object_mut() {
+                        let status = m.entry("status").or_insert_with(|| json!({}));
+                        if let Some(status) = status.as_object_mut() {
+                            status.insert("conditions".into(), json!(conditions));
+                        }
+                    }
+                    if let Some(m) = new.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                        m.remove("resourceVersion");
+                    }
+                    Ok(new)
+                },
+            )
+            .await;
+        match result {
+            Ok(_) => {}
+            Err(e) if e.code == 404 => {}
+            Err(e) => {
+                tracing::warn!(%cluster, %namespace, error = %e, "reporting namespace deletion conditions failed")
+            }
         }
     }
 }
