@@ -284,6 +284,57 @@ async fn foreground_waits_for_blocking_dependents(h: &Harness) {
     eventually_gone(h, &configmaps(), "root", "owner").await;
 }
 
+async fn foreground_chains_wait_for_the_deepest_dependent(h: &Harness) {
+    let owner = create(h, &configmaps(), "root", configmap("top", vec![])).await;
+    let mid = create(
+        h,
+        &configmaps(),
+        "root",
+        configmap("mid", vec![owner_ref(&owner, true)]),
+    )
+    .await;
+    let mut leaf = secret("leaf", vec![owner_ref(&mid, true)]);
+    leaf["metadata"]["finalizers"] = json!(["example.com/hold"]);
+    create(h, &secrets(), "root", leaf).await;
+
+    delete(h, &configmaps(), "root", "top", Some("Foreground")).await;
+    // The middle object has dependents of its own, so it is deleted in the foreground too.
+    eventually("mid waits for its dependents", || async {
+        get(h, &configmaps(), "root", "mid")
+            .await
+            .is_some_and(|m| finalizers(&m) == vec!["foregroundDeletion"])
+    })
+    .await;
+    eventually("the leaf is being deleted", || async {
+        get(h, &secrets(), "root", "leaf")
+            .await
+            .is_some_and(|l| l["metadata"]["deletionTimestamp"].is_string())
+    })
+    .await;
+    // The held leaf keeps the whole chain.
+    assert!(get(h, &configmaps(), "root", "top").await.is_some());
+    assert!(get(h, &configmaps(), "root", "mid").await.is_some());
+
+    h.server
+        .registry()
+        .update(
+            &secrets(),
+            at("root", "leaf"),
+            UpdateKind::Main,
+            WriteOptions::default(),
+            |old| {
+                let mut new = old.clone();
+                new["metadata"]["finalizers"] = json!([]);
+                Ok(new)
+            },
+        )
+        .await
+        .expect("release the leaf");
+    eventually_gone(h, &secrets(), "root", "leaf").await;
+    eventually_gone(h, &configmaps(), "root", "mid").await;
+    eventually_gone(h, &configmaps(), "root", "top").await;
+}
+
 async fn orphan_keeps_dependents_without_the_reference(h: &Harness) {
     let owner = create(h, &configmaps(), "root", configmap("owner", vec![])).await;
     let other = create(h, &configmaps(), "root", configmap("other", vec![])).await;
@@ -382,6 +433,7 @@ async fn owners_in_other_logical_clusters_never_match(h: &Harness) {
 
 on_both_stores!(background_cascades_through_two_levels);
 on_both_stores!(foreground_waits_for_blocking_dependents);
+on_both_stores!(foreground_chains_wait_for_the_deepest_dependent);
 on_both_stores!(orphan_keeps_dependents_without_the_reference);
 on_both_stores!(dangling_owners_are_matched_by_uid);
 on_both_stores!(owners_in_other_logical_clusters_never_match);
