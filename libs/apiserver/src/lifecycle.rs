@@ -25,6 +25,8 @@ const NAMESPACE_FINALIZER: &str = "kubernetes";
 /// Hands namespaces whose deletion started to the finalizer task.
 pub struct NamespaceFinalizer {
     tx: mpsc::UnboundedSender<(String, String)>,
+    /// Namespaces queued or being finalized, so one namespace never runs in two retry chains.
+    pending: parking_lot::Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 impl NamespaceFinalizer {
@@ -33,11 +35,21 @@ impl NamespaceFinalizer {
         mpsc::UnboundedReceiver<(String, String)>,
     ) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (NamespaceFinalizer { tx }, rx)
+        let pending = parking_lot::Mutex::new(std::collections::HashSet::new());
+        (NamespaceFinalizer { tx, pending }, rx)
     }
 
     fn enqueue(&self, cluster: &str, namespace: &str) {
-        let _ = self.tx.send((cluster.to_string(), namespace.to_string()));
+        let key = (cluster.to_string(), namespace.to_string());
+        if self.pending.lock().insert(key.clone()) {
+            let _ = self.tx.send(key);
+        }
+    }
+
+    fn finished(&self, cluster: &str, namespace: &str) {
+        self.pending
+            .lock()
+            .remove(&(cluster.to_string(), namespace.to_string()));
     }
 }
 
@@ -228,17 +240,25 @@ impl ApiServer {
         let Some(ns_def) = self.builtin("", "namespaces") else {
             return Ok(true);
         };
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name: namespace,
+        };
         match self
             .registry
-            .finalize(
-                &ns_def,
-                ObjectRef {
-                    cluster,
-                    namespace: None,
-                    name: namespace,
-                },
-                NAMESPACE_FINALIZER,
-            )
+            .finalize(&ns_def, at, NAMESPACE_FINALIZER)
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.code == 404 => return Ok(true),
+            Err(e) => return Err(e),
+        }
+        // The update that released the finalizer deletes the namespace, unless a concurrent write
+        // (a condition report) made that deletion lose its compare-and-swap: delete it again.
+        match self
+            .registry
+            .delete(&ns_def, at, &DeleteOptions::default())
             .await
         {
             Ok(_) => Ok(true),
@@ -302,12 +322,76 @@ impl ApiServer {
     }
 }
 
+fn is_deleting(obj: &crate::watch_cache::CachedObject) -> bool {
+    obj.value()
+        .ok()
+        .and_then(|v| v.pointer("/metadata/deletionTimestamp").cloned())
+        .is_some_and(|t| !t.is_null())
+}
+
+/// Hands the finalizer every namespace whose deletion starts, whoever started it (a request, the
+/// garbage collector, a test through the registry), by following the namespaces in the watch cache.
+fn spawn_namespace_follower(server: &Arc<ApiServer>) {
+    let Some(ns_def) = server.builtin("", "namespaces") else {
+        return;
+    };
+    let prefix = crate::registry::keyspace(&ns_def)
+        .all_clusters()
+        .to_string();
+    let weak = Arc::downgrade(server);
+    let cache = server.registry.cache().clone();
+    let shutdown = server.shutdown.clone();
+    tokio::spawn(async move {
+        let every_cluster = crate::watch_cache::Scope {
+            cluster: None,
+            namespace: None,
+        };
+        while !shutdown.is_cancelled() {
+            let Ok(mut sub) = cache.subscribe(&prefix, every_cluster.clone(), None) else {
+                return;
+            };
+            // Deletions that started before this subscription (first start, or after a cut-off).
+            let started: Vec<_> = cache
+                .list(&prefix, None)
+                .into_iter()
+                .filter(|ns| is_deleting(ns))
+                .collect();
+            let Some(server) = weak.upgrade() else { return };
+            for ns in started {
+                server.namespaces.enqueue(&ns.cluster, &ns.name);
+            }
+            drop(server);
+            loop {
+                let item = tokio::select! {
+                    item = sub.rx.recv() => item,
+                    _ = shutdown.cancelled() => return,
+                };
+                let event = match item {
+                    Some(crate::watch_cache::WatchItem::Event(event)) => event,
+                    Some(_) => continue,
+                    None => break,
+                };
+                let began = event.kind != crate::watch_cache::CacheEventType::Deleted
+                    && is_deleting(&event.object)
+                    && !event.prev.as_deref().is_some_and(is_deleting);
+                if began {
+                    let Some(server) = weak.upgrade() else { return };
+                    server
+                        .namespaces
+                        .enqueue(&event.object.cluster, &event.object.name);
+                }
+            }
+        }
+    });
+}
+
 /// Runs namespace finalization until the server shuts down; namespaces still holding objects with
 /// finalizers of their own are retried every second.
 pub fn spawn_namespace_finalizer(
     server: Arc<ApiServer>,
     mut rx: mpsc::UnboundedReceiver<(String, String)>,
 ) {
+    spawn_namespace_follower(&server);
     let weak = Arc::downgrade(&server);
     let shutdown = server.shutdown.clone();
     drop(server);
@@ -328,7 +412,9 @@ pub fn spawn_namespace_finalizer(
                     false
                 }
             };
-            if !done {
+            if done {
+                server.namespaces.finished(&cluster, &namespace);
+            } else {
                 let tx = server.namespaces.tx.clone();
                 tokio::spawn(async move {
                     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -239,18 +239,36 @@ impl Collector {
                 list.retain(|f| f.as_str() != Some(finalizer));
             }
         });
-        gone_is_fine(
-            server
-                .registry()
-                .update(
-                    def,
-                    at(obj),
-                    UpdateKind::Main,
-                    WriteOptions::default(),
-                    change,
-                )
-                .await,
-        )
+        let written = match server
+            .registry()
+            .update(
+                def,
+                at(obj),
+                UpdateKind::Main,
+                WriteOptions::default(),
+                change,
+            )
+            .await
+        {
+            Ok(written) => written,
+            Err(e) if e.code == 404 => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        // Releasing the last finalizer deletes the object in the same update, unless a concurrent
+        // write made that deletion lose its compare-and-swap: then finish it here.
+        let released = written
+            .object
+            .pointer("/metadata/finalizers")
+            .and_then(Value::as_array)
+            .is_none_or(Vec::is_empty);
+        if !released {
+            return Ok(());
+        }
+        let opts = DeleteOptions {
+            precondition_uid: Some(meta.uid.clone()),
+            ..Default::default()
+        };
+        gone_is_fine(server.registry().delete(def, at(obj), &opts).await)
     }
 
     /// An owner deleted with `orphan`: its dependents forget it, then it goes.
