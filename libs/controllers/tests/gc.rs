@@ -437,3 +437,51 @@ on_both_stores!(foreground_chains_wait_for_the_deepest_dependent);
 on_both_stores!(orphan_keeps_dependents_without_the_reference);
 on_both_stores!(dangling_owners_are_matched_by_uid);
 on_both_stores!(owners_in_other_logical_clusters_never_match);
+
+/// A collector starting over (first start, or after being cut off from the cache when it fell
+/// behind) builds its graph from a full listing and collects what lost its owner before it looked.
+async fn a_collector_starting_late_collects_from_the_listing(engine: common::Engine) {
+    let h = common::harness_with(engine, None).await;
+    let owner = create(&h, &configmaps(), "root", configmap("owner", vec![])).await;
+    let keep = create(&h, &configmaps(), "root", configmap("keep", vec![])).await;
+    for i in 0..5 {
+        let name = format!("dep{i}");
+        create(
+            &h,
+            &secrets(),
+            "root",
+            secret(&name, vec![owner_ref(&owner, false)]),
+        )
+        .await;
+    }
+    create(
+        &h,
+        &secrets(),
+        "root",
+        secret("kept", vec![owner_ref(&keep, false)]),
+    )
+    .await;
+    delete(&h, &configmaps(), "root", "owner", None).await;
+
+    let options = kcp_controllers::gc::GcOptions {
+        workers: 1,
+        event_queue: 1,
+    };
+    let gc = kcp_controllers::gc::spawn_with(h.server.clone(), options);
+    for i in 0..5 {
+        eventually_gone(&h, &secrets(), "root", &format!("dep{i}")).await;
+    }
+    assert!(get(&h, &secrets(), "root", "kept").await.is_some());
+    // Only `kept` still references an owner; the graph forgets the collected ones.
+    eventually("the graph tracks only kept", || async { gc.tracked() == 1 }).await;
+}
+
+#[tokio::test]
+async fn a_collector_starting_late_collects_from_the_listing_embedded() {
+    a_collector_starting_late_collects_from_the_listing(common::Engine::Embedded).await;
+}
+
+#[tokio::test]
+async fn a_collector_starting_late_collects_from_the_listing_etcd() {
+    a_collector_starting_late_collects_from_the_listing(common::Engine::Etcd).await;
+}

@@ -30,10 +30,24 @@ use graph::Graph;
 use meta::Meta;
 use queue::WorkQueue;
 
-/// Workers deciding and acting on queued objects.
-const WORKERS: usize = 2;
-/// Cache events buffered for the graph; beyond that the collector is cut off and rebuilds its graph.
-const EVENT_QUEUE: usize = 65_536;
+/// How the collector runs.
+#[derive(Clone, Copy, Debug)]
+pub struct GcOptions {
+    /// Workers deciding and acting on queued objects.
+    pub workers: usize,
+    /// Cache events buffered for the graph; beyond that the collector is cut off and rebuilds its
+    /// graph from a full listing.
+    pub event_queue: usize,
+}
+
+impl Default for GcOptions {
+    fn default() -> GcOptions {
+        GcOptions {
+            workers: 2,
+            event_queue: 65_536,
+        }
+    }
+}
 
 /// The running collector.
 pub struct Collector {
@@ -41,6 +55,9 @@ pub struct Collector {
     cache: Arc<WatchCache>,
     graph: Mutex<Graph>,
     queue: Arc<WorkQueue>,
+    event_queue: usize,
+    /// How many times the graph was built from a full listing (the first start included).
+    resyncs: std::sync::atomic::AtomicU64,
 }
 
 impl Collector {
@@ -49,8 +66,15 @@ impl Collector {
         self.graph.lock().tracked()
     }
 
+    /// How many times the graph was built from a full listing, the first start included.
+    pub fn resyncs(&self) -> u64 {
+        self.resyncs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
     /// Rebuilds the graph from a full listing of the cache and queues what needs a look.
     fn resync(&self) {
+        self.resyncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let mut graph = Graph::default();
         let mut work = Vec::new();
         for obj in self.cache.all_objects() {
@@ -69,7 +93,7 @@ impl Collector {
     /// subscription is cut off (the collector fell behind, or the cache reloaded).
     async fn follow(self: Arc<Self>, shutdown: CancellationToken) {
         loop {
-            let mut events = self.cache.subscribe_all(EVENT_QUEUE);
+            let mut events = self.cache.subscribe_all(self.event_queue);
             self.resync();
             loop {
                 let event = tokio::select! {
@@ -106,15 +130,22 @@ impl Collector {
 
 /// Starts the shard's garbage collector; it stops when the API server shuts down.
 pub fn spawn(server: Arc<ApiServer>) -> Arc<Collector> {
+    spawn_with(server, GcOptions::default())
+}
+
+/// [`spawn`] with explicit options.
+pub fn spawn_with(server: Arc<ApiServer>, options: GcOptions) -> Arc<Collector> {
     let shutdown = server.shutdown_token();
     let collector = Arc::new(Collector {
         server: Arc::downgrade(&server),
         cache: server.registry().cache().clone(),
         graph: Mutex::new(Graph::default()),
         queue: Arc::new(WorkQueue::default()),
+        event_queue: options.event_queue,
+        resyncs: std::sync::atomic::AtomicU64::new(0),
     });
     tokio::spawn(collector.clone().follow(shutdown.clone()));
-    for _ in 0..WORKERS {
+    for _ in 0..options.workers.max(1) {
         tokio::spawn(collector.clone().work(shutdown.clone()));
     }
     collector

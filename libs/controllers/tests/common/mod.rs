@@ -33,7 +33,8 @@ pub fn builtin(group: &str, plural: &str) -> ResourceDef {
 
 pub struct Harness {
     pub server: Arc<ApiServer>,
-    pub gc: Arc<kcp_controllers::gc::Collector>,
+    /// The running collector, when the harness started one.
+    pub gc: Option<Arc<kcp_controllers::gc::Collector>>,
     _dir: tempfile::TempDir,
     _etcd: Option<EtcdProcess>,
 }
@@ -45,6 +46,11 @@ pub enum Engine {
 }
 
 pub async fn harness(engine: Engine) -> Harness {
+    harness_with(engine, Some(kcp_controllers::gc::GcOptions::default())).await
+}
+
+/// A harness whose garbage collector runs with `gc`, or is not started (`None`).
+pub async fn harness_with(engine: Engine, gc: Option<kcp_controllers::gc::GcOptions>) -> Harness {
     let dir = tempfile::tempdir().expect("tempdir");
     let (config, etcd) = match engine {
         Engine::Embedded => (
@@ -67,7 +73,7 @@ pub async fn harness(engine: Engine) -> Harness {
     };
     let store = kcp_store::open(&config).await.expect("store opens");
     let server = server(store).await;
-    let gc = kcp_controllers::gc::spawn(server.clone());
+    let gc = gc.map(|options| kcp_controllers::gc::spawn_with(server.clone(), options));
     Harness {
         server,
         gc,
