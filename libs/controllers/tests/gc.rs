@@ -335,6 +335,38 @@ async fn foreground_chains_wait_for_the_deepest_dependent(h: &Harness) {
     eventually_gone(h, &configmaps(), "root", "top").await;
 }
 
+async fn foreground_deletion_breaks_ownership_cycles(h: &Harness) {
+    let a = create(h, &configmaps(), "root", configmap("a", vec![])).await;
+    let b = create(
+        h,
+        &configmaps(),
+        "root",
+        configmap("b", vec![owner_ref(&a, true)]),
+    )
+    .await;
+    // Close the cycle: a is owned by b, b by a, both blocking.
+    let b_ref = owner_ref(&b, true);
+    h.server
+        .registry()
+        .update(
+            &configmaps(),
+            at("root", "a"),
+            UpdateKind::Main,
+            WriteOptions::default(),
+            move |old| {
+                let mut new = old.clone();
+                new["metadata"]["ownerReferences"] = json!([b_ref.clone()]);
+                Ok(new)
+            },
+        )
+        .await
+        .expect("a owned by b");
+
+    delete(h, &configmaps(), "root", "a", Some("Foreground")).await;
+    eventually_gone(h, &configmaps(), "root", "a").await;
+    eventually_gone(h, &configmaps(), "root", "b").await;
+}
+
 async fn orphan_keeps_dependents_without_the_reference(h: &Harness) {
     let owner = create(h, &configmaps(), "root", configmap("owner", vec![])).await;
     let other = create(h, &configmaps(), "root", configmap("other", vec![])).await;
@@ -434,6 +466,7 @@ async fn owners_in_other_logical_clusters_never_match(h: &Harness) {
 on_both_stores!(background_cascades_through_two_levels);
 on_both_stores!(foreground_waits_for_blocking_dependents);
 on_both_stores!(foreground_chains_wait_for_the_deepest_dependent);
+on_both_stores!(foreground_deletion_breaks_ownership_cycles);
 on_both_stores!(orphan_keeps_dependents_without_the_reference);
 on_both_stores!(dangling_owners_are_matched_by_uid);
 on_both_stores!(owners_in_other_logical_clusters_never_match);

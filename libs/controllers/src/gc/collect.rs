@@ -169,7 +169,19 @@ impl Collector {
             }
             return self.drop_references(server, def, obj, meta, release).await;
         }
-        let policy = if waiting && self.graph.lock().has_dependents(&obj.cluster, &meta.uid) {
+        let dependents = self.graph.lock().dependents_of(&obj.cluster, &meta.uid);
+        let policy = if waiting && !dependents.is_empty() {
+            // A dependent already waiting for its own dependents may be waiting for this object
+            // (an ownership cycle): stop blocking owners, or neither could ever go.
+            let cycle = dependents.iter().any(|(key, _)| {
+                self.cache
+                    .get(key)
+                    .and_then(|d| Meta::parse(&d.json))
+                    .is_some_and(|m| m.is_deleting() && m.has_finalizer(FOREGROUND_FINALIZER))
+            });
+            if cycle {
+                self.unblock_owners(server, def, obj, meta).await?;
+            }
             // Its own dependents must go before it, so its waiting owner goes last.
             "Foreground"
         } else if meta.has_finalizer(ORPHAN_FINALIZER) {
@@ -186,6 +198,37 @@ impl Collector {
         };
         tracing::debug!(key = %obj.key, policy, "deleting an object whose owners are gone");
         gone_is_fine(server.registry().delete(def, at(obj), &opts).await)
+    }
+
+    /// Sets `blockOwnerDeletion: false` on every reference of `obj`.
+    async fn unblock_owners(
+        &self,
+        server: &ApiServer,
+        def: &ResourceDef,
+        obj: &CachedObject,
+        meta: &Meta,
+    ) -> Result<(), GcError> {
+        let change = same_object(meta.uid.clone(), |m| {
+            if let Some(list) = m.get_mut("ownerReferences").and_then(Value::as_array_mut) {
+                for r in list.iter_mut().filter_map(Value::as_object_mut) {
+                    if r.contains_key("blockOwnerDeletion") {
+                        r.insert("blockOwnerDeletion".into(), Value::Bool(false));
+                    }
+                }
+            }
+        });
+        gone_is_fine(
+            server
+                .registry()
+                .update(
+                    def,
+                    at(obj),
+                    UpdateKind::Main,
+                    WriteOptions::default(),
+                    change,
+                )
+                .await,
+        )
     }
 
     async fn drop_references(
