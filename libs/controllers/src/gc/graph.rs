@@ -150,11 +150,6 @@ impl Graph {
             .collect()
     }
 
-    pub fn has_dependents(&self, cluster: &str, uid: &str) -> bool {
-        self.by_owner
-            .contains_key(&(cluster.to_string(), uid.to_string()))
-    }
-
     /// Objects with ownerReferences known to the graph.
     pub fn tracked(&self) -> usize {
         self.dependents.len()
@@ -207,7 +202,7 @@ mod tests {
         upsert(&mut g, &b);
         assert_eq!(g.dependents_of("root", "o1"), vec![(a.key.clone(), true)]);
         assert_eq!(g.dependents_of("other", "o1"), vec![(b.key.clone(), false)]);
-        assert!(!g.has_dependents("root", "o2"));
+        assert!(g.dependents_of("root", "o2").is_empty());
         // The same state again is no news; an older one is ignored.
         assert!(upsert(&mut g, &a).is_empty());
         let stale = object(&a.key, "root", 1, r#"{"metadata":{"uid":"a"}}"#);
