@@ -246,6 +246,20 @@ impl ApiSet {
     }
 }
 
+/// Kind lookups, for references that name a kind rather than a resource (ownerReferences).
+impl ApiSet {
+    /// The resource serving `kind` in `group/version`; when that version is not served, another
+    /// version of the same group and kind (they share storage, and owners are matched by uid anyway).
+    pub fn find_kind(&self, group: &str, version: &str, kind: &str) -> Option<&Arc<ResourceDef>> {
+        let same_kind = |d: &&Arc<ResourceDef>| d.group == group && d.kind == kind;
+        self.resources
+            .iter()
+            .filter(same_kind)
+            .find(|d| d.version == version)
+            .or_else(|| self.resources.iter().find(same_kind))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -2,6 +2,8 @@
 //! `root` logical cluster, the `default` namespace of new logical clusters, and namespace finalization
 //! (emptying a deleted namespace, then releasing its `kubernetes` finalizer).
 
+mod namespace_conditions;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,8 +12,9 @@ use kcp_apimachinery::status::ApiError;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::registry::{DeleteOptions, ObjectRef, WriteOptions, Written};
+use crate::registry::{DeleteOptions, ObjectRef, UpdateKind, WriteOptions, Written};
 use crate::{ApiServer, ApiServerError};
+use namespace_conditions::ContentTotals;
 
 /// The logical cluster every shard of a kcp installation starts with.
 pub const ROOT_CLUSTER: &str = "root";
@@ -22,6 +25,8 @@ const NAMESPACE_FINALIZER: &str = "kubernetes";
 /// Hands namespaces whose deletion started to the finalizer task.
 pub struct NamespaceFinalizer {
     tx: mpsc::UnboundedSender<(String, String)>,
+    /// Namespaces queued or being finalized, so one namespace never runs in two retry chains.
+    pending: parking_lot::Mutex<std::collections::HashSet<(String, String)>>,
 }
 
 impl NamespaceFinalizer {
@@ -30,11 +35,21 @@ impl NamespaceFinalizer {
         mpsc::UnboundedReceiver<(String, String)>,
     ) {
         let (tx, rx) = mpsc::unbounded_channel();
-        (NamespaceFinalizer { tx }, rx)
+        let pending = parking_lot::Mutex::new(std::collections::HashSet::new());
+        (NamespaceFinalizer { tx, pending }, rx)
     }
 
     fn enqueue(&self, cluster: &str, namespace: &str) {
-        let _ = self.tx.send((cluster.to_string(), namespace.to_string()));
+        let key = (cluster.to_string(), namespace.to_string());
+        if self.pending.lock().insert(key.clone()) {
+            let _ = self.tx.send(key);
+        }
+    }
+
+    fn finished(&self, cluster: &str, namespace: &str) {
+        self.pending
+            .lock()
+            .remove(&(cluster.to_string(), namespace.to_string()));
     }
 }
 
@@ -158,23 +173,30 @@ impl ApiServer {
         }
     }
 
-    /// Deletes everything in a terminating namespace; once it is empty, releases the finalizer.
-    /// Returns whether the namespace is done.
+    /// Deletes everything in a terminating namespace and reports progress in its conditions; once it
+    /// is empty, releases the finalizer. Returns whether the namespace is done.
     async fn finalize_namespace(&self, cluster: &str, namespace: &str) -> Result<bool, ApiError> {
-        let mut remaining = 0usize;
+        let set = self.crds.for_cluster(cluster);
+        let def_of = |obj: &crate::watch_cache::CachedObject| {
+            set.resources()
+                .iter()
+                .find(|d| {
+                    obj.key
+                        .starts_with(crate::registry::keyspace(d).all_clusters())
+                })
+                .cloned()
+        };
+        let mut totals = ContentTotals::default();
+        let mut served = 0usize;
         for obj in self
             .registry
             .cache()
             .objects_in_namespace(cluster, namespace)
         {
-            let set = self.crds.for_cluster(cluster);
-            let Some(def) = set.resources().iter().find(|d| {
-                obj.key
-                    .starts_with(crate::registry::keyspace(d).all_clusters())
-            }) else {
+            let Some(def) = def_of(&obj) else {
                 continue;
             };
-            remaining += 1;
+            served += 1;
             let at = ObjectRef {
                 cluster,
                 namespace: Some(namespace),
@@ -182,37 +204,61 @@ impl ApiServer {
             };
             match self
                 .registry
-                .delete(def, at, &DeleteOptions::default())
+                .delete(&def, at, &DeleteOptions::default())
                 .await
             {
                 Ok(_) => {}
                 Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
+                Err(e) => {
+                    let message = format!("{}: {}", def.qualified_resource(), e.message);
+                    if !totals.errors.contains(&message) {
+                        totals.errors.push(message);
+                    }
+                }
             }
         }
-        if remaining > 0
-            && !self
-                .registry
-                .cache()
-                .objects_in_namespace(cluster, namespace)
-                .is_empty()
-        {
+        // What is left once the deletions above are visible: objects waiting for finalizers.
+        let _ = self.registry.cache().wait_fresh().await;
+        let left = self
+            .registry
+            .cache()
+            .objects_in_namespace(cluster, namespace);
+        for obj in &left {
+            if let Some(def) = def_of(obj) {
+                let finalizers = obj
+                    .value()
+                    .map(|v| crate::registry::metadata::finalizers(&v))
+                    .unwrap_or_default();
+                totals.count(&def.group, &def.plural, &finalizers);
+            }
+        }
+        self.report_namespace_conditions(cluster, namespace, &totals)
+            .await;
+        if !totals.errors.is_empty() || (served > 0 && !left.is_empty()) {
             return Ok(false);
         }
         let Some(ns_def) = self.builtin("", "namespaces") else {
             return Ok(true);
         };
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name: namespace,
+        };
         match self
             .registry
-            .finalize(
-                &ns_def,
-                ObjectRef {
-                    cluster,
-                    namespace: None,
-                    name: namespace,
-                },
-                NAMESPACE_FINALIZER,
-            )
+            .finalize(&ns_def, at, NAMESPACE_FINALIZER)
+            .await
+        {
+            Ok(_) => {}
+            Err(e) if e.code == 404 => return Ok(true),
+            Err(e) => return Err(e),
+        }
+        // The update that released the finalizer deletes the namespace, unless a concurrent write
+        // (a condition report) made that deletion lose its compare-and-swap: delete it again.
+        match self
+            .registry
+            .delete(&ns_def, at, &DeleteOptions::default())
             .await
         {
             Ok(_) => Ok(true),
@@ -222,12 +268,130 @@ impl ApiServer {
     }
 }
 
+impl ApiServer {
+    /// Writes the namespace's deletion conditions when they changed (no write otherwise).
+    async fn report_namespace_conditions(
+        &self,
+        cluster: &str,
+        namespace: &str,
+        totals: &ContentTotals,
+    ) {
+        let Some(ns_def) = self.builtin("", "namespaces") else {
+            return;
+        };
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name: namespace,
+        };
+        let now = crate::registry::metadata::now_rfc3339();
+        let result = self
+            .registry
+            .update(
+                &ns_def,
+                at,
+                UpdateKind::Status,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    let conditions = namespace_conditions::updated(
+                        old.pointer("/status/conditions"),
+                        totals,
+                        &now,
+                    );
+                    if let Some(m) = new.as_object_mut() {
+                        let status = m.entry("status").or_insert_with(|| json!({}));
+                        if let Some(status) = status.as_object_mut() {
+                            status.insert("conditions".into(), json!(conditions));
+                        }
+                    }
+                    if let Some(m) = new.get_mut("metadata").and_then(|m| m.as_object_mut()) {
+                        m.remove("resourceVersion");
+                    }
+                    Ok(new)
+                },
+            )
+            .await;
+        match result {
+            Ok(_) => {}
+            Err(e) if e.code == 404 => {}
+            Err(e) => {
+                tracing::warn!(%cluster, %namespace, error = %e, "reporting namespace deletion conditions failed")
+            }
+        }
+    }
+}
+
+fn is_deleting(obj: &crate::watch_cache::CachedObject) -> bool {
+    obj.value()
+        .ok()
+        .and_then(|v| v.pointer("/metadata/deletionTimestamp").cloned())
+        .is_some_and(|t| !t.is_null())
+}
+
+/// Hands the finalizer every namespace whose deletion starts, whoever started it (a request, the
+/// garbage collector, a test through the registry), by following the namespaces in the watch cache.
+fn spawn_namespace_follower(server: &Arc<ApiServer>) {
+    let Some(ns_def) = server.builtin("", "namespaces") else {
+        return;
+    };
+    let prefix = crate::registry::keyspace(&ns_def)
+        .all_clusters()
+        .to_string();
+    let weak = Arc::downgrade(server);
+    let cache = server.registry.cache().clone();
+    let shutdown = server.shutdown.clone();
+    tokio::spawn(async move {
+        let every_cluster = crate::watch_cache::Scope {
+            cluster: None,
+            namespace: None,
+        };
+        while !shutdown.is_cancelled() {
+            let Ok(mut sub) = cache.subscribe(&prefix, every_cluster.clone(), None) else {
+                return;
+            };
+            // Deletions that started before this subscription (first start, or after a cut-off).
+            let started: Vec<_> = cache
+                .list(&prefix, None)
+                .into_iter()
+                .filter(|ns| is_deleting(ns))
+                .collect();
+            let Some(server) = weak.upgrade() else { return };
+            for ns in started {
+                server.namespaces.enqueue(&ns.cluster, &ns.name);
+            }
+            drop(server);
+            loop {
+                let item = tokio::select! {
+                    item = sub.rx.recv() => item,
+                    _ = shutdown.cancelled() => return,
+                };
+                let event = match item {
+                    Some(crate::watch_cache::WatchItem::Event(event)) => event,
+                    Some(_) => continue,
+                    None => break,
+                };
+                let began = event.kind != crate::watch_cache::CacheEventType::Deleted
+                    && is_deleting(&event.object)
+                    && !event.prev.as_deref().is_some_and(is_deleting);
+                if began {
+                    let Some(server) = weak.upgrade() else { return };
+                    server
+                        .namespaces
+                        .enqueue(&event.object.cluster, &event.object.name);
+                }
+            }
+        }
+    });
+}
+
 /// Runs namespace finalization until the server shuts down; namespaces still holding objects with
 /// finalizers of their own are retried every second.
 pub fn spawn_namespace_finalizer(
     server: Arc<ApiServer>,
     mut rx: mpsc::UnboundedReceiver<(String, String)>,
 ) {
+    spawn_namespace_follower(&server);
     let weak = Arc::downgrade(&server);
     let shutdown = server.shutdown.clone();
     drop(server);
@@ -248,7 +412,9 @@ pub fn spawn_namespace_finalizer(
                     false
                 }
             };
-            if !done {
+            if done {
+                server.namespaces.finished(&cluster, &namespace);
+            } else {
                 let tx = server.namespaces.tx.clone();
                 tokio::spawn(async move {
                     tokio::time::sleep(Duration::from_secs(1)).await;

@@ -211,6 +211,35 @@ pub struct WatchCache {
     revision_tx: tokio::sync::watch::Sender<Revision>,
     /// Stops following the store (shutdown), releasing it.
     stop: tokio_util::sync::CancellationToken,
+    /// Subscribers to every event of every resource (controllers such as the garbage collector).
+    all: RwLock<Vec<AllWatcher>>,
+    /// Whether `all` is non-empty, so the hot path skips its lock when nobody listens.
+    any_all: std::sync::atomic::AtomicBool,
+}
+
+struct AllWatcher {
+    id: u64,
+    tx: mpsc::Sender<Arc<CacheEvent>>,
+}
+
+/// A subscriber to every event of every resource, including resources that appear later.
+///
+/// Its queue is bounded: a subscriber that falls behind is cut off (`rx` ends) and must start over
+/// with a new subscription and a full [`WatchCache::all_objects`] listing.
+pub struct AllSubscription {
+    pub rx: mpsc::Receiver<Arc<CacheEvent>>,
+    id: u64,
+    cache: std::sync::Weak<WatchCache>,
+}
+
+impl Drop for AllSubscription {
+    fn drop(&mut self) {
+        if let Some(cache) = self.cache.upgrade() {
+            let mut all = cache.all.write();
+            all.retain(|w| w.id != self.id);
+            cache.any_all.store(!all.is_empty(), Ordering::Release);
+        }
+    }
 }
 
 /// `/<group>/<resource>/<identity>/` of a key.
@@ -285,6 +314,8 @@ impl WatchCache {
             next_watcher: AtomicU64::new(1),
             revision_tx,
             stop: tokio_util::sync::CancellationToken::new(),
+            all: RwLock::new(Vec::new()),
+            any_all: std::sync::atomic::AtomicBool::new(false),
         });
         cache.load(store.as_ref(), revision).await?;
         let stream = store.watch("/", revision).await?;
@@ -349,6 +380,10 @@ impl WatchCache {
             );
         }
         drop(resources);
+        // Subscribers to everything cannot be continued consistently either: they start over, after
+        // the new content is in place so their fresh listing sees it.
+        self.all.write().clear();
+        self.any_all.store(false, Ordering::Release);
         if revision > self.revision.load(Ordering::Acquire) {
             self.revision.store(revision, Ordering::Release);
             self.revision_tx.send_replace(revision);
@@ -472,6 +507,12 @@ impl WatchCache {
                 let relevant = w.scope.matches(&event.object);
                 !relevant || w.tx.try_send(WatchItem::Event(event.clone())).is_ok()
             });
+            // Delivered under the resource's lock, so a subscriber sees each resource's events in order.
+            if self.any_all.load(Ordering::Acquire) {
+                let mut all = self.all.write();
+                all.retain(|w| w.tx.try_send(event.clone()).is_ok());
+                self.any_all.store(!all.is_empty(), Ordering::Release);
+            }
         }
         let rev = resp.revision;
         if rev > self.revision.load(Ordering::Acquire) {
@@ -601,6 +642,32 @@ impl WatchCache {
         })
     }
 
+    /// Subscribes to every event of every resource from now on, with a queue of `capacity` events.
+    /// Subscribe first, then read [`WatchCache::all_objects`]: every change after the listing then
+    /// arrives as an event (some may repeat what the listing already showed).
+    pub fn subscribe_all(self: &Arc<Self>, capacity: usize) -> AllSubscription {
+        let (tx, rx) = mpsc::channel(capacity.max(1));
+        let id = self.next_watcher.fetch_add(1, Ordering::Relaxed);
+        let mut all = self.all.write();
+        all.push(AllWatcher { id, tx });
+        self.any_all.store(true, Ordering::Release);
+        AllSubscription {
+            rx,
+            id,
+            cache: Arc::downgrade(self),
+        }
+    }
+
+    /// Every cached object of every resource (a full listing for subscribers that start over).
+    pub fn all_objects(&self) -> Vec<Arc<CachedObject>> {
+        let caches: Vec<Arc<ResourceCache>> = self.resources.read().values().cloned().collect();
+        let mut out = Vec::new();
+        for rc in caches {
+            out.extend(rc.state.read().objects.values().cloned());
+        }
+        out
+    }
+
     /// Every `(cluster, namespace)`-scoped object of every resource, for namespace deletion.
     pub fn objects_in_namespace(&self, cluster: &str, namespace: &str) -> Vec<Arc<CachedObject>> {
         let caches: Vec<(String, Arc<ResourceCache>)> = self
@@ -630,6 +697,8 @@ impl WatchCache {
     /// Ends every watcher and stops following the store (shutdown).
     pub fn close_all(&self) {
         self.stop.cancel();
+        self.all.write().clear();
+        self.any_all.store(false, Ordering::Release);
         for rc in self.resources.read().values() {
             rc.state.write().watchers.clear();
         }

@@ -16,8 +16,40 @@ pub struct DeleteOptions {
     pub dry_run: bool,
     pub precondition_uid: Option<String>,
     pub precondition_resource_version: Option<String>,
-    /// `Orphan`, `Background` or `Foreground`; accepted (garbage collection arrives later).
+    /// `Orphan`, `Background` or `Foreground` (the legacy `orphanDependents` maps onto it). `None`
+    /// keeps what the object's finalizers already ask for, else Background.
     pub propagation_policy: Option<String>,
+}
+
+/// Finalizer asking the garbage collector to strip the owner's references from its dependents first.
+pub const ORPHAN_FINALIZER: &str = "orphan";
+/// Finalizer asking the garbage collector to delete the owner's blocking dependents first.
+pub const FOREGROUND_FINALIZER: &str = "foregroundDeletion";
+
+/// The finalizers `obj` carries after a delete with `opts`, when the propagation policy changes them
+/// (`None`: unchanged). An explicit policy replaces whichever of the two garbage-collection finalizers
+/// the object had; without one, the object's own finalizers decide, as in Kubernetes.
+pub fn propagation_finalizers(obj: &Value, opts: &DeleteOptions) -> Option<Vec<String>> {
+    let current = metadata::finalizers(obj);
+    let (orphan, foreground) = match opts.propagation_policy.as_deref() {
+        Some("Orphan") => (true, false),
+        Some("Foreground") => (false, true),
+        Some(_) => (false, false),
+        None => return None,
+    };
+    let mut next: Vec<String> = current
+        .iter()
+        .filter(|f| *f != ORPHAN_FINALIZER && *f != FOREGROUND_FINALIZER)
+        .cloned()
+        .collect();
+    if orphan {
+        next.push(ORPHAN_FINALIZER.to_string());
+    }
+    if foreground {
+        next.push(FOREGROUND_FINALIZER.to_string());
+    }
+    let same = next.len() == current.len() && next.iter().all(|f| current.contains(f));
+    (!same).then_some(next)
 }
 
 impl DeleteOptions {
@@ -37,6 +69,14 @@ impl DeleteOptions {
         let mut opts = DeleteOptions::default();
         if let Some(policy) = body.get("propagationPolicy").and_then(Value::as_str) {
             opts.set_propagation_policy(policy)?;
+        }
+        if let Some(orphan) = body.get("orphanDependents").and_then(Value::as_bool) {
+            if opts.propagation_policy.is_some() {
+                return Err(ApiError::bad_request(
+                    "orphanDependents and propagationPolicy cannot be both set",
+                ));
+            }
+            opts.propagation_policy = Some(if orphan { "Orphan" } else { "Background" }.into());
         }
         if let Some(pre) = body.get("preconditions") {
             opts.precondition_uid = pre.get("uid").and_then(Value::as_str).map(str::to_string);
@@ -98,10 +138,13 @@ impl Registry {
                     ),
                 ));
             }
-            let pending =
-                !metadata::finalizers(&obj).is_empty() || def.strategy.blocks_deletion(&obj);
+            let finalizers_change = propagation_finalizers(&obj, opts);
+            let finalizers = finalizers_change
+                .clone()
+                .unwrap_or_else(|| metadata::finalizers(&obj));
+            let pending = !finalizers.is_empty() || def.strategy.blocks_deletion(&obj);
             if pending {
-                if metadata::is_deleting(&obj) {
+                if metadata::is_deleting(&obj) && finalizers_change.is_none() {
                     let json = current.json.clone();
                     return Ok(DeleteOutcome::Pending(Written { object: obj, json }));
                 }
@@ -140,9 +183,17 @@ impl Registry {
         for _ in 0..MAX_ATTEMPTS {
             let current = self.get(def, at).await?;
             let mut obj = current.value().map_err(ApiError::internal)?;
+            let finalizers = propagation_finalizers(&obj, opts);
+            let deleting = metadata::is_deleting(&obj);
             if let Some(m) = meta_mut(&mut obj) {
-                m.insert("deletionTimestamp".into(), json!(now));
-                m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                // A deletion already under way keeps its timestamp; only its finalizers may change.
+                if !deleting {
+                    m.insert("deletionTimestamp".into(), json!(now));
+                    m.insert("deletionGracePeriodSeconds".into(), json!(0));
+                }
+                if let Some(list) = finalizers {
+                    m.insert("finalizers".into(), json!(list));
+                }
                 m.remove("resourceVersion");
             }
             strategy.prepare_for_delete(&mut obj);
@@ -206,5 +257,62 @@ impl Registry {
             },
         )
         .await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn with_policy(policy: Option<&str>) -> DeleteOptions {
+        DeleteOptions {
+            propagation_policy: policy.map(str::to_string),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn policies_set_the_garbage_collection_finalizers() {
+        let plain = json!({"metadata": {"finalizers": ["example.com/x"]}});
+        assert_eq!(
+            propagation_finalizers(&plain, &with_policy(Some("Orphan"))),
+            Some(vec!["example.com/x".to_string(), "orphan".to_string()])
+        );
+        assert_eq!(
+            propagation_finalizers(&plain, &with_policy(Some("Foreground"))),
+            Some(vec![
+                "example.com/x".to_string(),
+                "foregroundDeletion".to_string()
+            ])
+        );
+        assert_eq!(
+            propagation_finalizers(&plain, &with_policy(Some("Background"))),
+            None
+        );
+        assert_eq!(propagation_finalizers(&plain, &with_policy(None)), None);
+    }
+
+    #[test]
+    fn a_new_policy_replaces_the_other_finalizer() {
+        let orphaning = json!({"metadata": {"finalizers": ["orphan"]}});
+        assert_eq!(
+            propagation_finalizers(&orphaning, &with_policy(Some("Foreground"))),
+            Some(vec!["foregroundDeletion".to_string()])
+        );
+        // Background drops both: the deletion can complete at once.
+        assert_eq!(
+            propagation_finalizers(&orphaning, &with_policy(Some("Background"))),
+            Some(vec![])
+        );
+        // No policy keeps what the object asks for.
+        assert_eq!(propagation_finalizers(&orphaning, &with_policy(None)), None);
+    }
+
+    #[test]
+    fn orphan_dependents_maps_onto_the_policy() {
+        let opts = DeleteOptions::from_body(&json!({"orphanDependents": true})).expect("valid");
+        assert_eq!(opts.propagation_policy.as_deref(), Some("Orphan"));
+        let both = json!({"orphanDependents": false, "propagationPolicy": "Orphan"});
+        assert!(DeleteOptions::from_body(&both).is_err());
     }
 }

@@ -16,7 +16,9 @@ use kcp_store::{Store, StoreError};
 
 use crate::watch_cache::{CacheError, CachedObject, WatchCache};
 
-pub use delete::{DeleteOptions, DeleteOutcome};
+pub use delete::{
+    DeleteOptions, DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, propagation_finalizers,
+};
 pub use list::{ListOptions, ListResult, ListScope, Selectors};
 pub use write::{UpdateKind, WriteOptions, Written};
 

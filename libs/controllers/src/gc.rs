@@ -1,7 +1,0 @@
-//! Placeholder: filled in by the gc work.
-
-use std::sync::Arc;
-
-use kcp_apiserver::ApiServer;
-
-pub fn spawn(_server: Arc<ApiServer>) {}

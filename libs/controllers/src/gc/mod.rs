@@ -1,0 +1,152 @@
+//! Garbage collection from `ownerReferences`, as Kubernetes' garbage collector does it, for every
+//! logical cluster of the shard with one graph and one set of workers.
+//!
+//! The graph ([`graph::Graph`]) follows every event of every resource from the watch cache
+//! ([`kcp_apiserver::watch_cache::WatchCache::subscribe_all`]) and queues the objects whose situation
+//! changed; workers ([`collect`]) then decide from the cache's current state and act through the
+//! registry:
+//! - an object whose owners are all gone (absent, or present with another uid) is deleted, in the
+//!   background so chains cascade;
+//! - an owner deleted in the foreground (`foregroundDeletion`) has its dependents deleted and keeps
+//!   its finalizer until no dependent with `blockOwnerDeletion` remains;
+//! - an owner deleted with `orphan` loses its references from every dependent, then the finalizer.
+//!
+//! Owners are always looked up in the dependent's own logical cluster (and namespace, for namespaced
+//! owners), so references never reach across logical clusters.
+
+mod collect;
+mod graph;
+mod meta;
+mod queue;
+
+use std::sync::{Arc, Weak};
+
+use kcp_apiserver::ApiServer;
+use kcp_apiserver::watch_cache::WatchCache;
+use parking_lot::Mutex;
+use tokio_util::sync::CancellationToken;
+
+use graph::Graph;
+use meta::Meta;
+use queue::WorkQueue;
+
+/// How the collector runs.
+#[derive(Clone, Copy, Debug)]
+pub struct GcOptions {
+    /// Workers deciding and acting on queued objects.
+    pub workers: usize,
+    /// Cache events buffered for the graph; beyond that the collector is cut off and rebuilds its
+    /// graph from a full listing.
+    pub event_queue: usize,
+}
+
+impl Default for GcOptions {
+    fn default() -> GcOptions {
+        GcOptions {
+            workers: 2,
+            event_queue: 65_536,
+        }
+    }
+}
+
+/// The running collector.
+pub struct Collector {
+    server: Weak<ApiServer>,
+    cache: Arc<WatchCache>,
+    graph: Mutex<Graph>,
+    queue: Arc<WorkQueue>,
+    event_queue: usize,
+    /// How many times the graph was built from a full listing (the first start included).
+    resyncs: std::sync::atomic::AtomicU64,
+}
+
+impl Collector {
+    /// Objects with ownerReferences the collector tracks (for metrics and tests).
+    pub fn tracked(&self) -> usize {
+        self.graph.lock().tracked()
+    }
+
+    /// How many times the graph was built from a full listing, the first start included.
+    pub fn resyncs(&self) -> u64 {
+        self.resyncs.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Rebuilds the graph from a full listing of the cache and queues what needs a look.
+    fn resync(&self) {
+        self.resyncs
+            .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let mut graph = Graph::default();
+        let mut work = Vec::new();
+        for obj in self.cache.all_objects() {
+            if let Some(meta) = Meta::parse(&obj.json) {
+                work.extend(graph.upsert(&obj, &meta));
+            }
+        }
+        *self.graph.lock() = graph;
+        self.queue.clear();
+        for key in work {
+            self.queue.add(key);
+        }
+    }
+
+    /// Keeps the graph up to date until shutdown; starts over from a full listing whenever the
+    /// subscription is cut off (the collector fell behind, or the cache reloaded).
+    async fn follow(self: Arc<Self>, shutdown: CancellationToken) {
+        loop {
+            let mut events = self.cache.subscribe_all(self.event_queue);
+            self.resync();
+            loop {
+                let event = tokio::select! {
+                    event = events.rx.recv() => event,
+                    _ = shutdown.cancelled() => return,
+                };
+                let Some(event) = event else { break };
+                let work = self.graph.lock().apply(&event);
+                for key in work {
+                    self.queue.add(key);
+                }
+            }
+            tracing::warn!("the garbage collector was cut off from the watch cache; rebuilding");
+        }
+    }
+
+    async fn work(self: Arc<Self>, shutdown: CancellationToken) {
+        loop {
+            let key = tokio::select! {
+                key = self.queue.next() => key,
+                _ = shutdown.cancelled() => return,
+            };
+            let ok = match self.process(&key).await {
+                Ok(()) => true,
+                Err(err) => {
+                    tracing::warn!(%key, error = %err, "garbage collection failed; retrying");
+                    false
+                }
+            };
+            self.queue.done(key, ok);
+        }
+    }
+}
+
+/// Starts the shard's garbage collector; it stops when the API server shuts down.
+pub fn spawn(server: Arc<ApiServer>) -> Arc<Collector> {
+    spawn_with(server, GcOptions::default())
+}
+
+/// [`spawn`] with explicit options.
+pub fn spawn_with(server: Arc<ApiServer>, options: GcOptions) -> Arc<Collector> {
+    let shutdown = server.shutdown_token();
+    let collector = Arc::new(Collector {
+        server: Arc::downgrade(&server),
+        cache: server.registry().cache().clone(),
+        graph: Mutex::new(Graph::default()),
+        queue: Arc::new(WorkQueue::default()),
+        event_queue: options.event_queue,
+        resyncs: std::sync::atomic::AtomicU64::new(0),
+    });
+    tokio::spawn(collector.clone().follow(shutdown.clone()));
+    for _ in 0..options.workers.max(1) {
+        tokio::spawn(collector.clone().work(shutdown.clone()));
+    }
+    collector
+}
