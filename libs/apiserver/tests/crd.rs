@@ -68,9 +68,10 @@ async fn create_crd(h: &Harness, cluster: &str, crd: Value) -> Value {
         .object
 }
 
-/// Waits until the cluster serves `example.com/v1 widgets` and returns its definition.
+/// Waits (up to 30 s, only a bound against hangs) until the cluster serves `example.com/v1
+/// widgets` and returns its definition.
 async fn served(h: &Harness, cluster: &str) -> Arc<ResourceDef> {
-    for _ in 0..200 {
+    for _ in 0..3000 {
         if let Some(def) = h
             .server
             .apis_of(cluster)
@@ -212,7 +213,7 @@ async fn conflicting_names_are_not_accepted(h: &Harness) {
     clash["metadata"]["name"] = json!("gadgets.example.com");
     clash["spec"]["names"] = json!({"plural": "gadgets", "kind": "Widget"});
     create_crd(h, "root", clash).await;
-    for _ in 0..200 {
+    for _ in 0..3000 {
         if crd_condition(h, "root", "gadgets.example.com", "NamesAccepted")
             .await
             .as_deref()
@@ -262,7 +263,7 @@ async fn deleting_a_crd_deletes_its_objects(h: &Harness) {
     reg.delete(&crds, at, &DeleteOptions::default())
         .await
         .expect("delete starts");
-    for _ in 0..300 {
+    for _ in 0..3000 {
         if reg.get(&crds, at).await.is_err() {
             break;
         }

@@ -221,7 +221,12 @@ impl Registry {
                 return Err(invalid(def, at.name, causes));
             }
             if metadata::same_content(&new, old) {
-                // Nothing changed: no write, the stored revision stays.
+                // Nothing changed: no write, the stored revision stays. A deletion that was left
+                // waiting with no finalizers (its removal lost a race) completes now, as any update
+                // completes it in Kubernetes.
+                if !opts.dry_run && deletion_may_finish(def, &new) {
+                    self.finish_deletion(def, &key, *old_rev, at.name).await?;
+                }
                 return served(new, Some(*old_rev));
             }
             if opts.dry_run {
@@ -234,16 +239,8 @@ impl Registry {
             {
                 Ok(rev) => {
                     self.cache.note_write(rev);
-                    if metadata::is_deleting(&new)
-                        && metadata::finalizers(&new).is_empty()
-                        && !def.strategy.blocks_deletion(&new)
-                    {
-                        // The last finalizer is gone: the deletion that was waiting for it completes now.
-                        match self.store.delete(&key, Some(rev)).await {
-                            Ok((del_rev, _)) => self.cache.note_write(del_rev),
-                            Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => {}
-                            Err(err) => return Err(store_error(def, at.name, err)),
-                        }
+                    if deletion_may_finish(def, &new) {
+                        self.finish_deletion(def, &key, rev, at.name).await?;
                     }
                     return served(new, Some(rev));
                 }
@@ -266,6 +263,40 @@ impl Registry {
             }
         }
         Err(super::retries_exhausted(def, at.name))
+    }
+
+    /// Removes an object whose deletion no longer waits for anything. A concurrent write may
+    /// have changed it meanwhile: then it is removed at that revision if it still may be.
+    async fn finish_deletion(
+        &self,
+        def: &ResourceDef,
+        key: &str,
+        mut revision: Revision,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        for _ in 0..MAX_ATTEMPTS {
+            match self.store.delete(key, Some(revision)).await {
+                Ok((deleted_at, _)) => {
+                    self.cache.note_write(deleted_at);
+                    return Ok(());
+                }
+                Err(StoreError::NotFound { .. } | StoreError::Conflict { current: None, .. }) => {
+                    return Ok(());
+                }
+                Err(StoreError::Conflict {
+                    current: Some(kv), ..
+                }) => {
+                    let still = serde_json::from_slice::<Value>(&kv.value)
+                        .is_ok_and(|v| deletion_may_finish(def, &v));
+                    if !still {
+                        return Ok(());
+                    }
+                    revision = kv.mod_revision;
+                }
+                Err(err) => return Err(store_error(def, name, err)),
+            }
+        }
+        Err(super::retries_exhausted(def, name))
     }
 
     /// Combines the desired object with the stored one according to what this update may change.
@@ -333,4 +364,11 @@ impl Registry {
 fn decorate_value(value: Value, revision: Revision) -> Option<(Value, Bytes)> {
     let bytes = serde_json::to_vec(&value).ok()?;
     decorate(&bytes, revision)
+}
+
+/// Whether an object's deletion was requested and nothing holds it back any more.
+fn deletion_may_finish(def: &ResourceDef, obj: &Value) -> bool {
+    metadata::is_deleting(obj)
+        && metadata::finalizers(obj).is_empty()
+        && !def.strategy.blocks_deletion(obj)
 }
