@@ -307,6 +307,12 @@ pub async fn admit(
                     Verdict::Refuse(reason) => Err(refusal(def, name, &reason)),
                     Verdict::Reserve(used) => {
                         let mut next = current.clone();
+                        // No resourceVersion of our own: the registry then retries on conflicts.
+                        if let Some(meta) =
+                            next.pointer_mut("/metadata").and_then(Value::as_object_mut)
+                        {
+                            meta.remove("resourceVersion");
+                        }
                         if let Some(status) =
                             next.pointer_mut("/status").and_then(Value::as_object_mut)
                         {
