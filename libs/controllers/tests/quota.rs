@@ -19,6 +19,8 @@ on_both_stores!(
     racing_creates_never_exceed_the_limit,
     custom_resources_count,
     resync_returns_usage_of_failed_creates,
+    only_quotas_with_status_limit_and_unknown_usage_refuses,
+    dry_runs_are_checked_but_reserve_nothing,
 );
 
 fn config_map(name: &str) -> Value {
@@ -459,4 +461,113 @@ async fn resync_returns_usage_of_failed_creates(h: &Harness) {
         json!({"count/configmaps": "1"}),
     )
     .await;
+}
+
+/// Sets a quota's status by hand (no controller runs in that test).
+async fn set_status(h: &Harness, namespace: &str, name: &str, status: Value) {
+    let at = kcp_apiserver::registry::ObjectRef {
+        cluster: "root",
+        namespace: Some(namespace),
+        name,
+    };
+    h.server
+        .registry()
+        .update(
+            &common_ctrl::def(h, "root", "", "resourcequotas"),
+            at,
+            kcp_apiserver::registry::UpdateKind::Status,
+            Default::default(),
+            |old| {
+                let mut new = old.clone();
+                new["status"] = status.clone();
+                Ok(new)
+            },
+        )
+        .await
+        .expect("status written");
+}
+
+async fn only_quotas_with_status_limit_and_unknown_usage_refuses(h: &Harness) {
+    create_namespace(h, "root", "apps").await;
+    create_quota(h, "root", "apps", "q1", json!({"count/configmaps": "0"})).await;
+    // No status yet (no controller): as in Kubernetes, the quota limits nothing until it has one.
+    create(
+        h,
+        "root",
+        Some("apps"),
+        "",
+        "configmaps",
+        config_map("free"),
+    )
+    .await
+    .expect("a quota without status does not limit");
+    set_status(h, "apps", "q1", json!({"hard": {"count/configmaps": "0"}})).await;
+    let err = create(
+        h,
+        "root",
+        Some("apps"),
+        "",
+        "configmaps",
+        config_map("unknown"),
+    )
+    .await
+    .expect_err("usage not known yet");
+    assert_eq!(err.code, 403);
+    assert_eq!(
+        err.message,
+        "configmaps \"unknown\" is forbidden: status unknown for quota: q1, resources: count/configmaps"
+    );
+}
+
+async fn dry_runs_are_checked_but_reserve_nothing(h: &Harness) {
+    kcp_controllers::quota::spawn(h.server.clone());
+    create_namespace(h, "root", "apps").await;
+    create_quota(h, "root", "apps", "q1", json!({"count/configmaps": "1"})).await;
+    let hard = json!({"count/configmaps": "1"});
+    let before = status_becomes(
+        h,
+        "root",
+        "apps",
+        "q1",
+        hard.clone(),
+        json!({"count/configmaps": "0"}),
+    )
+    .await;
+    let cms = common_ctrl::def(h, "root", "", "configmaps");
+    let dry_run = kcp_apiserver::registry::WriteOptions { dry_run: true };
+    h.server
+        .registry()
+        .create(&cms, "root", Some("apps"), config_map("dry"), dry_run)
+        .await
+        .expect("a dry run within the quota");
+    let after = get(h, "root", Some("apps"), "", "resourcequotas", "q1")
+        .await
+        .expect("quota");
+    assert_eq!(
+        after["metadata"]["resourceVersion"], before["metadata"]["resourceVersion"],
+        "a dry run reserved quota: {after}"
+    );
+    create(
+        h,
+        "root",
+        Some("apps"),
+        "",
+        "configmaps",
+        config_map("real"),
+    )
+    .await
+    .expect("the one allowed");
+    let err = h
+        .server
+        .registry()
+        .create(&cms, "root", Some("apps"), config_map("dry2"), dry_run)
+        .await
+        .err()
+        .expect("a dry run beyond the quota is refused");
+    assert_eq!(err.code, 403);
+    assert!(
+        err.message.contains("exceeded quota: q1"),
+        "{}",
+        err.message
+    );
 }

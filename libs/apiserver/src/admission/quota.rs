@@ -273,15 +273,15 @@ pub async fn admit(
     if names.is_empty() {
         return Ok(Reservation::none());
     }
-    // Like Kubernetes' quota lister, trust the cache for which quotas exist; their usage is then read
-    // fresh and swapped below. A refusal is only given on fresh data, though.
-    let limiting = match limiting_quotas(registry, def, cluster, namespace, name, &names) {
-        Ok(limiting) => limiting,
-        Err(_) => {
-            registry.cache().wait_fresh().await.map_err(cache_error)?;
-            limiting_quotas(registry, def, cluster, namespace, name, &names)?
-        }
-    };
+    // A namespace without quotas in the cache costs nothing more. A quota created so recently that the
+    // cache misses it has no status yet, and a quota without status limits nothing (as in Kubernetes).
+    let quotas = quota_keyspace().namespace(cluster, namespace);
+    if registry.cache().list(&quotas, None).is_empty() {
+        return Ok(Reservation::none());
+    }
+    // With quotas, decide on every acknowledged write: their status may just have been set.
+    registry.cache().wait_fresh().await.map_err(cache_error)?;
+    let limiting = limiting_quotas(registry, def, cluster, namespace, name, &names)?;
     if limiting.is_empty() || dry_run {
         return Ok(Reservation::none());
     }
