@@ -8,6 +8,7 @@ use serde_json::Value;
 on_both_stores!(
     namespaces_get_a_service_account_and_the_root_ca,
     quota_refuses_creates_beyond_its_limit,
+    racing_requests_never_exceed_a_quota,
 );
 
 const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
@@ -157,4 +158,58 @@ fn quota_refuses_creates_beyond_its_limit(store: StoreKind) {
             .success()
             .then_some(())
     });
+}
+
+fn racing_requests_never_exceed_a_quota(store: StoreKind) {
+    let shard = Shard::start(store);
+    shard.kubectl_ok(&["create", "namespace", "race"]);
+    let quota = shard.write_file(
+        "five.yaml",
+        "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: five\n  namespace: race\nspec:\n  hard:\n    count/secrets: \"5\"\n",
+    );
+    shard.kubectl_ok(&["create", "-f", quota.to_str().expect("utf-8")]);
+    shard.eventually("quota five counted", || {
+        let quota = shard.kubectl_json(&["get", "quota", "five", "-n", "race", "-o", "json"]);
+        (json_str(&quota, "/status/used/count~1secrets") == "0").then_some(())
+    });
+
+    // 20 clients at once, each creating one secret.
+    let codes: Vec<(u16, String)> = std::thread::scope(|scope| {
+        let shard = &shard;
+        let racers: Vec<_> = (0..20)
+            .map(|i| {
+                scope.spawn(move || {
+                    let body = format!(
+                        r#"{{"apiVersion":"v1","kind":"Secret","metadata":{{"name":"s{i}"}}}}"#
+                    );
+                    shard.curl(
+                        "POST",
+                        "/clusters/root/api/v1/namespaces/race/secrets",
+                        Some(("application/json", &body)),
+                    )
+                })
+            })
+            .collect();
+        racers
+            .into_iter()
+            .map(|r| r.join().expect("a racing client"))
+            .collect()
+    });
+    let created = codes.iter().filter(|(code, _)| *code == 201).count();
+    for (code, body) in codes.iter().filter(|(code, _)| *code != 201) {
+        assert_eq!(*code, 403, "{body}");
+        let status: Value = serde_json::from_str(body).expect("a Status");
+        assert_eq!(status["reason"], "Forbidden", "{status}");
+        assert!(
+            json_str(&status, "/message").ends_with("is forbidden: exceeded quota: five, requested: count/secrets=1, used: count/secrets=5, limited: count/secrets=5"),
+            "{status}"
+        );
+    }
+    assert_eq!(created, 5, "{codes:?}");
+    let secrets = shard.kubectl_json(&["get", "secrets", "-n", "race", "-o", "json"]);
+    assert_eq!(
+        secrets["items"].as_array().map(Vec::len),
+        Some(5),
+        "{secrets}"
+    );
 }
