@@ -17,6 +17,7 @@ on_both_stores!(
     legacy_names_count_like_count_names,
     quotas_are_per_namespace_and_cluster,
     racing_creates_never_exceed_the_limit,
+    racing_creates_never_exceed_the_limit_during_recounts,
     custom_resources_count,
     resync_returns_usage_of_failed_creates,
     only_quotas_with_status_limit_and_unknown_usage_refuses,
@@ -245,6 +246,17 @@ async fn quotas_are_per_namespace_and_cluster(h: &Harness) {
 
 async fn racing_creates_never_exceed_the_limit(h: &Harness) {
     kcp_controllers::quota::spawn(h.server.clone());
+    race_for_five(h).await;
+}
+
+/// The controller recounting all the time must not hand out slots reserved by creates in flight.
+async fn racing_creates_never_exceed_the_limit_during_recounts(h: &Harness) {
+    kcp_controllers::quota::spawn_with_resync(h.server.clone(), Duration::from_millis(1));
+    race_for_five(h).await;
+}
+
+/// 20 creates race for a quota of 5 secrets.
+async fn race_for_five(h: &Harness) {
     create_namespace(h, "root", "race").await;
     create_quota(h, "root", "race", "five", json!({"count/secrets": "5"})).await;
     let hard = json!({"count/secrets": "5"});
@@ -293,6 +305,12 @@ async fn racing_creates_never_exceed_the_limit(h: &Harness) {
         }
     }
     assert_eq!(created, 5, "exactly the limit is admitted");
+    h.server
+        .registry()
+        .cache()
+        .wait_fresh()
+        .await
+        .expect("the cache catches up");
     let stored = h
         .server
         .registry()
