@@ -2,7 +2,7 @@
 //! namespace of every logical cluster must have, created when the namespace appears, created again
 //! when deleted, and put back when edited. One task serves the whole shard.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -12,11 +12,59 @@ use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
 use kcp_apiserver::watch_cache::{CacheEventType, CachedObject};
 use serde_json::Value;
+use tokio::time::Instant;
 
 use crate::feed::{Change, Feed};
 
-/// How soon a namespace whose reconcile failed is looked at again.
+/// How soon a namespace whose reconcile failed is looked at again; doubled on each further failure
+/// (a quota may refuse the object for a long time), up to [`MAX_RETRY_DELAY`].
 const RETRY_DELAY: Duration = Duration::from_secs(1);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
+
+/// Failed namespaces: how often in a row each failed, and when to try again.
+#[derive(Default)]
+struct Retries {
+    failures: HashMap<(String, String), u32>,
+    due: HashMap<(String, String), Instant>,
+}
+
+impl Retries {
+    fn failed(&mut self, ns: (String, String)) {
+        let failures = self.failures.entry(ns.clone()).or_insert(0);
+        let delay = RETRY_DELAY
+            .saturating_mul(1 << (*failures).min(16))
+            .min(MAX_RETRY_DELAY);
+        *failures += 1;
+        self.due.insert(ns, Instant::now() + delay);
+    }
+
+    fn succeeded(&mut self, ns: &(String, String)) {
+        self.failures.remove(ns);
+    }
+
+    /// Waits until the earliest retry is due (forever when none is); cancel-safe.
+    async fn next_due(&self) {
+        match self.due.values().min() {
+            Some(at) => tokio::time::sleep_until(*at).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The namespaces due now.
+    fn take_due(&mut self) -> Vec<(String, String)> {
+        let now = Instant::now();
+        let due: Vec<_> = self
+            .due
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(ns, _)| ns.clone())
+            .collect();
+        for ns in &due {
+            self.due.remove(ns);
+        }
+        due
+    }
+}
 
 /// The object a [`spawn`]ed controller keeps in every namespace.
 pub(crate) trait NamespaceObject: Send + Sync + 'static {
@@ -174,7 +222,7 @@ pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
         controller.all_namespaces(&server).into_iter().collect();
     drop(server);
     tokio::spawn(async move {
-        let mut retry = BTreeSet::new();
+        let mut retries = Retries::default();
         loop {
             for (cluster, namespace) in std::mem::take(&mut pending) {
                 if shutdown.is_cancelled() {
@@ -183,16 +231,20 @@ pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
                 let Some(server) = controller.server.upgrade() else {
                     return;
                 };
-                if let Err(err) = controller.reconcile(&server, &cluster, &namespace).await {
-                    tracing::warn!(controller = controller.object.controller(), %cluster, %namespace, error = %err, "reconcile failed; retrying");
-                    retry.insert((cluster, namespace));
+                let ns = (cluster, namespace);
+                match controller.reconcile(&server, &ns.0, &ns.1).await {
+                    Ok(()) => retries.succeeded(&ns),
+                    Err(err) => {
+                        tracing::warn!(controller = controller.object.controller(), cluster = %ns.0, namespace = %ns.1, error = %err, "reconcile failed; retrying");
+                        retries.failed(ns);
+                    }
                 }
             }
             let (change, is_namespace) = tokio::select! {
                 change = namespace_feed.next() => (change, true),
                 change = object_feed.next() => (change, false),
-                _ = tokio::time::sleep(RETRY_DELAY), if !retry.is_empty() => {
-                    pending.append(&mut retry);
+                _ = retries.next_due() => {
+                    pending.extend(retries.take_due());
                     continue;
                 }
                 _ = shutdown.cancelled() => return,

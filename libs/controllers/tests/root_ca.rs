@@ -3,7 +3,9 @@
 
 mod common_ctrl;
 
-use common_ctrl::{Harness, create_cluster, create_namespace, delete, edit, eventually, get};
+use common_ctrl::{
+    Harness, create, create_cluster, create_namespace, delete, edit, eventually, get,
+};
 use kcp_controllers::root_ca::{DESCRIPTION, DESCRIPTION_ANNOTATION, ROOT_CA_CONFIG_MAP};
 use serde_json::{Value, json};
 
@@ -12,6 +14,7 @@ const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE--
 on_both_stores!(
     every_namespace_gets_the_ca,
     deleted_or_edited_config_maps_are_restored,
+    a_refused_create_is_retried,
 );
 
 async fn root_ca(h: &Harness, cluster: &str, namespace: &str) -> Option<Value> {
@@ -102,4 +105,60 @@ async fn deleted_or_edited_config_maps_are_restored(h: &Harness) {
     );
     assert_eq!(restored["metadata"]["labels"]["team"], "a");
     assert_eq!(restored["metadata"]["uid"], again["metadata"]["uid"]);
+}
+
+async fn a_refused_create_is_retried(h: &Harness) {
+    kcp_controllers::root_ca::spawn(h.server.clone(), PEM.to_string());
+    create_namespace(h, "root", "full").await;
+    published(h, "root", "full").await;
+    // A quota admitting no config maps (its status set by hand: no quota controller runs here).
+    let quota = json!({"apiVersion": "v1", "kind": "ResourceQuota", "metadata": {"name": "none"},
+        "spec": {"hard": {"count/configmaps": "0"}}});
+    create(h, "root", Some("full"), "", "resourcequotas", quota)
+        .await
+        .expect("quota created");
+    let at = kcp_apiserver::registry::ObjectRef {
+        cluster: "root",
+        namespace: Some("full"),
+        name: "none",
+    };
+    h.server
+        .registry()
+        .update(
+            &common_ctrl::def(h, "root", "", "resourcequotas"),
+            at,
+            kcp_apiserver::registry::UpdateKind::Status,
+            Default::default(),
+            |old| {
+                let mut new = old.clone();
+                new["status"] =
+                    json!({"hard": {"count/configmaps": "0"}, "used": {"count/configmaps": "0"}});
+                Ok(new)
+            },
+        )
+        .await
+        .expect("quota status set");
+    delete(
+        h,
+        "root",
+        Some("full"),
+        "",
+        "configmaps",
+        ROOT_CA_CONFIG_MAP,
+    )
+    .await;
+    let refused = create(
+        h,
+        "root",
+        Some("full"),
+        "",
+        "configmaps",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "probe"}}),
+    )
+    .await
+    .expect_err("the quota refuses config maps");
+    assert_eq!(refused.code, 403);
+    // Once the quota is gone, a retry publishes it (no event of the namespace or config map says so).
+    delete(h, "root", Some("full"), "", "resourcequotas", "none").await;
+    published(h, "root", "full").await;
 }
