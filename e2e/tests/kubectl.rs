@@ -219,7 +219,12 @@ fn create_get_and_list(store: StoreKind) {
     );
 
     // Pagination: more objects than the chunk size, every one of them returned once.
-    let mut expected: BTreeSet<String> = ["in-x".to_string()].into();
+    // Every namespace also holds the root CA the shard publishes, as in Kubernetes.
+    shard.eventually("kube-root-ca.crt in x", || {
+        let out = shard.kubectl(&["get", "cm", "kube-root-ca.crt", "-n", "x"]);
+        out.status.success().then_some(())
+    });
+    let mut expected: BTreeSet<String> = ["in-x", "kube-root-ca.crt"].map(String::from).into();
     for i in 0..7 {
         let name = format!("chunk-{i}");
         shard.kubectl_ok(&[

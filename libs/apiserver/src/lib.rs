@@ -3,6 +3,7 @@
 //! A request walks: TLS ([`serve`]) → [`handler`] (parse with [`request_info`], authenticate, authorize)
 //! → the generic [`registry`] over the store and the [`watch_cache`] → encoding ([`codec`], [`table`]).
 
+pub mod admission;
 pub mod apply;
 pub mod codec;
 pub mod crd;

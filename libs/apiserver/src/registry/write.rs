@@ -121,6 +121,8 @@ impl Registry {
         def.strategy
             .prepare_for_create(&self.ctx(cluster), &mut obj);
         let mut attempt = 0u64;
+        // Held until the write is acknowledged, so the quota controller does not recount meanwhile.
+        let mut quota_reservation = None;
         loop {
             if generate && let Some(m) = meta_mut(&mut obj) {
                 let prefix = m
@@ -140,6 +142,17 @@ impl Registry {
             causes.extend(required_fields(def, &obj));
             if !causes.is_empty() {
                 return Err(invalid(def, &name, causes));
+            }
+            if quota_reservation.is_none() {
+                let admitted = crate::admission::quota::admit(
+                    self,
+                    def,
+                    cluster,
+                    namespace,
+                    &name,
+                    opts.dry_run,
+                );
+                quota_reservation = Some(admitted.await?);
             }
             if opts.dry_run {
                 return served(obj, None);

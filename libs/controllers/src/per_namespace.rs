@@ -1,0 +1,265 @@
+//! The shape the service-account and root-CA controllers share: one named object that every live
+//! namespace of every logical cluster must have, created when the namespace appears, created again
+//! when deleted, and put back when edited. One task serves the whole shard.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use kcp_api_types::ResourceDef;
+use kcp_apimachinery::status::ApiError;
+use kcp_apiserver::ApiServer;
+use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
+use kcp_apiserver::watch_cache::{CacheEventType, CachedObject};
+use serde_json::Value;
+use tokio::time::Instant;
+
+use crate::feed::{Change, Feed};
+
+/// How soon a namespace whose reconcile failed is looked at again; doubled on each further failure
+/// (a quota may refuse the object for a long time), up to [`MAX_RETRY_DELAY`].
+const RETRY_DELAY: Duration = Duration::from_secs(1);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
+
+/// Failed namespaces: how often in a row each failed, and when to try again.
+#[derive(Default)]
+struct Retries {
+    failures: HashMap<(String, String), u32>,
+    due: HashMap<(String, String), Instant>,
+}
+
+impl Retries {
+    fn failed(&mut self, ns: (String, String)) {
+        let failures = self.failures.entry(ns.clone()).or_insert(0);
+        let delay = RETRY_DELAY
+            .saturating_mul(1 << (*failures).min(16))
+            .min(MAX_RETRY_DELAY);
+        *failures += 1;
+        self.due.insert(ns, Instant::now() + delay);
+    }
+
+    fn succeeded(&mut self, ns: &(String, String)) {
+        self.failures.remove(ns);
+    }
+
+    /// Waits until the earliest retry is due (forever when none is); cancel-safe.
+    async fn next_due(&self) {
+        match self.due.values().min() {
+            Some(at) => tokio::time::sleep_until(*at).await,
+            None => std::future::pending().await,
+        }
+    }
+
+    /// The namespaces due now.
+    fn take_due(&mut self) -> Vec<(String, String)> {
+        let now = Instant::now();
+        let due: Vec<_> = self
+            .due
+            .iter()
+            .filter(|(_, at)| **at <= now)
+            .map(|(ns, _)| ns.clone())
+            .collect();
+        for ns in &due {
+            self.due.remove(ns);
+        }
+        due
+    }
+}
+
+/// The object a [`spawn`]ed controller keeps in every namespace.
+pub(crate) trait NamespaceObject: Send + Sync + 'static {
+    /// For logs.
+    fn controller(&self) -> &'static str;
+    /// Its resource.
+    fn def(&self) -> &Arc<ResourceDef>;
+    /// Its name in every namespace.
+    fn name(&self) -> &'static str;
+    /// The object to create.
+    fn desired(&self) -> Value;
+    /// `current` with any drift undone, or `None` when it is as it should be.
+    fn corrected(&self, current: &Value) -> Option<Value>;
+}
+
+pub(crate) fn builtin(group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+    kcp_api_types::builtin::catalogue()
+        .into_iter()
+        .find(|d| d.group == group && d.plural == plural)
+        .map(Arc::new)
+}
+
+fn is_terminating(ns: &CachedObject) -> bool {
+    ns.value().ok().is_some_and(|v| {
+        v.pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null())
+            || v.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
+    })
+}
+
+/// A create refused because the namespace is gone or going: nothing to do there.
+fn namespace_unavailable(err: &ApiError) -> bool {
+    err.code == 404
+        || (err.code == 403
+            && err
+                .details
+                .causes
+                .iter()
+                .any(|c| c.reason == "NamespaceTerminating"))
+}
+
+struct Controller<O> {
+    server: Weak<ApiServer>,
+    namespaces: Arc<ResourceDef>,
+    object: O,
+}
+
+impl<O: NamespaceObject> Controller<O> {
+    fn all_namespaces(&self, server: &ApiServer) -> Vec<(String, String)> {
+        server
+            .registry()
+            .cache()
+            .list(keyspace(&self.namespaces).all_clusters(), None)
+            .iter()
+            .map(|ns| (ns.cluster.clone(), ns.name.clone()))
+            .collect()
+    }
+
+    async fn reconcile(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+        namespace: &str,
+    ) -> Result<(), ApiError> {
+        let registry = server.registry();
+        let ns_key = keyspace(&self.namespaces).object(cluster, None, namespace);
+        match registry.cache().get(&ns_key) {
+            Some(ns) if !is_terminating(&ns) => {}
+            _ => return Ok(()),
+        }
+        let def = self.object.def();
+        let key = keyspace(def).object(cluster, Some(namespace), self.object.name());
+        let Some(current) = registry.cache().get(&key) else {
+            let created = registry
+                .create(
+                    def,
+                    cluster,
+                    Some(namespace),
+                    self.object.desired(),
+                    WriteOptions::default(),
+                )
+                .await;
+            return match created {
+                Ok(_) => Ok(()),
+                Err(e) if e.code == 409 || namespace_unavailable(&e) => Ok(()),
+                Err(e) => Err(e),
+            };
+        };
+        if self
+            .object
+            .corrected(&current.value().map_err(ApiError::internal)?)
+            .is_none()
+        {
+            return Ok(());
+        }
+        let at = ObjectRef {
+            cluster,
+            namespace: Some(namespace),
+            name: self.object.name(),
+        };
+        let updated = registry
+            .update(def, at, UpdateKind::Main, WriteOptions::default(), |old| {
+                Ok(self.object.corrected(old).unwrap_or_else(|| old.clone()))
+            })
+            .await;
+        match updated {
+            Ok(_) => Ok(()),
+            // Deleted meanwhile: its deletion event brings it back here.
+            Err(e) if e.code == 404 => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// What a change of a namespace or of one of the objects asks for.
+    fn on_change(
+        &self,
+        server: &ApiServer,
+        change: Change,
+        pending: &mut BTreeSet<(String, String)>,
+        is_namespace: bool,
+    ) {
+        match change {
+            Change::Resync => pending.extend(self.all_namespaces(server)),
+            Change::Event(event) => {
+                let obj = &event.object;
+                if is_namespace {
+                    if event.kind != CacheEventType::Deleted {
+                        pending.insert((obj.cluster.clone(), obj.name.clone()));
+                    }
+                } else if obj.name == self.object.name()
+                    && let Some(ns) = &obj.namespace
+                {
+                    pending.insert((obj.cluster.clone(), ns.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// Runs the controller for `object` until the server shuts down.
+pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
+    let Some(namespaces) = builtin("", "namespaces") else {
+        return;
+    };
+    let cache = server.registry().cache().clone();
+    let shutdown = server.shutdown_token();
+    let mut namespace_feed = Feed::new(cache.clone(), keyspace(&namespaces).all_clusters());
+    let mut object_feed = Feed::new(cache, keyspace(object.def()).all_clusters());
+    let controller = Controller {
+        server: Arc::downgrade(&server),
+        namespaces,
+        object,
+    };
+    let mut pending: BTreeSet<(String, String)> =
+        controller.all_namespaces(&server).into_iter().collect();
+    drop(server);
+    tokio::spawn(async move {
+        let mut retries = Retries::default();
+        loop {
+            for (cluster, namespace) in std::mem::take(&mut pending) {
+                if shutdown.is_cancelled() {
+                    return;
+                }
+                let Some(server) = controller.server.upgrade() else {
+                    return;
+                };
+                let ns = (cluster, namespace);
+                match controller.reconcile(&server, &ns.0, &ns.1).await {
+                    Ok(()) => retries.succeeded(&ns),
+                    Err(err) => {
+                        tracing::warn!(controller = controller.object.controller(), cluster = %ns.0, namespace = %ns.1, error = %err, "reconcile failed; retrying");
+                        retries.failed(ns);
+                    }
+                }
+            }
+            let (change, is_namespace) = tokio::select! {
+                change = namespace_feed.next() => (change, true),
+                change = object_feed.next() => (change, false),
+                _ = retries.next_due() => {
+                    pending.extend(retries.take_due());
+                    continue;
+                }
+                _ = shutdown.cancelled() => return,
+            };
+            let Some(server) = controller.server.upgrade() else {
+                return;
+            };
+            controller.on_change(&server, change, &mut pending, is_namespace);
+            // Take whatever else is queued, so a burst reconciles each namespace once.
+            while let Some(change) = namespace_feed.try_next() {
+                controller.on_change(&server, change, &mut pending, true);
+            }
+            while let Some(change) = object_feed.try_next() {
+                controller.on_change(&server, change, &mut pending, false);
+            }
+        }
+    });
+}
