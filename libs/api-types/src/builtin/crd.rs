@@ -70,6 +70,20 @@ fn with_rule_errors(crd: &Value, problems: Vec<kcp_schema::FieldCause>) -> Vec<C
     if !causes.is_empty() {
         return causes;
     }
+    // Serving objects unconverted under another version would hand clients wrong data, so a
+    // conversion webhook is refused until this server can call one.
+    let strategy = crd
+        .pointer("/spec/conversion/strategy")
+        .and_then(Value::as_str)
+        .unwrap_or("None");
+    if strategy == "Webhook" {
+        causes.push(Cause::not_supported(
+            "spec.conversion.strategy",
+            &Value::String(strategy.to_string()),
+            &["None"],
+        ));
+        return causes;
+    }
     let versions = crd
         .pointer("/spec/versions")
         .and_then(Value::as_array)
