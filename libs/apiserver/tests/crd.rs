@@ -433,6 +433,25 @@ async fn invalid_crds_are_refused(h: &Harness) {
             .any(|f| f.contains("openAPIV3Schema.properties[spec].properties[size].type")),
         "{fields:?}"
     );
+
+    // Conversion webhooks are refused rather than silently not called.
+    let mut webhook = widget_crd("integer");
+    webhook["spec"]["conversion"] = json!({"strategy": "Webhook", "webhook": {
+        "conversionReviewVersions": ["v1"],
+        "clientConfig": {"url": "https://127.0.0.1:9443/convert"}
+    }});
+    let err = h
+        .server
+        .registry()
+        .create(&crds, "root", None, webhook, WriteOptions::default())
+        .await
+        .err()
+        .expect("webhook conversion refused");
+    assert_eq!(err.code, 422);
+    assert_eq!(
+        err.details.causes[0].field, "spec.conversion.strategy",
+        "{err:?}"
+    );
 }
 
 async fn cel_rules_are_enforced(h: &Harness) {
