@@ -87,14 +87,18 @@ impl Strategy for CustomResourceStrategy {
     }
 }
 
-/// Serves a version of a multi-version CRD from objects stored at another: with conversion
-/// strategy `None` only `apiVersion` changes.
-struct ApiVersionConversion {
+/// How a custom resource read from storage becomes the served version: with conversion strategy
+/// `None` only `apiVersion` changes; then the served version's defaults are applied, as
+/// Kubernetes applies them when decoding from storage (a default added to a schema later shows on
+/// objects stored before it).
+struct StoredToServed {
     served: String,
     storage: String,
+    /// Set when the schema has defaults to apply on read.
+    defaults: Option<Arc<Schema>>,
 }
 
-impl Conversion for ApiVersionConversion {
+impl Conversion for StoredToServed {
     fn to_storage(&self, mut api: Value) -> Value {
         if let Some(m) = api.as_object_mut() {
             m.insert("apiVersion".into(), json!(self.storage));
@@ -106,7 +110,19 @@ impl Conversion for ApiVersionConversion {
         if let Some(m) = stored.as_object_mut() {
             m.insert("apiVersion".into(), json!(self.served));
         }
+        if let Some(schema) = &self.defaults {
+            kcp_schema::apply_defaults(schema, &mut stored);
+        }
         stored
+    }
+}
+
+/// Whether a schema declares a default anywhere.
+pub fn has_defaults(schema: &Value) -> bool {
+    match schema {
+        Value::Object(map) => map.iter().any(|(k, v)| k == "default" || has_defaults(v)),
+        Value::Array(items) => items.iter().any(has_defaults),
+        _ => false,
     }
 }
 
@@ -215,12 +231,16 @@ pub fn version_def(crd: &Value, version: &Value, compiled: Arc<CompiledVersion>)
         .pointer("/spec/versions")
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
-    let shared_storage = (versions > 1).then(|| SharedStorage {
+    // Reads go through a conversion only when there is something to do: another stored version,
+    // or defaults; plain single-version CRDs serve the cached JSON as it is.
+    let defaults = has_defaults(&compiled.openapi).then(|| compiled.schema.clone());
+    let shared_storage = (versions > 1 || defaults.is_some()).then(|| SharedStorage {
         group: group.clone(),
         plural: plural.clone(),
-        conversion: Arc::new(ApiVersionConversion {
+        conversion: Arc::new(StoredToServed {
             served: api_version(&name),
             storage: api_version(&storage),
+            defaults,
         }),
     });
     ResourceDef {

@@ -611,7 +611,78 @@ async fn versions_share_storage_with_conversion_none(h: &Harness) {
     assert_eq!(versions, ["v1", "v1beta1"]);
 }
 
+/// Kubernetes' conformance "custom resource defaulting for requests and from storage works".
+async fn defaults_apply_on_requests_and_from_storage(h: &Harness) {
+    let mut crd = widget_crd("integer");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["a"] =
+        json!({"type": "string", "default": "A"});
+    create_crd(h, "root", crd.clone()).await;
+    let def = served(h, "root").await;
+    let reg = h.server.registry();
+    let created = reg
+        .create(
+            &def,
+            "root",
+            Some("default"),
+            widget("w", json!(1)),
+            WriteOptions::default(),
+        )
+        .await
+        .expect("created");
+    assert_eq!(created.object["spec"]["a"], "A");
+    assert!(created.object["spec"].get("b").is_none());
+
+    // A default added later shows on the stored object when it is read.
+    let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
+    let at = ObjectRef {
+        cluster: "root",
+        namespace: None,
+        name: "widgets.example.com",
+    };
+    reg.update(&crds, at, kcp_apiserver::registry::UpdateKind::Main, WriteOptions::default(), |old| {
+        let mut new = old.clone();
+        new["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["b"] =
+            json!({"type": "string", "default": "B"});
+        Ok(new)
+    })
+    .await
+    .expect("CRD updated");
+    let mut read = Value::Null;
+    for _ in 0..3000 {
+        let def = h
+            .server
+            .apis_of("root")
+            .find("example.com", "v1", "widgets")
+            .cloned();
+        if let Some(def) = def
+            && let Ok(obj) = reg.get(&def, in_default("root", "w")).await
+        {
+            read = obj.value().expect("json");
+            if read["spec"]["b"] == "B" {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        read["spec"],
+        json!({"size": 1, "a": "A", "b": "B"}),
+        "{read}"
+    );
+    let def = served(h, "root").await;
+    let scope = ListScope {
+        cluster: Some("root"),
+        namespace: Some("default"),
+    };
+    let listed = reg
+        .list(&def, scope, &ListOptions::default())
+        .await
+        .expect("list");
+    assert_eq!(listed.items[0].value().expect("json")["spec"]["b"], "B");
+}
+
 on_both_stores!(cel_rules_are_enforced);
+on_both_stores!(defaults_apply_on_requests_and_from_storage);
 on_both_stores!(versions_share_storage_with_conversion_none);
 on_both_stores!(crds_are_per_cluster);
 on_both_stores!(custom_resources_are_defaulted_and_validated);
