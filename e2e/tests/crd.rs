@@ -167,6 +167,19 @@ fn crd_then_custom_resources_with_kubectl(store: StoreKind) {
         "{err}"
     );
     shard.kubectl_fails(&["get", "ct", "bad"]);
+    // Warn: written without the unknown field, with the warning kubectl prints.
+    let warned = shard.kubectl(&[
+        "apply",
+        "--validate=warn",
+        "-f",
+        bad.to_str().expect("utf-8"),
+    ]);
+    let stderr = String::from_utf8_lossy(&warned.stderr);
+    assert!(warned.status.success(), "{stderr}");
+    assert!(stderr.contains(r#"unknown field "spec.bogus""#), "{stderr}");
+    let stored = shard.kubectl_json(&["get", "ct", "bad", "-o", "json"]);
+    assert!(stored["spec"].get("bogus").is_none(), "{stored}");
+    shard.kubectl_ok(&["delete", "ct", "bad"]);
 
     // Status is a subresource: the main resource ignores it, /status writes it.
     shard.kubectl_ok(&[
