@@ -229,12 +229,50 @@ fn crd_then_custom_resources_with_kubectl(store: StoreKind) {
     assert_eq!(scale["spec"]["replicas"], 7);
     assert_eq!(scale["status"]["replicas"], 0);
 
-    // Deleting the CRD deletes its objects and the API.
+    // Deleting the CRD deletes its objects and the API. While an object's finalizer holds the
+    // CRD in Terminating, its objects stay readable but no new one may be created.
+    shard.kubectl_ok(&[
+        "patch",
+        "ct",
+        "a",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":["example.com/hold"]}}"#,
+    ]);
     shard.kubectl_ok(&[
         "delete",
         "crd",
         "crontabs.stable.example.com",
+        "--wait=false",
+    ]);
+    shard.eventually("the CRD reports Terminating", || {
+        let crd = shard.kubectl_json(&["get", "crd", "crontabs.stable.example.com", "-o", "json"]);
+        crd["status"]["conditions"]
+            .as_array()?
+            .iter()
+            .any(|c| c["type"] == "Terminating" && c["status"] == "True")
+            .then_some(())
+    });
+    let c = shard.write_file("c.yaml", &crontab("c", "img-c", "1"));
+    let err = shard.kubectl_fails(&["create", "-f", c.to_str().expect("utf-8")]);
+    assert!(
+        err.contains("MethodNotAllowed") || err.contains("not allow"),
+        "{err}"
+    );
+    shard.kubectl_ok(&["get", "ct", "a"]);
+    shard.kubectl_ok(&[
+        "patch",
+        "ct",
+        "a",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    shard.kubectl_ok(&[
+        "wait",
+        "--for=delete",
         "--timeout=30s",
+        "crd/crontabs.stable.example.com",
     ]);
     let err = shard.kubectl_fails(&["get", "crontabs.stable.example.com"]);
     assert!(

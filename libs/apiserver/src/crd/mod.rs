@@ -75,6 +75,7 @@ impl CrdApis {
             self.by_cluster.write().remove(cluster);
             return;
         }
+        let terminating = Value::Bool(true);
         let parts: Vec<&Value> = crds
             .iter()
             .flat_map(|c| {
@@ -83,6 +84,11 @@ impl CrdApis {
                     c.crd
                         .pointer("/status/acceptedNames")
                         .unwrap_or(&Value::Null),
+                    if is_terminating(c.crd) {
+                        &terminating
+                    } else {
+                        &Value::Null
+                    },
                 ]
             })
             .collect();
@@ -114,7 +120,12 @@ impl CrdApis {
                 let Some(compiled) = self.compile(version) else {
                     continue;
                 };
-                let def = custom::version_def(served.crd, version, compiled);
+                let mut def = custom::version_def(served.crd, version, compiled);
+                // A CRD being deleted still serves its objects (so they can be listed and
+                // deleted) but takes no new ones, as in Kubernetes.
+                if is_terminating(served.crd) {
+                    def.verbs.retain(|v| v != "create");
+                }
                 // A built-in of the same group and resource wins, as kcp's system APIs do.
                 if resources.iter().any(|d| {
                     d.group == def.group && d.version == def.version && d.plural == def.plural
@@ -228,6 +239,11 @@ pub fn version_priority(name: &str) -> (u8, u32, u32, std::cmp::Reverse<String>)
         Some((rank, major, minor)) => (rank, major, minor, std::cmp::Reverse(String::new())),
         None => (0, 0, 0, std::cmp::Reverse(name.to_string())),
     }
+}
+
+fn is_terminating(crd: &Value) -> bool {
+    crd.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
 }
 
 /// Whether a CRD still holds its cleanup finalizer.
