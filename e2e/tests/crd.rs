@@ -138,6 +138,14 @@ fn crd_then_custom_resources_with_kubectl(store: StoreKind) {
     ]);
     assert_eq!(selected.trim(), "crontab.stable.example.com/b");
 
+    // The CRD is in this LC's /openapi/v2 (JSON) too.
+    let v2 = shard.kubectl_json(&["get", "--raw", "/clusters/root/openapi/v2"]);
+    assert_eq!(v2["swagger"], "2.0");
+    assert!(
+        v2["definitions"]["com.example.stable.v1.CronTab"]["properties"]["spec"].is_object(),
+        "no CronTab definition in /openapi/v2"
+    );
+
     // explain reads the CRD's schema from this LC's OpenAPI v3.
     let explain = shard.kubectl_ok(&["explain", "crontab.spec"]);
     assert!(explain.contains("What the cron job runs."), "{explain}");

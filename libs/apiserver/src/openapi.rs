@@ -10,6 +10,8 @@ use crate::discovery::ApiSet;
 
 pub struct OpenApiDocs {
     root: Value,
+    /// `/openapi/v2`, derived from the v3 documents on first request.
+    v2: std::sync::OnceLock<Bytes>,
     /// `(group, version)` → the serialized group-version document.
     docs: HashMap<(String, String), Bytes>,
 }
@@ -63,8 +65,26 @@ impl OpenApiDocs {
         index.sort();
         OpenApiDocs {
             root: kcp_schema::v3_root(&index),
+            v2: std::sync::OnceLock::new(),
             docs,
         }
+    }
+
+    /// The Swagger 2.0 document of the whole set.
+    pub fn v2(&self) -> Bytes {
+        self.v2
+            .get_or_init(|| {
+                let mut keys: Vec<&(String, String)> = self.docs.keys().collect();
+                keys.sort();
+                let parsed: Vec<Value> = keys
+                    .iter()
+                    .filter_map(|k| self.docs.get(*k))
+                    .filter_map(|bytes| serde_json::from_slice(bytes).ok())
+                    .collect();
+                let doc = kcp_schema::openapi::v2::v2_from_v3(&parsed);
+                Bytes::from(serde_json::to_vec(&doc).unwrap_or_default())
+            })
+            .clone()
     }
 
     pub fn root(&self) -> Value {

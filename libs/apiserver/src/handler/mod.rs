@@ -191,10 +191,13 @@ impl ApiServer {
                     .map(|bytes| response::json_bytes(StatusCode::OK, bytes))
                     .ok_or_else(ApiError::path_not_found)
             }
-            // Only v3 is published: kubectl falls back from v2 gracefully on a 404.
-            Target::OpenApiV2 | Target::Unknown | Target::Health(_) => {
-                Err(ApiError::path_not_found())
+            // JSON only: client-go asks for the protobuf form and falls back when refused.
+            Target::OpenApiV2 => {
+                negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
+                let set = self.api_set(&ctx.info.cluster);
+                Ok(response::json_bytes(StatusCode::OK, set.openapi().v2()))
             }
+            Target::Unknown | Target::Health(_) => Err(ApiError::path_not_found()),
         }
     }
 

@@ -15,6 +15,7 @@
 
 mod components;
 mod operations;
+pub mod v2;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
