@@ -253,19 +253,10 @@ pub fn version_def(crd: &Value, version: &Value, compiled: Arc<CompiledVersion>)
         namespaced: str_at(crd, "/spec/scope") == "Namespaced",
         short_names: strings_at(crd, &format!("{names}/shortNames")),
         categories: strings_at(crd, &format!("{names}/categories")),
-        verbs: [
-            "create",
-            "delete",
-            "deletecollection",
-            "get",
-            "list",
-            "patch",
-            "update",
-            "watch",
-        ]
-        .iter()
-        .map(|v| v.to_string())
-        .collect(),
+        verbs: crate::builtin::STANDARD_VERBS
+            .iter()
+            .map(|v| v.to_string())
+            .collect(),
         status_subresource,
         name_rule: NameRule::Dns1123Subdomain,
         columns,

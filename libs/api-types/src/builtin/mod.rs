@@ -18,7 +18,8 @@ use crate::resource::{
 use columns::*;
 use strategies::*;
 
-const STANDARD_VERBS: &[&str] = &[
+/// The verbs of an ordinary stored resource (custom resources have them too).
+pub const STANDARD_VERBS: &[&str] = &[
     "create",
     "delete",
     "deletecollection",

@@ -1,6 +1,7 @@
 //! Path elements: one step from a value to one of its children, as structured-merge-diff names
 //! them in `fieldsV1` (`f:`, `k:`, `v:`, `i:`) and as Kubernetes prints them in conflicts.
 
+use crate::field_error::go_quote;
 use std::cmp::Ordering;
 use std::fmt;
 
@@ -274,27 +275,6 @@ fn display_value(value: &Value) -> String {
             .map(|(k, v)| format!("{k}={}", display_value(v)))
             .collect(),
     }
-}
-
-/// A close approximation of Go's `%q` for the strings that appear in keys.
-fn go_quote(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
 
 #[cfg(test)]

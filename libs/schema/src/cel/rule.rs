@@ -1,5 +1,6 @@
 //! One `x-kubernetes-validations` entry: its fields, their checks and its compiled programs.
 
+pub(super) use kcp_apimachinery::field_error::go_quote;
 use std::fmt::Write;
 
 use serde::Deserialize;
@@ -331,25 +332,4 @@ fn split_quoted(text: &str) -> Result<(String, &str), String> {
         }
     }
     Err("unexpected end of JSON path".to_owned())
-}
-
-/// Quotes like Go's `%q`.
-pub(super) fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c.is_control() => {
-                let _ = write!(out, "\\x{:02x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
 }
