@@ -11,12 +11,16 @@ use super::types::{
     SelfSubjectReview, Time,
 };
 
+mod admissionregistration;
 mod certificates;
 mod coordination;
 mod core_v1;
 mod events;
 mod rbac;
 
+pub(crate) use admissionregistration::{
+    mutating_webhook_configuration, validating_webhook_configuration,
+};
 pub(crate) use certificates::certificate_signing_request;
 pub(crate) use coordination::lease;
 pub(crate) use core_v1::{event, limit_range, resource_quota, service_account};

@@ -114,6 +114,8 @@ enum Known {
     ClusterRole,
     RoleBinding,
     CertificateSigningRequest,
+    MutatingWebhookConfiguration,
+    ValidatingWebhookConfiguration,
     SelfSubjectAccessReview,
     SelfSubjectReview,
 }
@@ -135,6 +137,12 @@ fn known(api_version: &str, kind: &str) -> Option<Known> {
             Known::RoleBinding
         }
         ("certificates.k8s.io/v1", "CertificateSigningRequest") => Known::CertificateSigningRequest,
+        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+            Known::MutatingWebhookConfiguration
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
+            Known::ValidatingWebhookConfiguration
+        }
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => Known::SelfSubjectAccessReview,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => Known::SelfSubjectReview,
         _ => return None,
@@ -181,6 +189,12 @@ pub fn decode_object(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value,
             .map_err(|e| e.to_string())
             .and_then(|b| json::role_binding(&b, v, kind)),
         Known::CertificateSigningRequest => convert(raw, v, json::certificate_signing_request),
+        Known::MutatingWebhookConfiguration => {
+            convert(raw, v, json::mutating_webhook_configuration)
+        }
+        Known::ValidatingWebhookConfiguration => {
+            convert(raw, v, json::validating_webhook_configuration)
+        }
         Known::SelfSubjectAccessReview => convert(raw, v, json::self_subject_access_review),
         Known::SelfSubjectReview => convert(raw, v, json::self_subject_review),
     };

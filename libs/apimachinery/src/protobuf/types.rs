@@ -1,19 +1,21 @@
 //! Protobuf messages of the Kubernetes types kcp-rs accepts in protobuf request bodies, with
 //! the field numbers of the upstream `generated.proto` files (k8s.io/apimachinery runtime and
 //! meta/v1, k8s.io/api core/v1, rbac/v1, coordination/v1, events/v1, certificates/v1,
-//! authorization/v1, authentication/v1).
+//! admissionregistration/v1, authorization/v1, authentication/v1).
 //!
 //! Every scalar is `optional` (proto2): Go's JSON encoding omits empty values and emits
 //! present-but-zero timestamps as `null`, so presence has to be visible.
 
 use std::collections::BTreeMap;
 
+mod admissionregistration;
 mod certificates;
 mod coordination;
 mod core_v1;
 mod events;
 mod rbac;
 
+pub use admissionregistration::*;
 pub use certificates::*;
 pub use coordination::*;
 pub use core_v1::*;

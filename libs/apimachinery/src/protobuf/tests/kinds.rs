@@ -555,6 +555,99 @@ fn certificate_signing_request() {
     );
 }
 
+const ADMISSION: &str = "admissionregistration.k8s.io/v1";
+
+#[test]
+fn validating_webhook_configuration() {
+    let config = ValidatingWebhookConfiguration {
+        metadata: go_meta("v", ""),
+        webhooks: vec![ValidatingWebhook {
+            name: s("v.example.com"),
+            client_config: Some(WebhookClientConfig {
+                service: Some(ServiceReference {
+                    namespace: s("ns"),
+                    name: s("svc"),
+                    path: s("/validate"),
+                    port: Some(443),
+                }),
+                ca_bundle: Some(b"CA".to_vec()),
+                url: None,
+            }),
+            rules: vec![RuleWithOperations {
+                operations: vec!["CREATE".into(), "UPDATE".into()],
+                rule: Some(Rule {
+                    api_groups: vec![String::new()],
+                    api_versions: vec!["v1".into()],
+                    resources: vec!["configmaps".into()],
+                    scope: s("*"),
+                }),
+            }],
+            failure_policy: s("Fail"),
+            namespace_selector: Some(LabelSelector::default()),
+            side_effects: s("None"),
+            timeout_seconds: Some(10),
+            admission_review_versions: vec!["v1".into()],
+            match_policy: s("Equivalent"),
+            object_selector: Some(LabelSelector {
+                match_labels: BTreeMap::from([("app".into(), "web".into())]),
+                match_expressions: vec![],
+            }),
+            match_conditions: vec![MatchCondition {
+                name: s("not-system"),
+                expression: s("true"),
+            }],
+        }],
+    };
+    assert_eq!(
+        text(&roundtrip(
+            ADMISSION,
+            "ValidatingWebhookConfiguration",
+            &config
+        )),
+        concat!(
+            r#"{"kind":"ValidatingWebhookConfiguration","apiVersion":"admissionregistration.k8s.io/v1","metadata":{"name":"v","creationTimestamp":null},"#,
+            r#""webhooks":[{"name":"v.example.com","clientConfig":{"service":{"namespace":"ns","name":"svc","path":"/validate","port":443},"caBundle":"Q0E="},"#,
+            r#""rules":[{"operations":["CREATE","UPDATE"],"apiGroups":[""],"apiVersions":["v1"],"resources":["configmaps"],"scope":"*"}],"#,
+            r#""failurePolicy":"Fail","matchPolicy":"Equivalent","namespaceSelector":{},"objectSelector":{"matchLabels":{"app":"web"}},"#,
+            r#""sideEffects":"None","timeoutSeconds":10,"admissionReviewVersions":["v1"],"#,
+            r#""matchConditions":[{"name":"not-system","expression":"true"}]}]}"#
+        )
+    );
+}
+
+#[test]
+fn mutating_webhook_configuration() {
+    let config = MutatingWebhookConfiguration {
+        metadata: go_meta("m", ""),
+        webhooks: vec![MutatingWebhook {
+            name: s("m.example.com"),
+            client_config: Some(WebhookClientConfig {
+                service: None,
+                ca_bundle: None,
+                url: s("https://hook.example.com/mutate"),
+            }),
+            reinvocation_policy: s("IfNeeded"),
+            ..Default::default()
+        }],
+    };
+    // `sideEffects` and `admissionReviewVersions` lack `omitempty`.
+    assert_eq!(
+        roundtrip(ADMISSION, "MutatingWebhookConfiguration", &config),
+        json!({"kind": "MutatingWebhookConfiguration", "apiVersion": ADMISSION,
+            "metadata": {"name": "m", "creationTimestamp": null},
+            "webhooks": [{"name": "m.example.com",
+                "clientConfig": {"url": "https://hook.example.com/mutate"},
+                "sideEffects": null, "admissionReviewVersions": null,
+                "reinvocationPolicy": "IfNeeded"}]})
+    );
+    let bare = MutatingWebhookConfiguration::default();
+    assert!(
+        roundtrip(ADMISSION, "MutatingWebhookConfiguration", &bare)
+            .get("webhooks")
+            .is_none()
+    );
+}
+
 #[test]
 fn other_versions_and_kinds_stay_unsupported() {
     for (api_version, kind) in [
@@ -565,6 +658,10 @@ fn other_versions_and_kinds_stay_unsupported() {
         ("authorization.k8s.io/v1", "SubjectAccessReview"),
         ("coordination.k8s.io/v1beta1", "Lease"),
         ("events.k8s.io/v1beta1", "Event"),
+        (
+            "admissionregistration.k8s.io/v1",
+            "ValidatingAdmissionPolicy",
+        ),
     ] {
         assert!(!is_supported(api_version, kind), "{api_version} {kind}");
         assert_eq!(
@@ -601,6 +698,14 @@ pub(super) const KINDS: &[(&str, &str)] = &[
     ("rbac.authorization.k8s.io/v1", "RoleBinding"),
     ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"),
     ("certificates.k8s.io/v1", "CertificateSigningRequest"),
+    (
+        "admissionregistration.k8s.io/v1",
+        "MutatingWebhookConfiguration",
+    ),
+    (
+        "admissionregistration.k8s.io/v1",
+        "ValidatingWebhookConfiguration",
+    ),
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
     ("authentication.k8s.io/v1", "SelfSubjectReview"),
 ];
