@@ -1,9 +1,10 @@
 //! Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`).
 //!
 //! kubectl's typed commands (`create namespace|configmap|secret|serviceaccount|quota|role|...`,
-//! `auth can-i`, `auth whoami`) and client-go's typed clients send protobuf and never fall back to JSON, so the server turns those bodies into the JSON a
-//! client would have sent and handles them like any JSON body. The wire format is the magic
-//! `k8s\0` followed by a `runtime.Unknown` message whose `raw` field holds the object.
+//! `auth can-i`, `auth whoami`) and client-go's typed clients send protobuf and never fall back
+//! to JSON, so the server turns those bodies into the JSON a client would have sent and handles
+//! them like any JSON body. The wire format is the magic `k8s\0` followed by a `runtime.Unknown`
+//! message whose `raw` field holds the object.
 
 mod json;
 pub mod types;
