@@ -6,9 +6,26 @@ use base64::Engine as _;
 use serde_json::{Map, Value};
 
 use super::types::{
-    ConfigMap, ManagedFieldsEntry, Namespace, ObjectMeta, OwnerReference, Secret,
-    SelectorAttributes, SelectorRequirement, SelfSubjectAccessReview, SelfSubjectReview, Time,
+    ConfigMap, LabelSelector, ManagedFieldsEntry, Namespace, ObjectMeta, OwnerReference, Quantity,
+    ResourceList, Secret, SelectorAttributes, SelectorRequirement, SelfSubjectAccessReview,
+    SelfSubjectReview, Time,
 };
+
+mod admissionregistration;
+mod certificates;
+mod coordination;
+mod core_v1;
+mod events;
+mod rbac;
+
+pub(crate) use admissionregistration::{
+    mutating_webhook_configuration, validating_webhook_configuration,
+};
+pub(crate) use certificates::certificate_signing_request;
+pub(crate) use coordination::lease;
+pub(crate) use core_v1::{event, limit_range, resource_quota, service_account};
+pub(crate) use events::events_event;
+pub(crate) use rbac::{cluster_role, role, role_binding};
 
 /// A conversion failure, reported by the caller with the kind being decoded.
 pub(crate) type Result<T> = std::result::Result<T, String>;
@@ -85,6 +102,55 @@ impl Obj {
         self
     }
 
+    /// Slice without `omitempty`: `null` when empty (Go decodes an absent repeated field as nil).
+    fn strings_or_null(&mut self, key: &str, v: &[String]) -> &mut Self {
+        if v.is_empty() {
+            self.put(key, Value::Null)
+        } else {
+            self.put(key, v.to_vec())
+        }
+    }
+
+    /// `omitempty` list of converted elements.
+    fn list(&mut self, key: &str, v: Vec<Value>) -> &mut Self {
+        if !v.is_empty() {
+            self.put(key, v);
+        }
+        self
+    }
+
+    /// `omitempty` `[]byte`, base64-encoded.
+    fn bytes(&mut self, key: &str, v: &Option<Vec<u8>>) -> &mut Self {
+        if let Some(b) = v.as_deref().filter(|b| !b.is_empty()) {
+            self.put(key, base64::engine::general_purpose::STANDARD.encode(b));
+        }
+        self
+    }
+
+    /// `metav1.Time` field: structs are never omitted, so absent is `null`.
+    fn time(&mut self, key: &str, v: &Option<Time>) -> Result<&mut Self> {
+        let t = v.as_ref().map(time).transpose()?;
+        Ok(self.put(key, t.unwrap_or(Value::Null)))
+    }
+
+    /// `metav1.MicroTime` field, likewise never omitted.
+    fn micro_time(&mut self, key: &str, v: &Option<Time>) -> Result<&mut Self> {
+        let t = v.as_ref().map(micro_time).transpose()?;
+        Ok(self.put(key, t.unwrap_or(Value::Null)))
+    }
+
+    /// `omitempty` `ResourceList`.
+    fn quantities(&mut self, key: &str, v: &ResourceList) -> Result<&mut Self> {
+        if !v.is_empty() {
+            let m = v
+                .iter()
+                .map(|(k, q)| Ok((k.clone(), quantity(k, q)?)))
+                .collect::<Result<Map<String, Value>>>()?;
+            self.put(key, m);
+        }
+        Ok(self)
+    }
+
     fn done(&mut self) -> Value {
         Value::Object(std::mem::take(&mut self.0))
     }
@@ -106,6 +172,40 @@ pub(crate) fn time(t: &Time) -> Result<Value> {
     rfc3339(seconds)
         .map(Value::from)
         .ok_or_else(|| format!("timestamp {seconds} is out of range"))
+}
+
+/// meta/v1 MicroTime: like [`time`] but with microseconds (`.000000`, truncated as Go does).
+pub(crate) fn micro_time(t: &Time) -> Result<Value> {
+    if t.seconds.is_none() && t.nanos.is_none() {
+        return Ok(Value::Null);
+    }
+    // time.Unix normalises nanoseconds outside [0, 1e9) into the seconds.
+    let nanos = i64::from(t.nanos.unwrap_or(0));
+    let seconds = t
+        .seconds
+        .unwrap_or(0)
+        .checked_add(nanos.div_euclid(1_000_000_000))
+        .ok_or_else(|| "timestamp is out of range".to_owned())?;
+    let nanos = nanos.rem_euclid(1_000_000_000);
+    if seconds == GO_ZERO_TIME_UNIX && nanos == 0 {
+        return Ok(Value::Null);
+    }
+    let whole = rfc3339(seconds).ok_or_else(|| format!("timestamp {seconds} is out of range"))?;
+    let micros = nanos / 1_000;
+    Ok(Value::from(format!(
+        "{}.{micros:06}Z",
+        whole.trim_end_matches('Z')
+    )))
+}
+
+/// resource.Quantity as JSON: its string. An absent string is Go's zero Quantity, `"0"`; an
+/// empty one does not parse in Go either.
+fn quantity(name: &str, q: &Quantity) -> Result<Value> {
+    match q.string.as_deref() {
+        None => Ok(Value::from("0")),
+        Some("") => Err(format!("quantity {name}: quantities must not be empty")),
+        Some(s) => Ok(Value::from(s)),
+    }
 }
 
 /// `YYYY-MM-DDTHH:MM:SSZ` for years 0..=9999.
@@ -281,6 +381,17 @@ pub(crate) fn secret(s: &Secret, api_version: &str) -> Result<Value> {
         .string_map("stringData", &s.string_data)
         .str("type", &s.r#type)
         .done())
+}
+
+/// meta/v1 LabelSelector
+fn label_selector(s: &LabelSelector) -> Value {
+    Obj::default()
+        .string_map("matchLabels", &s.match_labels)
+        .list(
+            "matchExpressions",
+            s.match_expressions.iter().map(requirement).collect(),
+        )
+        .done()
 }
 
 fn requirement(r: &SelectorRequirement) -> Value {

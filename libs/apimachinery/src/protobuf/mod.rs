@@ -1,9 +1,10 @@
 //! Decoding of Kubernetes protobuf request bodies (`application/vnd.kubernetes.protobuf`).
 //!
-//! kubectl's typed commands (`create namespace|configmap|secret`, `auth can-i`, `auth whoami`)
-//! send protobuf and never fall back to JSON, so the server turns those bodies into the JSON a
-//! client would have sent and handles them like any JSON body. The wire format is the magic
-//! `k8s\0` followed by a `runtime.Unknown` message whose `raw` field holds the object.
+//! kubectl's typed commands (`create namespace|configmap|secret|serviceaccount|quota|role|...`,
+//! `auth can-i`, `auth whoami`) and client-go's typed clients send protobuf and never fall back
+//! to JSON, so the server turns those bodies into the JSON a client would have sent and handles
+//! them like any JSON body. The wire format is the magic `k8s\0` followed by a `runtime.Unknown`
+//! message whose `raw` field holds the object.
 
 mod json;
 pub mod types;
@@ -98,52 +99,110 @@ pub fn encode_envelope(api_version: &str, kind: &str, raw: &[u8]) -> Vec<u8> {
     out
 }
 
+/// The kinds [`decode_object`] knows.
+#[derive(Clone, Copy)]
+enum Known {
+    Namespace,
+    ConfigMap,
+    Secret,
+    ServiceAccount,
+    ResourceQuota,
+    LimitRange,
+    Event,
+    EventsEvent,
+    Lease,
+    Role,
+    ClusterRole,
+    RoleBinding,
+    CertificateSigningRequest,
+    MutatingWebhookConfiguration,
+    ValidatingWebhookConfiguration,
+    SelfSubjectAccessReview,
+    SelfSubjectReview,
+}
+
+fn known(api_version: &str, kind: &str) -> Option<Known> {
+    Some(match (api_version, kind) {
+        ("v1", "Namespace") => Known::Namespace,
+        ("v1", "ConfigMap") => Known::ConfigMap,
+        ("v1", "Secret") => Known::Secret,
+        ("v1", "ServiceAccount") => Known::ServiceAccount,
+        ("v1", "ResourceQuota") => Known::ResourceQuota,
+        ("v1", "LimitRange") => Known::LimitRange,
+        ("v1", "Event") => Known::Event,
+        ("events.k8s.io/v1", "Event") => Known::EventsEvent,
+        ("coordination.k8s.io/v1", "Lease") => Known::Lease,
+        ("rbac.authorization.k8s.io/v1", "Role") => Known::Role,
+        ("rbac.authorization.k8s.io/v1", "ClusterRole") => Known::ClusterRole,
+        ("rbac.authorization.k8s.io/v1", "RoleBinding" | "ClusterRoleBinding") => {
+            Known::RoleBinding
+        }
+        ("certificates.k8s.io/v1", "CertificateSigningRequest") => Known::CertificateSigningRequest,
+        ("admissionregistration.k8s.io/v1", "MutatingWebhookConfiguration") => {
+            Known::MutatingWebhookConfiguration
+        }
+        ("admissionregistration.k8s.io/v1", "ValidatingWebhookConfiguration") => {
+            Known::ValidatingWebhookConfiguration
+        }
+        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => Known::SelfSubjectAccessReview,
+        ("authentication.k8s.io/v1", "SelfSubjectReview") => Known::SelfSubjectReview,
+        _ => return None,
+    })
+}
+
 /// Whether [`decode_object`] knows `(apiVersion, kind)`.
 pub fn is_supported(api_version: &str, kind: &str) -> bool {
-    matches!(
-        (api_version, kind),
-        ("v1", "Namespace" | "ConfigMap" | "Secret")
-            | ("authorization.k8s.io/v1", "SelfSubjectAccessReview")
-            | ("authentication.k8s.io/v1", "SelfSubjectReview")
-    )
+    known(api_version, kind).is_some()
+}
+
+/// Decodes `raw` as message `M` and converts it.
+fn convert<M: prost::Message + Default>(
+    raw: &[u8],
+    api_version: &str,
+    to_json: fn(&M, &str) -> json::Result<Value>,
+) -> json::Result<Value> {
+    let message = M::decode(raw).map_err(|e| e.to_string())?;
+    to_json(&message, api_version)
 }
 
 /// Decodes the object bytes (`raw` of the envelope) of a known kind into JSON.
 pub fn decode_object(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value, ProtobufError> {
-    let malformed = |message: String| ProtobufError::Malformed {
+    let Some(known) = known(api_version, kind) else {
+        return Err(ProtobufError::UnsupportedKind {
+            api_version: api_version.to_owned(),
+            kind: kind.to_owned(),
+        });
+    };
+    let v = api_version;
+    let converted = match known {
+        Known::Namespace => convert(raw, v, json::namespace),
+        Known::ConfigMap => convert(raw, v, json::config_map),
+        Known::Secret => convert(raw, v, json::secret),
+        Known::ServiceAccount => convert(raw, v, json::service_account),
+        Known::ResourceQuota => convert(raw, v, json::resource_quota),
+        Known::LimitRange => convert(raw, v, json::limit_range),
+        Known::Event => convert(raw, v, json::event),
+        Known::EventsEvent => convert(raw, v, json::events_event),
+        Known::Lease => convert(raw, v, json::lease),
+        Known::Role => convert(raw, v, json::role),
+        Known::ClusterRole => convert(raw, v, json::cluster_role),
+        Known::RoleBinding => types::RoleBinding::decode(raw)
+            .map_err(|e| e.to_string())
+            .and_then(|b| json::role_binding(&b, v, kind)),
+        Known::CertificateSigningRequest => convert(raw, v, json::certificate_signing_request),
+        Known::MutatingWebhookConfiguration => {
+            convert(raw, v, json::mutating_webhook_configuration)
+        }
+        Known::ValidatingWebhookConfiguration => {
+            convert(raw, v, json::validating_webhook_configuration)
+        }
+        Known::SelfSubjectAccessReview => convert(raw, v, json::self_subject_access_review),
+        Known::SelfSubjectReview => convert(raw, v, json::self_subject_review),
+    };
+    converted.map_err(|message| ProtobufError::Malformed {
         kind: kind.to_owned(),
         message,
-    };
-    let decode_err = |e: prost::DecodeError| malformed(e.to_string());
-    let converted = match (api_version, kind) {
-        ("v1", "Namespace") => json::namespace(
-            &types::Namespace::decode(raw).map_err(decode_err)?,
-            api_version,
-        ),
-        ("v1", "ConfigMap") => json::config_map(
-            &types::ConfigMap::decode(raw).map_err(decode_err)?,
-            api_version,
-        ),
-        ("v1", "Secret") => json::secret(
-            &types::Secret::decode(raw).map_err(decode_err)?,
-            api_version,
-        ),
-        ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => json::self_subject_access_review(
-            &types::SelfSubjectAccessReview::decode(raw).map_err(decode_err)?,
-            api_version,
-        ),
-        ("authentication.k8s.io/v1", "SelfSubjectReview") => json::self_subject_review(
-            &types::SelfSubjectReview::decode(raw).map_err(decode_err)?,
-            api_version,
-        ),
-        _ => {
-            return Err(ProtobufError::UnsupportedKind {
-                api_version: api_version.to_owned(),
-                kind: kind.to_owned(),
-            });
-        }
-    };
-    converted.map_err(malformed)
+    })
 }
 
 /// Decodes a whole request body into JSON. `expected` is the `(apiVersion, kind)` the URL

@@ -1,11 +1,26 @@
 //! Protobuf messages of the Kubernetes types kcp-rs accepts in protobuf request bodies, with
 //! the field numbers of the upstream `generated.proto` files (k8s.io/apimachinery runtime and
-//! meta/v1, k8s.io/api core/v1, authorization/v1, authentication/v1).
+//! meta/v1, k8s.io/api core/v1, rbac/v1, coordination/v1, events/v1, certificates/v1,
+//! admissionregistration/v1, authorization/v1, authentication/v1).
 //!
 //! Every scalar is `optional` (proto2): Go's JSON encoding omits empty values and emits
 //! present-but-zero timestamps as `null`, so presence has to be visible.
 
 use std::collections::BTreeMap;
+
+mod admissionregistration;
+mod certificates;
+mod coordination;
+mod core_v1;
+mod events;
+mod rbac;
+
+pub use admissionregistration::*;
+pub use certificates::*;
+pub use coordination::*;
+pub use core_v1::*;
+pub use events::*;
+pub use rbac::*;
 
 /// runtime.TypeMeta
 #[derive(Clone, PartialEq, prost::Message)]
@@ -36,6 +51,16 @@ pub struct Time {
     pub seconds: Option<i64>,
     #[prost(int32, optional, tag = "2")]
     pub nanos: Option<i32>,
+}
+
+/// meta/v1 MicroTime: the same message as [`Time`], but nanoseconds count (to the microsecond).
+pub type MicroTime = Time;
+
+/// resource.Quantity: its canonical string.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct Quantity {
+    #[prost(string, optional, tag = "1")]
+    pub string: Option<String>,
 }
 
 /// meta/v1 OwnerReference
@@ -125,6 +150,15 @@ pub struct SelectorRequirement {
     pub operator: Option<String>,
     #[prost(string, repeated, tag = "3")]
     pub values: Vec<String>,
+}
+
+/// meta/v1 LabelSelector
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct LabelSelector {
+    #[prost(btree_map = "string, string", tag = "1")]
+    pub match_labels: BTreeMap<String, String>,
+    #[prost(message, repeated, tag = "2")]
+    pub match_expressions: Vec<SelectorRequirement>,
 }
 
 /// core/v1 Namespace
