@@ -110,7 +110,8 @@ fn quota_refuses_creates_beyond_its_limit(store: StoreKind) {
         "kube-root-ca.crt in q",
         &["configmap", "kube-root-ca.crt", "-n", "q"],
     );
-    // From a manifest: `kubectl create quota` sends protobuf, which the shard decodes only for a few kinds.
+    // From a manifest, so the quantities are written exactly as here (`kubectl create quota` is
+    // covered by kubectl_create.rs).
     let quota = shard.write_file(
         "q1.yaml",
         "apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: q1\n  namespace: q\nspec:\n  hard:\n    count/configmaps: \"2\"\n    secrets: \"1\"\n",

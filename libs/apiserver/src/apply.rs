@@ -155,12 +155,28 @@ fn subresource(kind: UpdateKind) -> &'static str {
     }
 }
 
-/// Walks the managed-fields code with `def`'s schema.
-fn with_view<R>(def: &ResourceDef, f: impl FnOnce(&SchemaView<'_>) -> R) -> R {
+/// Runs the managed-fields code for a write by `manager` to `def` (through `kind`), with the
+/// request's parameters and `def`'s schema.
+fn with_request<R>(
+    def: &ResourceDef,
+    kind: UpdateKind,
+    manager: &str,
+    f: impl FnOnce(&Request<'_>, &SchemaView<'_>) -> R,
+) -> R {
+    let reset = reset_fields(def, kind);
+    let time = now_rfc3339();
+    let api_version = def.api_version();
+    let request = Request {
+        manager,
+        api_version: &api_version,
+        subresource: subresource(kind),
+        time: &time,
+        reset_fields: &reset,
+    };
     let schema = def.schema();
     let meta = builtin_patch_meta(&def.group, &def.kind);
     let view = SchemaView::new(schema.as_ref().map(|s| s.root()), &meta);
-    f(&view)
+    f(&request, &view)
 }
 
 /// Records a create or update by `manager` in `new`'s managedFields.
@@ -172,17 +188,9 @@ pub fn track_write(
     mut new: Value,
 ) -> Value {
     let base = mf::managed_fields_for_update(old, &new, kind != UpdateKind::Main);
-    let reset = reset_fields(def, kind);
-    let time = now_rfc3339();
-    let api_version = def.api_version();
-    let request = Request {
-        manager,
-        api_version: &api_version,
-        subresource: subresource(kind),
-        time: &time,
-        reset_fields: &reset,
-    };
-    let entries = with_view(def, |view| mf::update(old, &new, base, &request, view));
+    let entries = with_request(def, kind, manager, |request, view| {
+        mf::update(old, &new, base, request, view)
+    });
     mf::set_managed_fields(&mut new, &entries);
     new
 }
@@ -199,18 +207,8 @@ pub fn apply(
     let managed = live
         .and_then(|l| mf::managed_fields_of(l).ok())
         .unwrap_or_default();
-    let reset = reset_fields(def, kind);
-    let time = now_rfc3339();
-    let api_version = def.api_version();
-    let request = Request {
-        manager,
-        api_version: &api_version,
-        subresource: subresource(kind),
-        time: &time,
-        reset_fields: &reset,
-    };
-    let result = with_view(def, |view| {
-        mf::apply(live, config, force, managed, &request, view)
+    let result = with_request(def, kind, manager, |request, view| {
+        mf::apply(live, config, force, managed, request, view)
     });
     match result {
         Ok(applied) => Ok(applied.object),
