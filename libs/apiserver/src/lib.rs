@@ -17,6 +17,8 @@ pub mod request_info;
 pub mod response;
 pub mod serve;
 pub mod table;
+#[cfg(feature = "test-util")]
+pub mod testing;
 pub mod watch_cache;
 
 use std::convert::Infallible;

@@ -4,6 +4,8 @@
 
 mod common;
 
+use kcp_apiserver::on_both_stores;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -724,6 +726,7 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
     .await
     .expect("late");
     let mut names: Vec<String> = first.items.iter().map(|o| o.name.clone()).collect();
+    let first_token_dbg = first.continue_token.clone();
     let mut token = first.continue_token;
     while let Some(t) = token {
         let page = reg
@@ -738,7 +741,11 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
             )
             .await
             .expect("next page");
-        assert_eq!(page.revision, snapshot);
+        assert_eq!(
+            page.revision, snapshot,
+            "first token {:?} page {:?}",
+            first_token_dbg, page.continue_token
+        );
         names.extend(page.items.iter().map(|o| o.name.clone()));
         token = page.continue_token;
     }
@@ -748,7 +755,7 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
     let prefix = kcp_apiserver::registry::keyspace(&def)
         .all_clusters()
         .to_string();
-    let sub = reg
+    let mut sub = reg
         .cache()
         .subscribe(
             &prefix,
@@ -759,7 +766,17 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
             Some(snapshot),
         )
         .expect("watch from the snapshot");
-    let seen: Vec<String> = sub.backlog.iter().map(|e| e.object.name.clone()).collect();
+    // The create may still be on its way into the cache: then it arrives live.
+    let mut seen: Vec<String> = sub.backlog.iter().map(|e| e.object.name.clone()).collect();
+    while seen.is_empty() {
+        match tokio::time::timeout(Duration::from_secs(30), sub.rx.recv()).await {
+            Ok(Some(kcp_apiserver::watch_cache::WatchItem::Event(e))) => {
+                seen.push(e.object.name.clone())
+            }
+            Ok(Some(_)) => {}
+            Ok(None) | Err(_) => break,
+        }
+    }
     assert_eq!(seen, ["late"]);
 }
 

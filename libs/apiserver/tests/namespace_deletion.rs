@@ -4,6 +4,8 @@
 
 mod common;
 
+use kcp_apiserver::on_both_stores;
+
 use std::time::{Duration, Instant};
 
 use common::Harness;

@@ -4,6 +4,8 @@
 
 mod common;
 
+use kcp_apiserver::on_both_stores;
+
 use common::Harness;
 use kcp_apiserver::registry::{DeleteOptions, DeleteOutcome, ObjectRef, UpdateKind, WriteOptions};
 use serde_json::{Value, json};

@@ -3,6 +3,8 @@
 
 mod common;
 
+use kcp_apiserver::on_both_stores;
+
 use common::Harness;
 
 use std::time::Duration;

@@ -463,13 +463,13 @@ async fn owners_in_other_logical_clusters_never_match(h: &Harness) {
     assert!(get(h, &configmaps(), "other", "owner").await.is_some());
 }
 
-on_both_stores!(background_cascades_through_two_levels);
-on_both_stores!(foreground_waits_for_blocking_dependents);
-on_both_stores!(foreground_chains_wait_for_the_deepest_dependent);
-on_both_stores!(foreground_deletion_breaks_ownership_cycles);
-on_both_stores!(orphan_keeps_dependents_without_the_reference);
-on_both_stores!(dangling_owners_are_matched_by_uid);
-on_both_stores!(owners_in_other_logical_clusters_never_match);
+kcp_apiserver::on_both_stores!(with common::harness; background_cascades_through_two_levels);
+kcp_apiserver::on_both_stores!(with common::harness; foreground_waits_for_blocking_dependents);
+kcp_apiserver::on_both_stores!(with common::harness; foreground_chains_wait_for_the_deepest_dependent);
+kcp_apiserver::on_both_stores!(with common::harness; foreground_deletion_breaks_ownership_cycles);
+kcp_apiserver::on_both_stores!(with common::harness; orphan_keeps_dependents_without_the_reference);
+kcp_apiserver::on_both_stores!(with common::harness; dangling_owners_are_matched_by_uid);
+kcp_apiserver::on_both_stores!(with common::harness; owners_in_other_logical_clusters_never_match);
 
 /// A collector starting over (first start, or after being cut off from the cache when it fell
 /// behind) builds its graph from a full listing and collects what lost its owner before it looked.

@@ -11,7 +11,7 @@ use common_ctrl::{Harness, create, create_cluster, create_namespace, delete, eve
 use kcp_apimachinery::status::Reason;
 use serde_json::{Value, json};
 
-on_both_stores!(
+kcp_apiserver::on_both_stores!(
     status_shows_hard_limits_and_current_counts,
     creates_beyond_the_limit_are_refused_until_a_delete,
     legacy_names_count_like_count_names,

@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 const PEM: &str = "-----BEGIN CERTIFICATE-----\nMIIBtest\n-----END CERTIFICATE-----\n";
 
-on_both_stores!(
+kcp_apiserver::on_both_stores!(
     every_namespace_gets_the_ca,
     deleted_or_edited_config_maps_are_restored,
     a_refused_create_is_retried,

@@ -6,7 +6,7 @@ mod common_ctrl;
 use common_ctrl::{Harness, create, create_cluster, create_namespace, delete, eventually, get};
 use serde_json::json;
 
-on_both_stores!(
+kcp_apiserver::on_both_stores!(
     existing_and_new_namespaces_get_a_default_service_account,
     a_deleted_default_service_account_comes_back,
     terminating_namespaces_get_none,

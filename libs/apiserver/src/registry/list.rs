@@ -238,11 +238,18 @@ impl Registry {
         };
 
         match snapshot {
-            Some(rev) if rev != self.cache.revision() => {
+            Some(rev) => {
+                // The cache serves the snapshot only if what it returns is exactly that revision
+                // (checked on the state it returns: it may move between any check and the read).
+                let cached =
+                    self.list_from_cache(def, &prefix, ns_filter, start_after.as_deref(), opts);
+                if cached.revision == rev {
+                    return Ok(cached);
+                }
                 self.list_from_store(def, &prefix, ns_filter, rev, start_after, opts)
                     .await
             }
-            _ => Ok(self.list_from_cache(def, &prefix, ns_filter, start_after.as_deref(), opts)),
+            None => Ok(self.list_from_cache(def, &prefix, ns_filter, start_after.as_deref(), opts)),
         }
     }
 

@@ -9,96 +9,12 @@ use std::time::{Duration, Instant};
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::registry::{DeleteOptions, ObjectRef, UpdateKind, WriteOptions};
-use kcp_apiserver::{ApiServer, ApiServerConfig};
-use kcp_store::StoreConfig;
-use kcp_store::testing::EtcdProcess;
 use serde_json::{Value, json};
 
 /// Bound for "eventually": only turns a hang into a failure, never a timing assertion.
 pub const EVENTUALLY: Duration = Duration::from_secs(30);
 
-pub struct Harness {
-    pub server: Arc<ApiServer>,
-    _dir: tempfile::TempDir,
-    _etcd: Option<EtcdProcess>,
-}
-
-impl Drop for Harness {
-    fn drop(&mut self) {
-        self.server.shutdown();
-    }
-}
-
-#[derive(Clone, Copy, Debug)]
-pub enum Engine {
-    Embedded,
-    Etcd,
-}
-
-pub async fn harness(engine: Engine) -> Harness {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let (config, etcd) = match engine {
-        Engine::Embedded => (
-            StoreConfig::Embedded {
-                path: dir.path().join("store.redb"),
-            },
-            None,
-        ),
-        Engine::Etcd => {
-            let etcd = EtcdProcess::start();
-            let nanos = std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .map(|d| d.as_nanos())
-                .unwrap_or(0);
-            (
-                StoreConfig::Etcd {
-                    endpoints: etcd.endpoints(),
-                    prefix: format!("/test-{nanos:x}"),
-                },
-                Some(etcd),
-            )
-        }
-    };
-    let store = kcp_store::open(&config).await.expect("store opens");
-    let server = ApiServer::new(ApiServerConfig {
-        store,
-        shard_name: "root".into(),
-        external_url: "https://localhost:6443".into(),
-        authenticators: vec![],
-        authorizers: vec![],
-    })
-    .await
-    .expect("the API server starts");
-    Harness {
-        server,
-        _dir: dir,
-        _etcd: etcd,
-    }
-}
-
-/// Runs `async fn name(&Harness)` as two tests: on the embedded store and on etcd.
-#[macro_export]
-macro_rules! on_both_stores {
-    ($($name:ident),+ $(,)?) => {
-        $(
-            mod $name {
-                use super::*;
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn embedded() {
-                    let h = common_ctrl::harness(common_ctrl::Engine::Embedded).await;
-                    super::$name(&h).await;
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn etcd() {
-                    let h = common_ctrl::harness(common_ctrl::Engine::Etcd).await;
-                    super::$name(&h).await;
-                }
-            }
-        )+
-    };
-}
+pub use kcp_apiserver::testing::Harness;
 
 /// The definition `group`/`plural` as `cluster` serves it (built-ins and established CRDs).
 pub fn def(h: &Harness, cluster: &str, group: &str, plural: &str) -> Arc<ResourceDef> {
