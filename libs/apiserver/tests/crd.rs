@@ -273,6 +273,17 @@ async fn deleting_a_crd_deletes_its_objects(h: &Harness) {
     }
     assert_eq!(reg.get(&crds, at).await.err().map(|e| e.code), Some(404));
     assert!(reg.get(&def, in_default("root", "a")).await.is_err());
+    // The controller drops the API once it sees the CRD gone.
+    for _ in 0..3000 {
+        if h.server
+            .apis_of("root")
+            .find("example.com", "v1", "widgets")
+            .is_none()
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
     assert!(
         h.server
             .apis_of("root")
