@@ -3,6 +3,7 @@
 //! A request walks: TLS ([`serve`]) → [`handler`] (parse with [`request_info`], authenticate, authorize)
 //! → the generic [`registry`] over the store and the [`watch_cache`] → encoding ([`codec`], [`table`]).
 
+pub mod admission;
 pub mod apply;
 pub mod codec;
 pub mod crd;
@@ -75,7 +76,12 @@ impl ApiServer {
     /// Builds the server, loads the watch cache and bootstraps the `root` logical cluster.
     pub async fn new(config: ApiServerConfig) -> Result<Arc<ApiServer>, ApiServerError> {
         let cache = WatchCache::start(config.store.clone()).await?;
-        let registry = Registry::new(config.store.clone(), cache, config.external_url.clone());
+        let registry = Registry::new(
+            config.store.clone(),
+            cache.clone(),
+            config.external_url.clone(),
+        );
+        registry.set_admission(Arc::new(admission::WebhookAdmission::new(cache)));
         let builtins = Arc::new(ApiSet::new(
             kcp_api_types::builtin::catalogue()
                 .into_iter()

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::metadata::{self, meta_mut, meta_str};
 use super::write::{UpdateKind, WriteOptions, Written};
 use super::{ObjectRef, Registry, keyspace, store_error};
+use crate::admission::{Operation, Target};
 
 /// `DeleteOptions` as clients send them (body or query).
 #[derive(Clone, Debug, Default)]
@@ -18,6 +19,8 @@ pub struct DeleteOptions {
     pub precondition_resource_version: Option<String>,
     /// `Orphan`, `Background` or `Foreground`; accepted (garbage collection arrives later).
     pub propagation_policy: Option<String>,
+    /// The requesting user, for admission; `None` for the shard's own deletes, which are not admitted.
+    pub user: Option<kcp_auth::UserInfo>,
 }
 
 impl DeleteOptions {
@@ -69,6 +72,23 @@ impl Registry {
         opts: &DeleteOptions,
     ) -> Result<DeleteOutcome, ApiError> {
         let key = keyspace(def).object(at.cluster, at.namespace, at.name);
+        let target = Target {
+            cluster: at.cluster,
+            namespace: at.namespace,
+            name: at.name,
+            subresource: None,
+        };
+        let user = opts.user.as_ref();
+        self.admit_mutate(
+            def,
+            target,
+            Operation::Delete,
+            user,
+            opts.dry_run,
+            None,
+            None,
+        )
+        .await?;
         for _ in 0..MAX_ATTEMPTS {
             let current = self.get(def, at).await?;
             let obj = current.value().map_err(ApiError::internal)?;
@@ -98,6 +118,16 @@ impl Registry {
                     ),
                 ));
             }
+            self.admit_validate(
+                def,
+                target,
+                Operation::Delete,
+                user,
+                opts.dry_run,
+                None,
+                Some(&obj),
+            )
+            .await?;
             let pending =
                 !metadata::finalizers(&obj).is_empty() || def.strategy.blocks_deletion(&obj);
             if pending {
