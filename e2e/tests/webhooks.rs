@@ -19,14 +19,16 @@ use serde_json::{Value, json};
 on_both_stores!(
     webhooks_mutate_validate_and_stay_in_their_cluster,
     failure_policy_and_dry_run,
+    mutating_webhooks_are_reinvoked_if_needed,
 );
 
 /// Every AdmissionReview request received: (path, request).
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 
 /// An HTTPS admission webhook server on loopback, on its own thread and runtime (the test's kubectl
-/// calls block). Paths: `/label` adds a label by JSONPatch, `/deny` refuses objects carrying
-/// `data.forbidden` and deletes of objects labelled `protect=true`, `/allow` allows everything.
+/// calls block). Paths: `/label` adds a label by JSONPatch, `/annotate` sets an annotation,
+/// `/deny` refuses objects carrying `data.forbidden` and deletes of objects labelled
+/// `protect=true`, `/allow` allows everything.
 struct WebhookServer {
     addr: SocketAddr,
     ca_pem: String,
@@ -45,6 +47,13 @@ fn respond(path: &str, req: &Value) -> Value {
             } else {
                 json!([{"op": "add", "path": "/metadata/labels", "value": {"webhook.example.com/seen": "true"}}])
             };
+            let bytes = serde_json::to_vec(&patch).unwrap_or_default();
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+        }
+        "/annotate" => {
+            // Objects always carry the kcp.io/cluster annotation, so the map exists.
+            let patch = json!([{"op": "add", "path": "/metadata/annotations/webhook.example.com~1annotated", "value": "true"}]);
             let bytes = serde_json::to_vec(&patch).unwrap_or_default();
             response["patchType"] = json!("JSONPatch");
             response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
@@ -521,4 +530,88 @@ fn failure_policy_and_dry_run(store: StoreKind) {
         ),
         "{deletes:?}"
     );
+}
+
+fn mutating_webhooks_are_reinvoked_if_needed(store: StoreKind) {
+    let hooks = WebhookServer::start();
+    let shard = Shard::start(store);
+    let k = || shard.kubectl_cmd().cluster("root");
+    // Configurations run in name order: the annotating webhook first, the labelling one after it.
+    let annotate = |policy: &str| {
+        configuration(
+            "Mutating",
+            "a-annotate.example.com",
+            &hooks.url("/annotate"),
+            &hooks.ca_bundle(),
+            json!({"reinvocationPolicy": policy}),
+        )
+    };
+    apply(&shard, "root", "annotate.json", &annotate("IfNeeded"));
+    let label = configuration(
+        "Mutating",
+        "b-label.example.com",
+        &hooks.url("/label"),
+        &hooks.ca_bundle(),
+        json!({}),
+    );
+    apply(&shard, "root", "label.json", &label);
+    let probe = configmap("probe", "default", json!({}), json!({}));
+    shard.eventually("both mutating webhooks are in effect", || {
+        let (ok, out) = create(
+            &shard,
+            "root",
+            "probe.json",
+            &probe,
+            &["--dry-run=server", "-o", "json"],
+        );
+        (ok && out.contains("webhook.example.com/seen")
+            && out.contains("webhook.example.com/annotated"))
+        .then_some(())
+    });
+    let calls_for = |name: &str| -> Vec<Value> {
+        hooks
+            .requests("/annotate")
+            .into_iter()
+            .filter(|r| r.pointer("/object/metadata/name") == Some(&json!(name)))
+            .collect()
+    };
+
+    k().ok(&["create", "configmap", "r"]);
+    let calls = calls_for("r");
+    assert_eq!(
+        calls.len(),
+        2,
+        "called, then reinvoked after the label was added: {calls:?}"
+    );
+    assert!(
+        calls[0]
+            .pointer("/object/metadata/labels/webhook.example.com~1seen")
+            .is_none()
+    );
+    assert_eq!(
+        json_str(
+            &calls[1],
+            "/object/metadata/labels/webhook.example.com~1seen"
+        ),
+        "true"
+    );
+    let r = k().json(&["get", "configmap", "r", "-o", "json"]);
+    assert_eq!(
+        json_str(&r, "/metadata/annotations/webhook.example.com~1annotated"),
+        "true"
+    );
+    assert_eq!(
+        json_str(&r, "/metadata/labels/webhook.example.com~1seen"),
+        "true"
+    );
+
+    // With reinvocationPolicy Never, one call per write.
+    apply(&shard, "root", "annotate.json", &annotate("Never"));
+    let mut attempt = 0;
+    shard.eventually("reinvocationPolicy Never is in effect", || {
+        attempt += 1;
+        let name = format!("n{attempt}");
+        k().ok(&["create", "configmap", &name]);
+        (calls_for(&name).len() == 1).then_some(())
+    });
 }
