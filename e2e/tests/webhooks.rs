@@ -530,6 +530,44 @@ fn failure_policy_and_dry_run(store: StoreKind) {
         ),
         "{deletes:?}"
     );
+    k().ok(&[
+        "delete",
+        "validatingwebhookconfiguration",
+        "effects.example.com",
+    ]);
+
+    // matchConditions (CEL over object, oldObject, request) narrow which requests are sent.
+    let conditional = configuration(
+        "Validating",
+        "conditional.example.com",
+        &hooks.url("/deny"),
+        &hooks.ca_bundle(),
+        json!({"matchConditions": [
+            {"name": "checked-only", "expression": "object.metadata.name.startsWith('checked')"},
+            {"name": "creates", "expression": "request.operation == 'CREATE'"},
+        ]}),
+    );
+    apply(&shard, "root", "conditional.json", &conditional);
+    let checked = configmap("checked", "default", json!({}), json!({"forbidden": "x"}));
+    let out = shard.eventually("the conditional webhook is in effect", || {
+        let (ok, out) = create(&shard, "root", "checked.json", &checked, &[]);
+        (!ok).then_some(out)
+    });
+    assert!(
+        out.contains(r#"admission webhook "conditional.example.com" denied the request"#),
+        "{out}"
+    );
+    let unchecked = configmap("unchecked", "default", json!({}), json!({"forbidden": "x"}));
+    let (ok, out) = create(&shard, "root", "unchecked.json", &unchecked, &[]);
+    assert!(ok, "{out}");
+    let sent = hooks.requests("/deny");
+    assert!(
+        !sent.is_empty()
+            && sent
+                .iter()
+                .all(|r| json_str(r, "/object/metadata/name").starts_with("checked")),
+        "{sent:?}"
+    );
 }
 
 fn mutating_webhooks_are_reinvoked_if_needed(store: StoreKind) {

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use kcp_apimachinery::selector::Selector;
 use kcp_apimachinery::selector::label::from_label_selector;
+use kcp_schema::cel::Expression;
 use kcp_store::Revision;
 use kcp_store::keys::ResourceKeyspace;
 use parking_lot::Mutex;
@@ -49,6 +50,29 @@ pub struct Webhook {
     pub side_effects: String,
     pub timeout: Duration,
     pub reinvoke_if_needed: bool,
+    /// `matchConditions` by name; `Err` keeps a compile error, reported when the webhook matches.
+    pub match_conditions: Vec<(String, Result<Arc<Expression>, String>)>,
+}
+
+/// The variables a match condition may name.
+pub const CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request"];
+
+fn match_conditions(v: Option<&Value>) -> Vec<(String, Result<Arc<Expression>, String>)> {
+    v.and_then(Value::as_array)
+        .map(|conditions| {
+            conditions
+                .iter()
+                .map(|c| {
+                    let name = str_or(c, "name", "").to_string();
+                    let source = str_or(c, "expression", "");
+                    let compiled = Expression::compile(source, CONDITION_VARIABLES)
+                        .map(Arc::new)
+                        .map_err(|e| format!("compilation failed: {e}"));
+                    (name, compiled)
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
@@ -88,6 +112,7 @@ fn parse_webhook(key: &str, index: usize, v: &Value) -> Webhook {
         side_effects: str_or(v, "sideEffects", "").to_string(),
         timeout: Duration::from_secs(timeout),
         reinvoke_if_needed: str_or(v, "reinvocationPolicy", "Never") == "IfNeeded",
+        match_conditions: match_conditions(v.get("matchConditions")),
     }
 }
 
@@ -171,6 +196,14 @@ impl Configurations {
         }
         parsed.retain(|key, _| cache.get(key).is_some());
         *swept_at = parsed.len();
+    }
+}
+
+#[cfg(test)]
+pub(super) mod tests_support {
+    /// A webhook parsed from `v` with a placeholder endpoint, for tests of matching.
+    pub fn webhook(v: serde_json::Value) -> super::Webhook {
+        super::parse_webhook("test", 0, &v)
     }
 }
 

@@ -3,9 +3,9 @@
 //!
 //! Known differences from kube-apiserver: `matchPolicy: Equivalent` treats every version of the same
 //! group and resource as equivalent and sends the object in the version it was written in (no
-//! conversion); `matchConditions` are not evaluated (a webhook with conditions is called as if they
-//! held); webhook warnings and audit annotations are dropped; each call opens its own connection; a
-//! refusal without a known `reason` is reported with the reason matching its code.
+//! conversion); `matchConditions` see `object`, `oldObject` and `request` untyped and have no
+//! `authorizer`; webhook warnings and audit annotations are dropped; each call opens its own
+//! connection; a refusal without a known `reason` is reported with the reason matching its code.
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -179,13 +179,60 @@ impl WebhookAdmission {
             .object_selector
             .as_ref()
             .map_err(|e| selector_error(hook, "objectSelector", e))?;
-        if obj_selector.is_empty() {
+        let object_selected = obj_selector.is_empty()
+            || [object, attrs.old_object]
+                .into_iter()
+                .flatten()
+                .any(|o| self.selected(obj_selector, labels_of(Some(o))));
+        if !object_selected {
+            return Ok(false);
+        }
+        Self::conditions_hold(hook, attrs, object)
+    }
+
+    /// `matchConditions`: any false skips the webhook; errors (with none false) fail the request
+    /// as 403 under `failurePolicy: Fail` and skip the webhook under `Ignore`.
+    fn conditions_hold(
+        hook: &Webhook,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<bool, ApiError> {
+        if hook.match_conditions.is_empty() {
             return Ok(true);
         }
-        Ok([object, attrs.old_object]
-            .into_iter()
-            .flatten()
-            .any(|o| self.selected(obj_selector, labels_of(Some(o)))))
+        let mut request = review::request("", attrs, object);
+        let request = request["request"].take();
+        let null = Value::Null;
+        let values = [
+            ("object", object.unwrap_or(&null)),
+            ("oldObject", attrs.old_object.unwrap_or(&null)),
+            ("request", &request),
+        ];
+        let mut errors = Vec::new();
+        for (name, condition) in &hook.match_conditions {
+            let outcome = match condition {
+                Ok(expression) => expression.evaluate_bool(&values),
+                Err(e) => Err(e.clone()),
+            };
+            match outcome {
+                Ok(true) => {}
+                Ok(false) => return Ok(false),
+                Err(e) => errors.push(format!("matchCondition {name:?}: {e}")),
+            }
+        }
+        if errors.is_empty() {
+            Ok(true)
+        } else if hook.fail_open {
+            Ok(false)
+        } else {
+            let def = attrs.def;
+            Err(ApiError::forbidden(
+                &def.group,
+                &def.plural,
+                attrs.name,
+                &errors.join(", "),
+            ))
+        }
     }
 
     fn selected(&self, selector: &Selector, labels: Option<&Map<String, Value>>) -> bool {
@@ -377,6 +424,7 @@ mod tests {
             side_effects: "None".into(),
             timeout: std::time::Duration::from_secs(1),
             reinvoke_if_needed: false,
+            match_conditions: Vec::new(),
         }
     }
 
@@ -416,5 +464,75 @@ mod tests {
                     .into()
             ))
         );
+    }
+}
+
+#[cfg(test)]
+mod condition_tests {
+    use super::*;
+    use kcp_auth::UserInfo;
+
+    fn with_conditions(conditions: Value, fail_open: bool) -> Webhook {
+        let mut hook = super::super::config::tests_support::webhook(json!({
+            "name": "cond.example.com",
+            "failurePolicy": if fail_open { "Ignore" } else { "Fail" },
+            "matchConditions": conditions,
+        }));
+        hook.fail_open = fail_open;
+        hook
+    }
+
+    fn check(hook: &Webhook, object: &Value) -> Result<bool, ApiError> {
+        let defs = kcp_api_types::builtin::catalogue();
+        let def = defs
+            .iter()
+            .find(|d| d.group.is_empty() && d.plural == "configmaps")
+            .expect("configmaps are built in");
+        let user = UserInfo::default();
+        let attrs = Attributes {
+            def,
+            cluster: "root",
+            namespace: Some("default"),
+            name: "cm",
+            operation: super::super::Operation::Create,
+            subresource: None,
+            user: &user,
+            dry_run: false,
+            old_object: None,
+        };
+        WebhookAdmission::conditions_hold(hook, &attrs, Some(object))
+    }
+
+    #[test]
+    fn every_condition_must_hold() {
+        let hook = with_conditions(
+            json!([
+                {"name": "create", "expression": "request.operation == 'CREATE'"},
+                {"name": "named", "expression": "object.metadata.name.startsWith('keep')"},
+            ]),
+            false,
+        );
+        assert_eq!(
+            check(&hook, &json!({"metadata": {"name": "keep-1"}})),
+            Ok(true)
+        );
+        assert_eq!(
+            check(&hook, &json!({"metadata": {"name": "other"}})),
+            Ok(false)
+        );
+    }
+
+    #[test]
+    fn errors_follow_the_failure_policy() {
+        let conditions = json!([{"name": "broken", "expression": "object.spec.missing == 1"}]);
+        let obj = json!({"metadata": {"name": "x"}});
+        let err = check(&with_conditions(conditions.clone(), false), &obj);
+        assert!(
+            matches!(&err, Err(e) if e.code == 403 && e.message.contains("matchCondition \"broken\"")),
+            "{err:?}"
+        );
+        assert_eq!(check(&with_conditions(conditions, true), &obj), Ok(false));
+        let uncompilable = json!([{"name": "bad", "expression": "nope("}]);
+        assert!(check(&with_conditions(uncompilable, false), &obj).is_err());
     }
 }
