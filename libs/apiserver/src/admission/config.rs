@@ -7,13 +7,13 @@ use std::time::Duration;
 
 use kcp_apimachinery::selector::Selector;
 use kcp_apimachinery::selector::label::from_label_selector;
-use kcp_schema::cel::Expression;
 use kcp_store::Revision;
 use kcp_store::keys::ResourceKeyspace;
 use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::client::Endpoint;
+use super::matching::{Conditions, compile_conditions};
 use super::rules::Rule;
 use crate::watch_cache::WatchCache;
 
@@ -51,29 +51,11 @@ pub struct Webhook {
     pub timeout: Duration,
     pub reinvoke_if_needed: bool,
     /// `matchConditions` by name; `Err` keeps a compile error, reported when the webhook matches.
-    pub match_conditions: Vec<(String, Result<Arc<Expression>, String>)>,
+    pub match_conditions: Conditions,
 }
 
 /// The variables a match condition may name.
 pub const CONDITION_VARIABLES: &[&str] = &["object", "oldObject", "request"];
-
-fn match_conditions(v: Option<&Value>) -> Vec<(String, Result<Arc<Expression>, String>)> {
-    v.and_then(Value::as_array)
-        .map(|conditions| {
-            conditions
-                .iter()
-                .map(|c| {
-                    let name = str_or(c, "name", "").to_string();
-                    let source = str_or(c, "expression", "");
-                    let compiled = Expression::compile(source, CONDITION_VARIABLES)
-                        .map(Arc::new)
-                        .map_err(|e| format!("compilation failed: {e}"));
-                    (name, compiled)
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
 
 const DEFAULT_TIMEOUT_SECONDS: u64 = 10;
 const MAX_TIMEOUT_SECONDS: u64 = 30;
@@ -112,7 +94,7 @@ fn parse_webhook(key: &str, index: usize, v: &Value) -> Webhook {
         side_effects: str_or(v, "sideEffects", "").to_string(),
         timeout: Duration::from_secs(timeout),
         reinvoke_if_needed: str_or(v, "reinvocationPolicy", "Never") == "IfNeeded",
-        match_conditions: match_conditions(v.get("matchConditions")),
+        match_conditions: compile_conditions(v.get("matchConditions"), CONDITION_VARIABLES),
     }
 }
 

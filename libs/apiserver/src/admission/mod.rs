@@ -14,6 +14,7 @@
 
 mod client;
 mod config;
+mod matching;
 mod review;
 pub mod rules;
 pub mod webhook;

@@ -14,12 +14,11 @@ use async_trait::async_trait;
 use futures::future::join_all;
 use kcp_apimachinery::selector::Selector;
 use kcp_apimachinery::status::{ApiError, Reason};
-use kcp_store::keys::ResourceKeyspace;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::config::{Configurations, Flavor, Webhook};
+use super::matching;
 use super::review;
-use super::rules::RuleInput;
 use super::{Admission, Attributes};
 use crate::registry::CLUSTER_ANNOTATION;
 use crate::watch_cache::WatchCache;
@@ -37,10 +36,6 @@ enum CallFailure {
     Calling(String),
     /// The webhook refused, or the request cannot be sent to it at all.
     Rejected(ApiError),
-}
-
-fn labels_of(obj: Option<&Value>) -> Option<&Map<String, Value>> {
-    obj?.pointer("/metadata/labels")?.as_object()
 }
 
 fn selector_error(hook: &Webhook, which: &str, err: &str) -> ApiError {
@@ -135,16 +130,7 @@ impl WebhookAdmission {
         attrs: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<bool, ApiError> {
-        let def = attrs.def;
-        let is_namespace = def.group.is_empty() && def.plural == "namespaces";
-        let input = RuleInput {
-            operation: attrs.operation,
-            group: &def.group,
-            version: &def.version,
-            resource: &def.plural,
-            subresource: attrs.subresource.unwrap_or(""),
-            cluster_scoped: !def.namespaced,
-        };
+        let input = matching::rule_input(attrs);
         let ruled = hook.rules.iter().any(|r| {
             r.matches(&input, false) || (hook.match_equivalent && r.matches(&input, true))
         });
@@ -155,36 +141,11 @@ impl WebhookAdmission {
             .namespace_selector
             .as_ref()
             .map_err(|e| selector_error(hook, "namespaceSelector", e))?;
-        if !ns_selector.is_empty() && (attrs.namespace.is_some() || is_namespace) {
-            let matched = if is_namespace {
-                // A Namespace is selected by its own labels (the new ones, or the old on delete).
-                self.selected(ns_selector, labels_of(object.or(attrs.old_object)))
-            } else {
-                let ns = attrs.namespace.unwrap_or_default();
-                let key = ResourceKeyspace::new("", "namespaces", None, false).object(
-                    attrs.cluster,
-                    None,
-                    ns,
-                );
-                let Some(cached) = self.cache.get(&key) else {
-                    return Err(ApiError::not_found("", "namespaces", ns));
-                };
-                ns_selector.matches(&cached.labels_map())
-            };
-            if !matched {
-                return Ok(false);
-            }
-        }
         let obj_selector = hook
             .object_selector
             .as_ref()
             .map_err(|e| selector_error(hook, "objectSelector", e))?;
-        let object_selected = obj_selector.is_empty()
-            || [object, attrs.old_object]
-                .into_iter()
-                .flatten()
-                .any(|o| self.selected(obj_selector, labels_of(Some(o))));
-        if !object_selected {
+        if !matching::selectors_match(&self.cache, ns_selector, obj_selector, attrs, object)? {
             return Ok(false);
         }
         Self::conditions_hold(hook, attrs, object)
@@ -200,45 +161,20 @@ impl WebhookAdmission {
         if hook.match_conditions.is_empty() {
             return Ok(true);
         }
-        let mut request = review::request("", attrs, object);
-        let request = request["request"].take();
-        let null = Value::Null;
-        let values = [
-            ("object", object.unwrap_or(&null)),
-            ("oldObject", attrs.old_object.unwrap_or(&null)),
-            ("request", &request),
-        ];
-        let mut errors = Vec::new();
-        for (name, condition) in &hook.match_conditions {
-            let outcome = match condition {
-                Ok(expression) => expression.evaluate_bool(&values),
-                Err(e) => Err(e.clone()),
-            };
-            match outcome {
-                Ok(true) => {}
-                Ok(false) => return Ok(false),
-                Err(e) => errors.push(format!("matchCondition {name:?}: {e}")),
+        let values = matching::variables(attrs, object);
+        let refs: Vec<(&str, &Value)> = values.iter().map(|(n, v)| (*n, v)).collect();
+        match matching::conditions_hold(&hook.match_conditions, &refs) {
+            Ok(holds) => Ok(holds),
+            Err(_) if hook.fail_open => Ok(false),
+            Err(errors) => {
+                let def = attrs.def;
+                Err(ApiError::forbidden(
+                    &def.group,
+                    &def.plural,
+                    attrs.name,
+                    &errors,
+                ))
             }
-        }
-        if errors.is_empty() {
-            Ok(true)
-        } else if hook.fail_open {
-            Ok(false)
-        } else {
-            let def = attrs.def;
-            Err(ApiError::forbidden(
-                &def.group,
-                &def.plural,
-                attrs.name,
-                &errors.join(", "),
-            ))
-        }
-    }
-
-    fn selected(&self, selector: &Selector, labels: Option<&Map<String, Value>>) -> bool {
-        match labels {
-            Some(l) => selector.matches(l),
-            None => selector.matches(&Map::new()),
         }
     }
 
