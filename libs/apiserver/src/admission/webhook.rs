@@ -12,7 +12,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use futures::future::join_all;
-use kcp_apimachinery::selector::Selector;
 use kcp_apimachinery::status::{ApiError, Reason};
 use serde_json::{Value, json};
 
@@ -346,6 +345,7 @@ impl Admission for WebhookAdmission {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kcp_apimachinery::selector::Selector;
 
     fn hook() -> Webhook {
         Webhook {
