@@ -272,6 +272,29 @@ pub fn catalogue() -> Vec<ResourceDef> {
         )
         .0,
         def(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            false,
+            "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+        )
+        .status()
+        .categories(&["api-extensions"])
+        .columns(vec![name_column(), age_column()])
+        .0,
+        def(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            false,
+            "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+        )
+        .categories(&["api-extensions"])
+        .columns(vec![name_column(), age_column()])
+        .0,
+        def(
             "authentication.k8s.io",
             "v1",
             "SelfSubjectReview",
@@ -426,6 +449,14 @@ mod tests {
             (
                 "admissionregistration.k8s.io",
                 "validatingwebhookconfigurations",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "validatingadmissionpolicies",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "validatingadmissionpolicybindings",
             ),
             ("core.kcp.io", "logicalclusters"),
         ] {
