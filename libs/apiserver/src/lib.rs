@@ -81,7 +81,11 @@ impl ApiServer {
             cache.clone(),
             config.external_url.clone(),
         );
-        registry.set_admission(Arc::new(admission::WebhookAdmission::new(cache)));
+        // Policies before webhooks, in kube-apiserver's plugin order.
+        registry.set_admission(Arc::new(admission::Chain(vec![
+            Arc::new(admission::PolicyAdmission::new(cache.clone())),
+            Arc::new(admission::WebhookAdmission::new(cache)),
+        ])));
         let builtins = Arc::new(ApiSet::new(
             kcp_api_types::builtin::catalogue()
                 .into_iter()

@@ -10,11 +10,13 @@
 //! controller) carry none and are not admitted: they must not depend on a tenant's webhook being
 //! up, and a tenant must not be able to block the shard's housekeeping.
 //!
-//! [`webhook::WebhookAdmission`] implements admission webhooks per logical cluster.
+//! [`webhook::WebhookAdmission`] implements admission webhooks per logical cluster,
+//! [`policy::PolicyAdmission`] ValidatingAdmissionPolicies; [`Chain`] runs both.
 
 mod client;
 mod config;
 mod matching;
+pub mod policy;
 mod review;
 pub mod rules;
 pub mod webhook;
@@ -29,6 +31,7 @@ use serde_json::Value;
 
 use crate::registry::Registry;
 
+pub use policy::PolicyAdmission;
 pub use webhook::WebhookAdmission;
 
 /// The operation admitted, as AdmissionReview names it.
