@@ -216,6 +216,8 @@ fn parse_binding(v: &Value) -> Binding {
 struct Compiled<T> {
     keyspace: ResourceKeyspace,
     by_key: Mutex<HashMap<String, (Revision, Arc<T>)>>,
+    /// Entry count after the last sweep of deleted objects.
+    swept_at: Mutex<usize>,
 }
 
 impl<T> Compiled<T> {
@@ -223,6 +225,7 @@ impl<T> Compiled<T> {
         Compiled {
             keyspace: ResourceKeyspace::new("admissionregistration.k8s.io", plural, None, false),
             by_key: Mutex::new(HashMap::new()),
+            swept_at: Mutex::new(0),
         }
     }
 
@@ -238,11 +241,14 @@ impl<T> Compiled<T> {
         compiled
     }
 
-    /// Forgets objects no longer in the cache (called when the map has grown).
+    /// Forgets objects no longer in the cache once the map has doubled since the last sweep, so
+    /// the cost is amortised over insertions.
     fn sweep(&self, cache: &WatchCache) {
         let mut map = self.by_key.lock();
-        if map.len() > 1024 {
+        let mut swept_at = self.swept_at.lock();
+        if map.len() > (*swept_at * 2).max(64) {
             map.retain(|key, _| cache.get(key).is_some());
+            *swept_at = map.len();
         }
     }
 }
