@@ -1,6 +1,6 @@
 //! ValidatingAdmissionPolicies and their bindings in a logical cluster, through the real binary
 //! with kubectl, on both stores: CEL validations with and without messages, a binding's
-//! namespaceSelector, Deny vs Warn, failurePolicy on expression errors, and isolation between LCs.
+//! namespaceSelector, Deny vs Warn (a `Warning` header), failurePolicy on expression errors, and isolation between LCs.
 
 use kcp_e2e::{Shard, StoreKind, on_both_stores};
 use serde_json::{Value, json};
@@ -191,18 +191,21 @@ fn validating_admission_policies(store: StoreKind) {
         "binding.json",
         &binding("cm-rules-binding", "cm-rules", &["Warn"], prod_only),
     );
-    shard.eventually("the Warn binding is in effect", || {
-        create_configmap(
+    let out = shard.eventually("the Warn binding is in effect", || {
+        let (ok, out) = create_configmap(
             &shard,
             "root",
             "warned",
             "prod",
             json!({"forbidden": "x"}),
             false,
-        )
-        .0
-        .then_some(())
+        );
+        ok.then_some(out)
     });
+    assert!(
+        out.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'cm-rules' with binding 'cm-rules-binding': no forbidden key"),
+        "{out}"
+    );
     k().ok(&[
         "delete",
         "validatingadmissionpolicybinding",

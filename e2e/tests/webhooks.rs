@@ -28,7 +28,7 @@ type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 /// An HTTPS admission webhook server on loopback, on its own thread and runtime (the test's kubectl
 /// calls block). Paths: `/label` adds a label by JSONPatch, `/annotate` sets an annotation,
 /// `/deny` refuses objects carrying `data.forbidden` and deletes of objects labelled
-/// `protect=true`, `/allow` allows everything.
+/// `protect=true`, `/allow` allows everything with a warning.
 struct WebhookServer {
     addr: SocketAddr,
     ca_pem: String,
@@ -69,6 +69,7 @@ fn respond(path: &str, req: &Value) -> Value {
                 response["status"] = json!({"code": 403, "message": "protected"});
             }
         }
+        "/allow" => response["warnings"] = json!(["allowed by the test webhook"]),
         _ => {}
     }
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
@@ -488,9 +489,11 @@ fn failure_policy_and_dry_run(store: StoreKind) {
             && out.contains("(BadRequest)"),
         "{out}"
     );
+    let (ok, out) = create(&shard, "root", "e.json", &e, &[]);
+    assert!(ok, "a real write calls the webhook: {out}");
     assert!(
-        create(&shard, "root", "e.json", &e, &[]).0,
-        "a real write calls the webhook"
+        out.contains("Warning: allowed by the test webhook"),
+        "{out}"
     );
     let real = hooks.requests("/allow");
     assert!(

@@ -19,6 +19,7 @@ mod matching;
 pub mod policy;
 mod review;
 pub mod rules;
+pub mod warnings;
 pub mod webhook;
 
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! Policies and bindings are read from the watch cache and compiled once per revision. Known
 //! differences from kube-apiserver: `paramKind` is not supported (a policy asking for params fails
 //! under its failurePolicy), nor are `variables`, `auditAnnotations` or `messageExpression`;
-//! `Warn` is logged (warnings do not reach the client yet) and `Audit` is ignored; expression
+//! `Audit` is ignored; expression
 //! values are untyped JSON; `matchPolicy: Equivalent` matches every version of a resource.
 
 use std::collections::HashMap;
@@ -398,8 +398,12 @@ impl Admission for PolicyAdmission {
             let policy = self.policies.get(&cached_policy, parse_policy);
             for d in self.evaluate(&policy, &binding.policy, &binding, attrs, object)? {
                 if binding.actions.iter().any(|a| a == "Warn") {
-                    tracing::warn!(policy = %d.policy, binding = %d.binding, message = %d.message, "validation failed");
+                    super::warnings::add(format!(
+                        "Validation failed for ValidatingAdmissionPolicy '{}' with binding '{}': {}",
+                        d.policy, d.binding, d.message
+                    ));
                 }
+
                 if denied.is_none() && binding.actions.iter().any(|a| a == "Deny") {
                     denied = Some(d);
                 }

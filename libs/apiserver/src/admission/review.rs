@@ -47,6 +47,7 @@ pub struct Verdict {
     pub status: Option<Value>,
     /// The decoded JSONPatch operations of a mutating webhook.
     pub patch: Option<Value>,
+    pub warnings: Vec<String>,
 }
 
 /// Checks a response as kube-apiserver does; the error text follows
@@ -86,6 +87,16 @@ pub fn verify(uid: &str, mutating: bool, body: &[u8]) -> Result<Verdict, String>
             .unwrap_or(false),
         status: resp.get("status").filter(|s| s.is_object()).cloned(),
         patch: None,
+        warnings: resp
+            .get("warnings")
+            .and_then(Value::as_array)
+            .map(|w| {
+                w.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default(),
     };
     if !mutating {
         if patch.is_some() {

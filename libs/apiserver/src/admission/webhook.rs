@@ -4,7 +4,7 @@
 //! Known differences from kube-apiserver: `matchPolicy: Equivalent` treats every version of the same
 //! group and resource as equivalent and sends the object in the version it was written in (no
 //! conversion); `matchConditions` see `object`, `oldObject` and `request` untyped and have no
-//! `authorizer`; webhook warnings and audit annotations are dropped; each call opens its own
+//! `authorizer`; audit annotations are dropped; each call opens its own
 //! connection; a refusal without a known `reason` is reported with the reason matching its code.
 
 use std::collections::HashSet;
@@ -211,6 +211,9 @@ impl WebhookAdmission {
             .map_err(|e| CallFailure::Calling(format!("failed to call webhook: {e}")))?;
         let verdict = review::verify(&uid, mutating, &answer)
             .map_err(|e| CallFailure::Calling(format!("received invalid webhook response: {e}")))?;
+        for w in &verdict.warnings {
+            super::warnings::add(w.clone());
+        }
         if !verdict.allowed {
             return Err(CallFailure::Rejected(denial(hook, verdict.status.as_ref())));
         }
