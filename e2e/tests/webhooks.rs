@@ -442,6 +442,17 @@ fn failure_policy_and_dry_run(store: StoreKind) {
         create(&shard, "root", "c.json", &cm, &[]).0.then_some(())
     });
     k().ok(&["get", "configmap", "c"]);
+    // A webhook that fails everything does not lock its own configuration in.
+    let mut everything = down("Fail");
+    everything["webhooks"][0]["rules"] = json!([{"operations": ["*"], "apiGroups": ["*"], "apiVersions": ["*"], "resources": ["*/*"]}]);
+    apply(&shard, "root", "down.json", &everything);
+    shard.eventually("the failing catch-all webhook is in effect", || {
+        (!k()
+            .run(&["create", "namespace", "blocked"])
+            .status
+            .success())
+        .then_some(())
+    });
     k().ok(&[
         "delete",
         "validatingwebhookconfiguration",

@@ -106,6 +106,12 @@ pub(crate) fn subresource_of(kind: crate::registry::UpdateKind) -> Option<&'stat
     }
 }
 
+/// Webhook configurations and admission policies are never admitted by webhooks or policies, as
+/// in kube-apiserver: a broken webhook must not lock its own configuration in.
+fn exempt(def: &ResourceDef) -> bool {
+    def.group == "admissionregistration.k8s.io"
+}
+
 /// Where an admitted object lives, for the registry's hook calls.
 #[derive(Clone, Copy)]
 pub(crate) struct Target<'a> {
@@ -152,6 +158,9 @@ impl Registry {
         let (Some(admission), Some(user)) = (self.admission(), user) else {
             return Ok(());
         };
+        if exempt(def) {
+            return Ok(());
+        }
         let attrs = Self::attributes(def, at, operation, user, dry_run, old_object);
         admission.mutate(&attrs, object).await
     }
@@ -171,6 +180,9 @@ impl Registry {
         let (Some(admission), Some(user)) = (self.admission(), user) else {
             return Ok(());
         };
+        if exempt(def) {
+            return Ok(());
+        }
         let attrs = Self::attributes(def, at, operation, user, dry_run, old_object);
         admission.validate(&attrs, object).await
     }

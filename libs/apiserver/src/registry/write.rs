@@ -249,6 +249,8 @@ impl Registry {
                 Some(old),
             )
             .await?;
+            // Webhooks may change only what the request may (status, or all but status).
+            let mut new = self.merge_for(def, kind, new, old, at)?;
             let mut causes = metadata::prepare_update(def, &mut new, old, at.cluster);
             if kind == UpdateKind::Main {
                 def.strategy
