@@ -426,3 +426,102 @@ impl Admission for PolicyAdmission {
         Err(err)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kcp_auth::UserInfo;
+    use serde_json::json;
+
+    fn configmaps() -> Arc<kcp_api_types::ResourceDef> {
+        kcp_api_types::builtin::catalogue()
+            .into_iter()
+            .find(|d| d.group.is_empty() && d.plural == "configmaps")
+            .map(Arc::new)
+            .expect("configmaps are built in")
+    }
+
+    async fn cache() -> Arc<WatchCache> {
+        let store: Arc<dyn kcp_store::Store> = Arc::new(kcp_store::MemoryStore::new());
+        WatchCache::start(store).await.expect("cache starts")
+    }
+
+    fn attrs<'a>(
+        def: &'a kcp_api_types::ResourceDef,
+        name: &'a str,
+        user: &'a UserInfo,
+    ) -> Attributes<'a> {
+        Attributes {
+            def,
+            cluster: "root",
+            namespace: None,
+            name,
+            operation: super::super::Operation::Create,
+            subresource: None,
+            user,
+            dry_run: false,
+            old_object: None,
+        }
+    }
+
+    const RULE: &str = r#"{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["configmaps"]}"#;
+
+    #[tokio::test]
+    async fn resource_names_and_excludes() {
+        let cache = cache().await;
+        let def = configmaps();
+        let user = UserInfo::default();
+        let rule: Value = serde_json::from_str(RULE).unwrap_or_default();
+        let mut named = rule.clone();
+        named["resourceNames"] = json!(["a"]);
+        let m = MatchResources::parse(&json!({"resourceRules": [named]}), false);
+        assert_eq!(m.matches(&cache, &attrs(&def, "a", &user), None), Ok(true));
+        assert_eq!(m.matches(&cache, &attrs(&def, "b", &user), None), Ok(false));
+        let m = MatchResources::parse(
+            &json!({"resourceRules": [rule], "excludeResourceRules": [named]}),
+            false,
+        );
+        assert_eq!(m.matches(&cache, &attrs(&def, "a", &user), None), Ok(false));
+        assert_eq!(m.matches(&cache, &attrs(&def, "b", &user), None), Ok(true));
+    }
+
+    #[tokio::test]
+    async fn rules_are_required_of_policies_not_of_bindings() {
+        let cache = cache().await;
+        let def = configmaps();
+        let user = UserInfo::default();
+        let selectors_only = json!({"objectSelector": {}});
+        let policy = MatchResources::parse(&selectors_only, false);
+        assert_eq!(
+            policy.matches(&cache, &attrs(&def, "a", &user), None),
+            Ok(false)
+        );
+        let binding = MatchResources::parse(&selectors_only, true);
+        assert_eq!(
+            binding.matches(&cache, &attrs(&def, "a", &user), None),
+            Ok(true)
+        );
+    }
+
+    #[test]
+    fn validation_messages_and_reasons() {
+        let policy = parse_policy(&json!({"spec": {
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "validations": [
+                {"expression": " object.x == 1 ", "reason": "Forbidden"},
+                {"expression": "nope(", "message": "m"},
+            ],
+        }}));
+        assert!(
+            policy.wants_params && !policy.fail_open,
+            "failurePolicy defaults to Fail"
+        );
+        assert_eq!(policy.validations[0].source, "object.x == 1");
+        assert_eq!(
+            reason_of(policy.validations[0].reason.as_deref()),
+            Reason::Forbidden
+        );
+        assert_eq!(reason_of(None), Reason::Invalid);
+        assert!(policy.validations[1].compiled.is_err());
+    }
+}
