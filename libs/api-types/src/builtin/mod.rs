@@ -7,6 +7,7 @@ mod events;
 
 pub use columns::{age_column_for_crd, age_since, name_column};
 mod strategies;
+mod webhook_configurations;
 
 use std::sync::Arc;
 
@@ -17,6 +18,7 @@ use crate::resource::{
 
 use columns::*;
 use strategies::*;
+use webhook_configurations::WebhookConfigurationStrategy;
 
 const STANDARD_VERBS: &[&str] = &[
     "create",
@@ -208,6 +210,9 @@ pub fn catalogue() -> Vec<ResourceDef> {
             count_column("Webhooks", "/webhooks"),
             age_column(),
         ])
+        .strategy(WebhookConfigurationStrategy {
+            mutating: kind.starts_with("Mutating"),
+        })
     };
     vec![
         core("ConfigMap", "configmaps", true)
