@@ -29,7 +29,7 @@ type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 /// An HTTPS admission webhook server on loopback, on its own thread and runtime (the test's kubectl
 /// calls block). Paths: `/label` adds a label by JSONPatch, `/annotate` sets an annotation,
 /// `/deny` refuses objects carrying `data.forbidden` and deletes of objects labelled
-/// `protect=true`, `/allow` allows everything with a warning.
+/// `protect=true`, `/allow` allows everything with a warning, `/move` changes the namespace.
 struct WebhookServer {
     addr: SocketAddr,
     ca_pem: String,
@@ -71,6 +71,13 @@ fn respond(path: &str, req: &Value) -> Value {
             }
         }
         "/allow" => response["warnings"] = json!(["allowed by the test webhook"]),
+        "/move" => {
+            let patch =
+                json!([{"op": "replace", "path": "/metadata/namespace", "value": "elsewhere"}]);
+            let bytes = serde_json::to_vec(&patch).unwrap_or_default();
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+        }
         _ => {}
     }
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
@@ -656,4 +663,25 @@ fn mutating_webhooks_are_reinvoked_if_needed(store: StoreKind) {
         k().ok(&["create", "configmap", &name]);
         (calls_for(&name).len() == 1).then_some(())
     });
+
+    // A mutation may not move an object to another namespace.
+    let mover = configuration(
+        "Mutating",
+        "c-move.example.com",
+        &hooks.url("/move"),
+        &hooks.ca_bundle(),
+        json!({"objectSelector": {"matchLabels": {"move": "true"}}}),
+    );
+    apply(&shard, "root", "move.json", &mover);
+    let moved = configmap("moved", "default", json!({"move": "true"}), json!({}));
+    let out = shard.eventually("the moving webhook is in effect", || {
+        let (ok, out) = create(&shard, "root", "moved.json", &moved, &[]);
+        (!ok).then_some(out)
+    });
+    assert!(
+        out.contains(
+            "the namespace of the provided object does not match the namespace sent on the request"
+        ),
+        "{out}"
+    );
 }

@@ -162,7 +162,25 @@ impl Registry {
             return Ok(());
         }
         let attrs = Self::attributes(def, at, operation, user, dry_run, old_object);
-        admission.mutate(&attrs, object).await
+        let mut object = object;
+        admission.mutate(&attrs, object.as_deref_mut()).await?;
+        // A mutation may not move the object elsewhere (updates re-check name and namespace
+        // when they merge the result).
+        let namespace = object
+            .as_deref()
+            .and_then(|o| o.pointer("/metadata/namespace"))
+            .and_then(Value::as_str)
+            .filter(|ns| !ns.is_empty());
+        if operation == Operation::Create
+            && def.namespaced
+            && namespace.is_some()
+            && namespace != at.namespace
+        {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        Ok(())
     }
 
     /// Validating admission of a request's write; the shard's own writes (no user) pass.
