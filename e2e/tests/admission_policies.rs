@@ -238,4 +238,10 @@ fn validating_admission_policies(store: StoreKind) {
             .0
             .then_some(())
     });
+
+    // Bindings are validated: Deny and Warn together say the same thing twice.
+    let both = binding("both", "cm-rules", &["Deny", "Warn"], json!({}));
+    let path = shard.write_file("both.json", &both.to_string());
+    let out = k().fails(&["create", "-f", path.to_str().expect("utf-8")]);
+    assert!(out.contains("must not contain both Deny and Warn"), "{out}");
 }

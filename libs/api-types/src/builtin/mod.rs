@@ -1,6 +1,7 @@
 //! The built-in resources every logical cluster serves, with kube-apiserver's printer columns and
 //! field selectors.
 
+mod admission_policies;
 mod columns;
 pub mod crd;
 mod events;
@@ -287,6 +288,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
         .status()
         .categories(&["api-extensions"])
         .columns(vec![name_column(), age_column()])
+        .strategy(admission_policies::PolicyStrategy)
         .0,
         def(
             "admissionregistration.k8s.io",
@@ -298,6 +300,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
         )
         .categories(&["api-extensions"])
         .columns(vec![name_column(), age_column()])
+        .strategy(admission_policies::BindingStrategy)
         .0,
         def(
             "authentication.k8s.io",
