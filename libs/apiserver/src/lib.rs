@@ -78,7 +78,16 @@ impl ApiServer {
     /// Builds the server, loads the watch cache and bootstraps the `root` logical cluster.
     pub async fn new(config: ApiServerConfig) -> Result<Arc<ApiServer>, ApiServerError> {
         let cache = WatchCache::start(config.store.clone()).await?;
-        let registry = Registry::new(config.store.clone(), cache, config.external_url.clone());
+        let registry = Registry::new(
+            config.store.clone(),
+            cache.clone(),
+            config.external_url.clone(),
+        );
+        // Policies before webhooks, in kube-apiserver's plugin order.
+        registry.set_admission(Arc::new(admission::Chain(vec![
+            Arc::new(admission::PolicyAdmission::new(cache.clone())),
+            Arc::new(admission::WebhookAdmission::new(cache)),
+        ])));
         let builtins = Arc::new(ApiSet::new(
             kcp_api_types::builtin::catalogue()
                 .into_iter()

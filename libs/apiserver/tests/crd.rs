@@ -379,7 +379,10 @@ async fn custom_resources_are_defaulted_and_validated(h: &Harness) {
             "root",
             Some("default"),
             obj(json!({"size": 11, "color": "green", "tag": "A1"})),
-            WriteOptions { dry_run: true },
+            WriteOptions {
+                dry_run: true,
+                ..Default::default()
+            },
         )
         .await
         .err()
@@ -410,7 +413,10 @@ async fn custom_resources_are_defaulted_and_validated(h: &Harness) {
             "root",
             Some("default"),
             obj(json!({"size": 2})),
-            WriteOptions { dry_run: true },
+            WriteOptions {
+                dry_run: true,
+                ..Default::default()
+            },
         )
         .await
         .err()

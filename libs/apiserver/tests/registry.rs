@@ -126,7 +126,10 @@ async fn conflicts_and_versions(h: &Harness) {
             "root",
             Some("default"),
             cm("dry", json!({})),
-            WriteOptions { dry_run: true },
+            WriteOptions {
+                dry_run: true,
+                ..Default::default()
+            },
         )
         .await
         .expect("dry create");

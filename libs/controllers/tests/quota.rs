@@ -552,7 +552,10 @@ async fn dry_runs_are_checked_but_reserve_nothing(h: &Harness) {
     )
     .await;
     let cms = common_ctrl::def(h, "root", "", "configmaps");
-    let dry_run = kcp_apiserver::registry::WriteOptions { dry_run: true };
+    let dry_run = kcp_apiserver::registry::WriteOptions {
+        dry_run: true,
+        ..Default::default()
+    };
     h.server
         .registry()
         .create(&cms, "root", Some("apps"), config_map("dry"), dry_run)

@@ -163,6 +163,16 @@ fn build() -> Registry {
         "v1",
         "ValidatingWebhookConfiguration",
     );
+    c.kind::<admissionregistration::ValidatingAdmissionPolicy>(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicy",
+    );
+    c.kind::<admissionregistration::ValidatingAdmissionPolicyBinding>(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingAdmissionPolicyBinding",
+    );
     c.kind::<authorization::SelfSubjectAccessReview>(
         "authorization.k8s.io",
         "v1",
@@ -232,7 +242,7 @@ mod tests {
     use super::*;
     use crate::structural::SchemaType;
 
-    const EXPECTED: [(&str, &str, &str); 20] = [
+    const EXPECTED: [(&str, &str, &str); 22] = [
         ("", "v1", "Namespace"),
         ("", "v1", "ConfigMap"),
         ("", "v1", "Secret"),
@@ -256,6 +266,16 @@ mod tests {
             "admissionregistration.k8s.io",
             "v1",
             "ValidatingWebhookConfiguration",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+        ),
+        (
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
         ),
         ("authorization.k8s.io", "v1", "SelfSubjectAccessReview"),
         ("authentication.k8s.io", "v1", "SelfSubjectReview"),

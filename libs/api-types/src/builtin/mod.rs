@@ -1,12 +1,14 @@
 //! The built-in resources every logical cluster serves, with kube-apiserver's printer columns and
 //! field selectors.
 
+mod admission_policies;
 mod columns;
 pub mod crd;
 mod events;
 
 pub use columns::{age_column_for_crd, age_since, name_column};
 mod strategies;
+mod webhook_configurations;
 
 use std::sync::Arc;
 
@@ -17,6 +19,7 @@ use crate::resource::{
 
 use columns::*;
 use strategies::*;
+use webhook_configurations::WebhookConfigurationStrategy;
 
 /// The verbs of an ordinary stored resource (custom resources have them too).
 pub const STANDARD_VERBS: &[&str] = &[
@@ -210,6 +213,9 @@ pub fn catalogue() -> Vec<ResourceDef> {
             count_column("Webhooks", "/webhooks"),
             age_column(),
         ])
+        .strategy(WebhookConfigurationStrategy {
+            mutating: kind.starts_with("Mutating"),
+        })
     };
     vec![
         core("ConfigMap", "configmaps", true)
@@ -272,6 +278,31 @@ pub fn catalogue() -> Vec<ResourceDef> {
             "ValidatingWebhookConfiguration",
             "validatingwebhookconfigurations",
         )
+        .0,
+        def(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicy",
+            "validatingadmissionpolicies",
+            false,
+            "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicy",
+        )
+        .status()
+        .categories(&["api-extensions"])
+        .columns(vec![name_column(), age_column()])
+        .strategy(admission_policies::PolicyStrategy)
+        .0,
+        def(
+            "admissionregistration.k8s.io",
+            "v1",
+            "ValidatingAdmissionPolicyBinding",
+            "validatingadmissionpolicybindings",
+            false,
+            "io.k8s.api.admissionregistration.v1.ValidatingAdmissionPolicyBinding",
+        )
+        .categories(&["api-extensions"])
+        .columns(vec![name_column(), age_column()])
+        .strategy(admission_policies::BindingStrategy)
         .0,
         def(
             "authentication.k8s.io",
@@ -428,6 +459,14 @@ mod tests {
             (
                 "admissionregistration.k8s.io",
                 "validatingwebhookconfigurations",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "validatingadmissionpolicies",
+            ),
+            (
+                "admissionregistration.k8s.io",
+                "validatingadmissionpolicybindings",
             ),
             ("core.kcp.io", "logicalclusters"),
         ] {

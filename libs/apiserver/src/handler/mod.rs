@@ -154,7 +154,19 @@ impl ApiServer {
         };
         let is_read = matches!(parts.method, Method::GET | Method::HEAD);
         match &ctx.info.target {
-            Target::Resource(_) => self.serve_resource(&ctx, &parts.method, body).await,
+            Target::Resource(_) => {
+                // Admission may warn; the warnings become `Warning` headers of the answer.
+                let (resp, warnings) = crate::admission::warnings::collect(self.serve_resource(
+                    &ctx,
+                    &parts.method,
+                    body,
+                ))
+                .await;
+                resp.map(|mut resp| {
+                    response::add_warnings(&mut resp, &warnings);
+                    resp
+                })
+            }
             _ if !is_read => Err(ApiError::method_not_allowed(format!(
                 "the server does not allow this method on the requested resource: {}",
                 parts.method

@@ -151,6 +151,7 @@ impl ApiServer {
                 let (obj, warnings) = self.field_validation(ctx, &def, obj, &raw)?;
                 let opts = WriteOptions {
                     dry_run: ctx.query.dry_run()?,
+                    user: Some(&ctx.user),
                 };
                 let cluster = cluster.ok_or_else(ApiError::path_not_found)?;
                 if def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions"
@@ -176,6 +177,7 @@ impl ApiServer {
                 let (obj, warnings) = self.field_validation(ctx, &def, obj, &raw)?;
                 let opts = WriteOptions {
                     dry_run: ctx.query.dry_run()?,
+                    user: Some(&ctx.user),
                 };
                 let at = object_ref(cluster, req)?;
                 let manager = self.field_manager(ctx, &def)?;
@@ -325,6 +327,7 @@ impl ApiServer {
         let manager = self.field_manager(ctx, def)?;
         let opts = WriteOptions {
             dry_run: ctx.query.dry_run()?,
+            user: Some(&ctx.user),
         };
         if patch_type == PatchType::Apply {
             let config = codec::decode_yaml(raw)?;
@@ -372,7 +375,7 @@ impl ApiServer {
         def: &Arc<ResourceDef>,
         at: ObjectRef<'_>,
         kind: UpdateKind,
-        opts: WriteOptions,
+        opts: WriteOptions<'_>,
         manager: &str,
         force: bool,
         config: Value,
@@ -640,6 +643,7 @@ fn delete_options(ctx: &RequestContext, raw: &[u8]) -> Result<DeleteOptions, Api
     if ctx.query.dry_run()? {
         opts.dry_run = true;
     }
+    opts.user = Some(ctx.user.clone());
     if let Some(policy) = ctx.query.get("propagationPolicy").filter(|p| !p.is_empty()) {
         opts.set_propagation_policy(policy)?;
     }

@@ -156,6 +156,7 @@ impl ApiServer {
             .to_string();
         let opts = WriteOptions {
             dry_run: ctx.query.dry_run()?,
+            user: Some(&ctx.user),
         };
         let written = self
             .registry

@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use super::metadata::{self, meta_mut, meta_str};
 use super::write::{UpdateKind, WriteOptions, Written};
 use super::{ObjectRef, Registry, keyspace, store_error};
+use crate::admission::{Operation, Target};
 
 /// `DeleteOptions` as clients send them (body or query).
 #[derive(Clone, Debug, Default)]
@@ -19,6 +20,8 @@ pub struct DeleteOptions {
     /// `Orphan`, `Background` or `Foreground` (the legacy `orphanDependents` maps onto it). `None`
     /// keeps what the object's finalizers already ask for, else Background.
     pub propagation_policy: Option<String>,
+    /// The requesting user, for admission; `None` for the shard's own deletes, which are not admitted.
+    pub user: Option<kcp_auth::UserInfo>,
 }
 
 /// Finalizer asking the garbage collector to strip the owner's references from its dependents first.
@@ -109,6 +112,23 @@ impl Registry {
         opts: &DeleteOptions,
     ) -> Result<DeleteOutcome, ApiError> {
         let key = keyspace(def).object(at.cluster, at.namespace, at.name);
+        let target = Target {
+            cluster: at.cluster,
+            namespace: at.namespace,
+            name: at.name,
+            subresource: None,
+        };
+        let user = opts.user.as_ref();
+        self.admit_mutate(
+            def,
+            target,
+            Operation::Delete,
+            user,
+            opts.dry_run,
+            None,
+            None,
+        )
+        .await?;
         for _ in 0..MAX_ATTEMPTS {
             let current = self.get(def, at).await?;
             let obj = current.value().map_err(ApiError::internal)?;
@@ -138,6 +158,16 @@ impl Registry {
                     ),
                 ));
             }
+            self.admit_validate(
+                def,
+                target,
+                Operation::Delete,
+                user,
+                opts.dry_run,
+                None,
+                Some(&obj),
+            )
+            .await?;
             let finalizers_change = propagation_finalizers(&obj, opts);
             let finalizers = finalizers_change
                 .clone()

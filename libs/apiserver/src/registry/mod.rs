@@ -37,6 +37,8 @@ pub struct Registry {
     store: Arc<dyn Store>,
     cache: Arc<WatchCache>,
     external_url: String,
+    /// Admission of requests' writes (webhooks); none until the server sets it.
+    admission: parking_lot::RwLock<Option<Arc<dyn crate::admission::Admission>>>,
 }
 
 pub fn keyspace(def: &ResourceDef) -> ResourceKeyspace {
@@ -127,7 +129,17 @@ impl Registry {
             store,
             cache,
             external_url,
+            admission: parking_lot::RwLock::new(None),
         }
+    }
+
+    /// Installs the admission chain requests' writes pass through.
+    pub fn set_admission(&self, admission: Arc<dyn crate::admission::Admission>) {
+        *self.admission.write() = Some(admission);
+    }
+
+    pub fn admission(&self) -> Option<Arc<dyn crate::admission::Admission>> {
+        self.admission.read().clone()
     }
 
     pub fn cache(&self) -> &Arc<WatchCache> {

@@ -8,12 +8,15 @@ use serde_json::{Value, json};
 
 use super::metadata::{self, meta_mut, meta_str};
 use super::{ObjectRef, Registry, keyspace, store_error};
+use crate::admission::{Operation, Target, subresource_of};
 use crate::watch_cache::decorate;
 
 #[derive(Clone, Copy, Debug, Default)]
-pub struct WriteOptions {
+pub struct WriteOptions<'a> {
     /// `dryRun=All`: run every step but the store write.
     pub dry_run: bool,
+    /// The requesting user, for admission; `None` for the shard's own writes, which are not admitted.
+    pub user: Option<&'a kcp_auth::UserInfo>,
 }
 
 /// Which part of an object an update may change.
@@ -92,13 +95,30 @@ impl Registry {
         cluster: &str,
         namespace: Option<&str>,
         mut obj: Value,
-        opts: WriteOptions,
+        opts: WriteOptions<'_>,
     ) -> Result<Written, ApiError> {
         metadata::check_type(def, &mut obj)?;
         metadata::check_namespace(def, &mut obj, namespace)?;
         if let (true, Some(ns)) = (def.namespaced, namespace) {
             self.check_namespace(cluster, ns).await?;
         }
+        let requested_name = meta_str(&obj, "name").to_string();
+        let at = Target {
+            cluster,
+            namespace,
+            name: &requested_name,
+            subresource: None,
+        };
+        self.admit_mutate(
+            def,
+            at,
+            Operation::Create,
+            opts.user,
+            opts.dry_run,
+            Some(&mut obj),
+            None,
+        )
+        .await?;
         let generate =
             meta_str(&obj, "name").is_empty() && !meta_str(&obj, "generateName").is_empty();
         if generate {
@@ -143,6 +163,22 @@ impl Registry {
             if !causes.is_empty() {
                 return Err(invalid(def, &name, causes));
             }
+            let at = Target {
+                cluster,
+                namespace,
+                name: &name,
+                subresource: None,
+            };
+            self.admit_validate(
+                def,
+                at,
+                Operation::Create,
+                opts.user,
+                opts.dry_run,
+                Some(&obj),
+                None,
+            )
+            .await?;
             if quota_reservation.is_none() {
                 let admitted = crate::admission::quota::admit(
                     self,
@@ -178,7 +214,7 @@ impl Registry {
         def: &ResourceDef,
         at: ObjectRef<'_>,
         kind: UpdateKind,
-        opts: WriteOptions,
+        opts: WriteOptions<'_>,
         mut mutate: F,
     ) -> Result<Written, ApiError>
     where
@@ -210,6 +246,24 @@ impl Registry {
                 }
             }
             let mut new = self.merge_for(def, kind, desired, old, at)?;
+            let target = Target {
+                cluster: at.cluster,
+                namespace: at.namespace,
+                name: at.name,
+                subresource: subresource_of(kind),
+            };
+            self.admit_mutate(
+                def,
+                target,
+                Operation::Update,
+                opts.user,
+                opts.dry_run,
+                Some(&mut new),
+                Some(old),
+            )
+            .await?;
+            // Webhooks may change only what the request may (status, or all but status).
+            let mut new = self.merge_for(def, kind, new, old, at)?;
             let mut causes = metadata::prepare_update(def, &mut new, old, at.cluster);
             if kind == UpdateKind::Main {
                 def.strategy
@@ -233,6 +287,16 @@ impl Registry {
             if !causes.is_empty() {
                 return Err(invalid(def, at.name, causes));
             }
+            self.admit_validate(
+                def,
+                target,
+                Operation::Update,
+                opts.user,
+                opts.dry_run,
+                Some(&new),
+                Some(old),
+            )
+            .await?;
             if metadata::same_content(&new, old) {
                 // Nothing changed: no write, the stored revision stays. A deletion that was left
                 // waiting with no finalizers (its removal lost a race) completes now, as any update

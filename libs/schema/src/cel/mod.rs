@@ -31,6 +31,7 @@
 
 mod cost;
 mod eval;
+mod expression;
 mod fields;
 mod guard;
 mod program;
@@ -46,6 +47,7 @@ use serde_json::Value as Json;
 use crate::FieldCause;
 
 pub use cost::{PER_CALL_LIMIT, RUNTIME_BUDGET};
+pub use expression::Expression;
 
 /// Compiled `x-kubernetes-validations` of one CRD version schema.
 ///

@@ -71,11 +71,23 @@ impl Program {
         source: &str,
         check: &dyn Fn(&IdedExpr) -> Option<String>,
     ) -> Result<Program, String> {
+        Program::compile_declaring(source, &[], check)
+    }
+
+    /// Like [`Program::compile`], with `declared` names usable besides `self` and `oldSelf`.
+    pub fn compile_declaring(
+        source: &str,
+        declared: &[&str],
+        check: &dyn Fn(&IdedExpr) -> Option<String>,
+    ) -> Result<Program, String> {
         let parsed = Parser::default()
             .enable_optional_syntax(true)
             .parse(source)
             .map_err(|e| e.to_string())?;
-        let mut names = Check::default();
+        let mut names = Check {
+            declared: declared.iter().map(|d| d.to_string()).collect(),
+            ..Check::default()
+        };
         names.expr(&parsed, &mut Vec::new());
         if let Some(error) = names.error.or_else(|| check(&parsed)) {
             return Err(format!("ERROR: <input>: {error}"));
@@ -108,6 +120,8 @@ impl Program {
 struct Check {
     error: Option<String>,
     uses_old_self: bool,
+    /// Top-level variables of the caller (e.g. `object`, `request`).
+    declared: Vec<String>,
 }
 
 impl Check {
@@ -124,6 +138,7 @@ impl Check {
                 match name.as_str() {
                     SELF => {}
                     OLD_SELF => self.uses_old_self = true,
+                    _ if self.declared.iter().any(|d| d == name) => {}
                     _ => {
                         self.error = Some(format!(
                             "undeclared reference to '{name}' (in container '')"
@@ -152,7 +167,8 @@ impl Check {
                 if let Some(target) = &call.target {
                     // `sets.contains(...)`: a bare name before a call may be a namespace.
                     let namespace = matches!(&target.expr, Expr::Ident(n)
-                        if n != SELF && n != OLD_SELF && !scope.iter().any(|s| s == n));
+                        if n != SELF && n != OLD_SELF && !scope.iter().any(|s| s == n)
+                            && !self.declared.iter().any(|d| d == n));
                     if !namespace {
                         self.expr(target, scope);
                     }
