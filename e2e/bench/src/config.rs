@@ -24,6 +24,9 @@ pub struct Args {
     /// Override how many logical clusters the memory phase creates.
     #[arg(long, value_name = "N")]
     pub lcs: Option<usize>,
+    /// Override how many logical clusters the CRD memory phase creates (without, then with the CRD).
+    #[arg(long, value_name = "N")]
+    pub crd_lcs: Option<usize>,
 }
 
 /// Sizes and caps of one run.
@@ -107,6 +110,9 @@ impl Plan {
         }
         if let Some(lcs) = args.lcs {
             plan.lcs = lcs;
+        }
+        if let Some(lcs) = args.crd_lcs {
+            plan.crd_lcs = lcs;
         }
         plan
     }

@@ -14,6 +14,8 @@ use crate::shard::{Backend, ShardProcess};
 pub struct CrdMemory {
     pub without: Result<LcMemory, String>,
     pub with: Result<LcMemory, String>,
+    /// Bytes of the CRD as one logical cluster serves it (a GET, with status and managedFields).
+    pub crd_bytes: Option<usize>,
 }
 
 impl CrdMemory {
@@ -41,15 +43,17 @@ impl Worker for CrdWorker {
     }
 }
 
+/// The measurement, and the size of the stored CRD when `crd`.
 async fn one(
     plan: &Plan,
     binary: &std::path::Path,
     backend: Backend,
     crd: bool,
-) -> Result<LcMemory, String> {
-    let shard = ShardProcess::start(binary, backend)
-        .await
-        .map_err(|e| format!("starting the shard: {e:#}"))?;
+) -> (Result<LcMemory, String>, Option<usize>) {
+    let shard = match ShardProcess::start(binary, backend).await {
+        Ok(shard) => shard,
+        Err(e) => return (Err(format!("starting the shard: {e:#}")), None),
+    };
     let what = if crd {
         "logical clusters, each with the CRD Established"
     } else {
@@ -64,13 +68,31 @@ async fn one(
         |conn, prefix| CrdWorker { conn, prefix, crd },
     )
     .await;
-    result.map_err(|e| format!("{e:#}\nshard log tail:\n{}", shard.log_tail(20)))
+    let result = result.map_err(|e| format!("{e:#}\nshard log tail:\n{}", shard.log_tail(20)));
+    let mut crd_bytes = None;
+    if crd && result.is_ok() {
+        let path = format!(
+            "/clusters/lc0000000/apis/apiextensions.k8s.io/v1/customresourcedefinitions/{}",
+            custom::CRD_NAME
+        );
+        if let Ok(mut conn) = shard.conn().await {
+            crd_bytes = conn
+                .ok(http::Method::GET, &path, None)
+                .await
+                .ok()
+                .map(|b| b.len());
+        }
+    }
+    (result, crd_bytes)
 }
 
 /// Both runs on `backend`, each on a fresh shard.
 pub async fn measure(plan: &Plan, binary: &std::path::Path, backend: Backend) -> CrdMemory {
+    let (without, _) = one(plan, binary, backend, false).await;
+    let (with, crd_bytes) = one(plan, binary, backend, true).await;
     CrdMemory {
-        without: one(plan, binary, backend, false).await,
-        with: one(plan, binary, backend, true).await,
+        without,
+        with,
+        crd_bytes,
     }
 }

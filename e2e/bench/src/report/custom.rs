@@ -319,7 +319,7 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "| store | logical clusters | created | LCs/s | RSS before | RSS after | **RSS per LC** | peak RSS | data on disk per LC |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
+            "| store | logical clusters | created | LCs/s | shard CPU per LC | RSS before | RSS after | **RSS per LC** | peak RSS | data on disk per LC |\n| --- | --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |"
         );
         for (backend, m) in &self.crd_memory {
             for (what, r) in [("without a CRD", &m.without), ("with the CRD", &m.with)] {
@@ -327,7 +327,7 @@ impl Report {
                     Ok(m) => {
                         let _ = writeln!(
                             out,
-                            "| {} | {what} | {} of {}{} | {} | {} | {} | **{}** | {} | {} |",
+                            "| {} | {what} | {} of {}{} | {} | {} µs | {} | {} | **{}** | {} | {} |",
                             backend.label(),
                             count(m.created),
                             count(m.requested as u64),
@@ -337,6 +337,7 @@ impl Report {
                                 String::new()
                             },
                             rate(m.load.throughput()),
+                            shard_cpu(&m.load),
                             bytes(m.rss_before as f64),
                             bytes(m.rss_after as f64),
                             m.bytes_per_lc().map(bytes).unwrap_or_else(|| "–".into()),
@@ -347,13 +348,25 @@ impl Report {
                     Err(err) => {
                         let _ = writeln!(
                             out,
-                            "| {} | {what} | **failed**: {} | | | | | | |",
+                            "| {} | {what} | **failed**: {} | | | | | | | |",
                             backend.label(),
                             one_line(err)
                         );
                     }
                 }
             }
+        }
+        let sizes: Vec<String> = self
+            .crd_memory
+            .iter()
+            .filter_map(|(b, m)| Some(format!("{} B on the {}", m.crd_bytes?, b.label())))
+            .collect();
+        if !sizes.is_empty() {
+            let _ = writeln!(
+                out,
+                "\nThe CRD itself, as a GET returns it (spec, status, managedFields): {}.",
+                sizes.join(", ")
+            );
         }
         let _ = writeln!(out);
     }
