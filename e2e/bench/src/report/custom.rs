@@ -119,13 +119,24 @@ impl Report {
                     met(ok)
                 );
                 if !ok {
+                    let list_sizes = results
+                        .filter(|s| op.starts_with("list") && s.list_bytes > 0)
+                        .map(|s| {
+                            format!(
+                                " A whole list of Widgets is {} vs {} of ConfigMaps ({:.2}×): their managedFields name more fields, and list cost follows bytes.",
+                                bytes(s.custom.list_bytes as f64),
+                                bytes(s.list_bytes as f64),
+                                s.custom.list_bytes as f64 / s.list_bytes as f64
+                            )
+                        })
+                        .unwrap_or_default();
                     for (c, cm, cr, r) in &pairs {
                         let Some((t, l)) = r else { continue };
                         if *t >= TARGET_CR_THROUGHPUT && *l <= TARGET_CR_LATENCY {
                             continue;
                         }
                         notes.push(format!(
-                            "Widget {op} on the {}, {}: {} vs {} /s = {t:.2}×, p50 {} vs {} = {l:.2}×. Shard CPU per operation: Widget {} µs, ConfigMap {} µs; load generator {} vs {} µs.",
+                            "Widget {op} on the {}, {}: {} vs {} /s = {t:.2}×, p50 {} vs {} = {l:.2}×. Shard CPU per operation: Widget {} µs, ConfigMap {} µs; load generator {} vs {} µs.{list_sizes}",
                             backend.label(),
                             clients(*c),
                             rate(cr.throughput()),
@@ -161,8 +172,12 @@ impl Report {
                         met(ok)
                     );
                     if !ok {
+                        let crd = m
+                            .and_then(|m| m.crd_bytes)
+                            .map(|b| format!(" The CRD itself is {} of JSON as served; the rest is the shard's per-LC state for it (its cached object, the served resource and its discovery), which this run does not break down.", bytes(b as f64)))
+                            .unwrap_or_default();
                         notes.push(format!(
-                            "CRD memory on the {}: each logical cluster with the CRD costs {} more than one without it ({} vs {}).",
+                            "CRD memory on the {}: each logical cluster with the CRD costs {} more than one without it ({} vs {}).{crd}",
                             backend.label(),
                             bytes(with - without),
                             bytes(with),
