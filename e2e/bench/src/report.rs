@@ -167,7 +167,7 @@ impl Report {
         let _ = writeln!(out, "# Benchmarks\n");
         let _ = writeln!(
             out,
-            "Written by `kcp-bench` (`e2e/bench`). Reproduce with:\n\n```sh\ncargo run --release -p kcp-bench -- --out docs/benchmarks.md          # full run, ~10 min on 2 cores\ncargo run --release -p kcp-bench -- --quick --out /tmp/bench.md     # smoke run, ~1 min\n```\n"
+            "Written by `kcp-bench` (`e2e/bench`). Reproduce with:\n\n```sh\ncargo run --release -p kcp-bench -- --out docs/benchmarks.md          # full run, ~12 min on 2 cores\ncargo run --release -p kcp-bench -- --quick --out /tmp/bench.md     # smoke run, ~2 min\n```\n"
         );
         if p.quick {
             let _ = writeln!(
