@@ -21,6 +21,8 @@ use serde::Deserialize;
 
 /// Every request gives up after this long (a hung server fails the phase instead of the run).
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+/// The content type of every request body unless a caller names another.
+pub const JSON: &str = "application/json";
 /// How much of an error response body is quoted in a report.
 const QUOTED_BODY: usize = 600;
 
@@ -212,12 +214,23 @@ impl Conn {
         path: &str,
         body: Option<Bytes>,
     ) -> anyhow::Result<Response<Incoming>> {
+        self.send_as(method, path, body, JSON).await
+    }
+
+    /// [`Conn::send`] with a body of `content_type` (a patch type, for instance).
+    pub async fn send_as(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+    ) -> anyhow::Result<Response<Incoming>> {
         let mut builder = Request::builder()
             .method(method.clone())
             .uri(format!("{}{path}", self.base))
-            .header(header::ACCEPT, "application/json");
+            .header(header::ACCEPT, JSON);
         if body.is_some() {
-            builder = builder.header(header::CONTENT_TYPE, "application/json");
+            builder = builder.header(header::CONTENT_TYPE, content_type);
         }
         let request = builder
             .body(Full::new(body.unwrap_or_default()))
@@ -239,7 +252,20 @@ impl Conn {
         path: &str,
         body: Option<Bytes>,
     ) -> anyhow::Result<(StatusCode, Bytes)> {
-        let response = self.send(method.clone(), path, body).await?;
+        self.call_as(method, path, body, JSON).await
+    }
+
+    /// [`Conn::call`] with a body of `content_type`.
+    pub async fn call_as(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+    ) -> anyhow::Result<(StatusCode, Bytes)> {
+        let response = self
+            .send_as(method.clone(), path, body, content_type)
+            .await?;
         let status = response.status();
         let bytes = tokio::time::timeout(REQUEST_TIMEOUT, response.into_body().collect())
             .await
@@ -260,8 +286,22 @@ impl Conn {
         body: Option<Bytes>,
         ok: impl Fn(StatusCode) -> bool,
     ) -> anyhow::Result<Bytes> {
+        self.expect_as(method, path, body, JSON, ok).await
+    }
+
+    /// [`Conn::expect`] with a body of `content_type`.
+    pub async fn expect_as(
+        &mut self,
+        method: Method,
+        path: &str,
+        body: Option<Bytes>,
+        content_type: &str,
+        ok: impl Fn(StatusCode) -> bool,
+    ) -> anyhow::Result<Bytes> {
         let sent = body.clone();
-        let (status, bytes) = self.call(method.clone(), path, body).await?;
+        let (status, bytes) = self
+            .call_as(method.clone(), path, body, content_type)
+            .await?;
         if ok(status) {
             return Ok(bytes);
         }

@@ -24,6 +24,9 @@ pub struct Args {
     /// Override how many logical clusters the memory phase creates.
     #[arg(long, value_name = "N")]
     pub lcs: Option<usize>,
+    /// Override how many logical clusters the CRD memory phase creates (without, then with the CRD).
+    #[arg(long, value_name = "N")]
+    pub crd_lcs: Option<usize>,
 }
 
 /// Sizes and caps of one run.
@@ -52,6 +55,11 @@ pub struct Plan {
     pub lcs_cap: Duration,
     /// Cap of setup steps (filling the list collection, ...).
     pub setup_cap: Duration,
+    /// Concurrent clients of the server-side apply phases.
+    pub apply_clients: usize,
+    /// Logical clusters of the CRD memory phase (without, then with the CRD) and its cap per run.
+    pub crd_lcs: usize,
+    pub crd_lcs_cap: Duration,
 }
 
 impl Plan {
@@ -71,6 +79,9 @@ impl Plan {
                 lcs: 1_000,
                 lcs_cap: Duration::from_secs(30),
                 setup_cap: Duration::from_secs(30),
+                apply_clients: 16,
+                crd_lcs: 1_000,
+                crd_lcs_cap: Duration::from_secs(30),
             }
         } else {
             Plan {
@@ -87,6 +98,9 @@ impl Plan {
                 lcs: 100_000,
                 lcs_cap: Duration::from_secs(150),
                 setup_cap: Duration::from_secs(60),
+                apply_clients: 16,
+                crd_lcs: 10_000,
+                crd_lcs_cap: Duration::from_secs(90),
             }
         };
         if let Some(secs) = args.phase_secs
@@ -96,6 +110,9 @@ impl Plan {
         }
         if let Some(lcs) = args.lcs {
             plan.lcs = lcs;
+        }
+        if let Some(lcs) = args.crd_lcs {
+            plan.crd_lcs = lcs;
         }
         plan
     }

@@ -1,5 +1,5 @@
 //! Memory per logical cluster: a fresh shard, N logical clusters holding one ConfigMap each, RSS before
-//! and after.
+//! and after. [`measure_with`] does the same for other contents (see `crd_memory`).
 
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use crate::procfs;
 use crate::shard::ShardProcess;
 
 /// Logical clusters created before the "before" reading, so one-time allocations are not counted.
-const WARM_UP_LCS: u64 = 200;
+pub const WARM_UP_LCS: u64 = 200;
 /// Pause before each RSS reading (let background work settle).
 const SETTLE: Duration = Duration::from_secs(3);
 /// Retries of a ConfigMap create that finds no `default` namespace yet.
@@ -46,6 +46,20 @@ impl LcMemory {
     }
 }
 
+/// Creates logical cluster `<prefix><seq>` (as the `system:admin` user may: by creating its
+/// `LogicalCluster` object).
+pub async fn create_lc(conn: &mut Conn, prefix: &str, seq: u64) -> anyhow::Result<String> {
+    let lc = format!("{prefix}{seq:07}");
+    conn.expect(
+        Method::POST,
+        &format!("/clusters/{lc}/apis/core.kcp.io/v1alpha1/logicalclusters"),
+        Some(objects::logical_cluster()),
+        |s| s == StatusCode::CREATED,
+    )
+    .await?;
+    Ok(lc)
+}
+
 struct LcWorker {
     conn: Conn,
     prefix: &'static str,
@@ -54,15 +68,7 @@ struct LcWorker {
 
 impl Worker for LcWorker {
     async fn op(&mut self, seq: u64) -> anyhow::Result<()> {
-        let lc = format!("{}{seq:07}", self.prefix);
-        self.conn
-            .expect(
-                Method::POST,
-                &format!("/clusters/{lc}/apis/core.kcp.io/v1alpha1/logicalclusters"),
-                Some(objects::logical_cluster()),
-                |s| s == StatusCode::CREATED,
-            )
-            .await?;
+        let lc = create_lc(&mut self.conn, self.prefix, seq).await?;
         let path = format!("/clusters/{lc}/api/v1/namespaces/default/configmaps");
         let body = objects::configmap("data", self.payload_bytes, seq);
         for _ in 0..NAMESPACE_RETRIES {
@@ -84,35 +90,52 @@ impl Worker for LcWorker {
     }
 }
 
-async fn workers(
-    shard: &ShardProcess,
-    clients: usize,
-    prefix: &'static str,
-    plan: &Plan,
-) -> anyhow::Result<Vec<LcWorker>> {
-    let conns = shard.connector.pool(Plan::connections_for(clients)).await?;
-    Ok((0..clients)
-        .map(|i| LcWorker {
-            conn: conns[i % conns.len()].clone(),
-            prefix,
-            payload_bytes: plan.payload_bytes,
-        })
-        .collect())
-}
-
 /// Creates `plan.lcs` logical clusters (each with one ConfigMap) on a fresh `shard`.
 pub async fn measure(plan: &Plan, shard: &ShardProcess) -> anyhow::Result<LcMemory> {
+    let payload_bytes = plan.payload_bytes;
+    let what = "logical clusters with one ConfigMap each";
+    measure_with(
+        shard,
+        what,
+        plan.lcs,
+        plan.lcs_cap,
+        plan.setup_cap,
+        |conn, prefix| LcWorker {
+            conn,
+            prefix,
+            payload_bytes,
+        },
+    )
+    .await
+}
+
+/// On a fresh `shard`: [`WARM_UP_LCS`] operations, RSS, `n` operations (within `cap`), RSS. Each
+/// operation creates one logical cluster named `<prefix><seq>` (and whatever the worker adds).
+pub async fn measure_with<W: Worker>(
+    shard: &ShardProcess,
+    what: &str,
+    n: usize,
+    cap: Duration,
+    setup_cap: Duration,
+    make: impl Fn(Conn, &'static str) -> W,
+) -> anyhow::Result<LcMemory> {
     let label = shard.backend.label();
     let probe = Probe {
         shard: Some(shard.pid()),
         etcd: shard.etcd_pid(),
     };
     let clients = 64;
-    eprintln!("kcp-bench: {label}: {WARM_UP_LCS} warm-up logical clusters");
+    let conns = shard.connector.pool(Plan::connections_for(clients)).await?;
+    let workers = |prefix: &'static str| -> Vec<W> {
+        (0..clients)
+            .map(|i| make(conns[i % conns.len()].clone(), prefix))
+            .collect()
+    };
+    eprintln!("kcp-bench: {label}: {WARM_UP_LCS} warm-up {what}");
     let warm = phase::run(
-        workers(shard, clients, "warm", plan).await?,
+        workers("warm"),
         Limits {
-            duration: plan.setup_cap,
+            duration: setup_cap,
             max_ops: WARM_UP_LCS,
         },
         probe,
@@ -120,7 +143,7 @@ pub async fn measure(plan: &Plan, shard: &ShardProcess) -> anyhow::Result<LcMemo
     .await;
     if warm.errors > 0 {
         bail!(
-            "warm-up logical clusters: {} errors, first: {}",
+            "warm-up {what}: {} errors, first: {}",
             warm.errors,
             warm.first_error.unwrap_or_default()
         );
@@ -129,15 +152,12 @@ pub async fn measure(plan: &Plan, shard: &ShardProcess) -> anyhow::Result<LcMemo
     let rss_before = procfs::rss_bytes(shard.pid()).context("RSS before")?;
     let disk_before = shard.data_dir().map(|d| procfs::disk_usage(&d));
 
-    eprintln!(
-        "kcp-bench: {label}: creating {} logical clusters with one ConfigMap each (cap {:?})",
-        plan.lcs, plan.lcs_cap
-    );
+    eprintln!("kcp-bench: {label}: creating {n} {what} (cap {cap:?})");
     let load = phase::run(
-        workers(shard, clients, "lc", plan).await?,
+        workers("lc"),
         Limits {
-            duration: plan.lcs_cap,
-            max_ops: plan.lcs as u64,
+            duration: cap,
+            max_ops: n as u64,
         },
         probe,
     )
@@ -147,7 +167,7 @@ pub async fn measure(plan: &Plan, shard: &ShardProcess) -> anyhow::Result<LcMemo
     let peak_rss = procfs::peak_rss_bytes(shard.pid()).unwrap_or(rss_after);
     let disk_after = shard.data_dir().map(|d| procfs::disk_usage(&d));
     Ok(LcMemory {
-        requested: plan.lcs,
+        requested: n,
         created: load.ops,
         rss_before,
         rss_after,

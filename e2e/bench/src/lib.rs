@@ -2,12 +2,16 @@
 //! store), drives load over HTTPS from this process, and writes `docs/benchmarks.md`.
 //!
 //! Phases, each capped in time and operations: raw etcd put / txn create / get / range (the baseline);
-//! on each shard: create, get, update, list (whole and paged), watch latency with 1 and 1,000
-//! watchers; then, on fresh shards, RSS per logical cluster. Nothing here is a test: numbers are
-//! reported, never asserted.
+//! on each shard: create, get, update, list (whole and paged), the same (but update) on custom
+//! resources of the same size, server-side apply next to a merge patch, watch latency with 1 and
+//! 1,000 watchers; then, on fresh shards, RSS per logical cluster, without and with a CRD in each.
+//! Nothing here is a test: numbers are reported, never asserted.
 
+mod apply;
 mod client;
 mod config;
+mod crd_memory;
+mod custom;
 mod etcd_raw;
 mod lc_memory;
 mod objects;
@@ -54,6 +58,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         baseline: Err("not run".into()),
         shards: Vec::new(),
         memory: Vec::new(),
+        crd_memory: Vec::new(),
     };
 
     report.baseline = baseline(&plan).await.map_err(|e| format!("{e:#}"));
@@ -82,6 +87,11 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
             Err(err) => Err(format!("starting the shard: {err:#}")),
         };
         report.memory.push((backend, outcome));
+    }
+
+    for backend in [Backend::Embedded, Backend::Etcd] {
+        let result = crd_memory::measure(&plan, &binary, backend).await;
+        report.crd_memory.push((backend, result));
     }
 
     report.elapsed = t0.elapsed();

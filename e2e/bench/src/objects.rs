@@ -36,8 +36,13 @@ pub fn logical_cluster() -> Bytes {
     )
 }
 
+/// The length of [`configmap`]`(name, payload_bytes, _)` for a name of `name_len` bytes.
+pub fn configmap_len(name_len: usize, payload_bytes: usize) -> usize {
+    configmap("", 0, 0).len() + name_len + payload_bytes
+}
+
 /// `n` printable bytes that differ with `generation` (so an update really changes the object).
-fn payload(n: usize, generation: u64) -> String {
+pub fn payload(n: usize, generation: u64) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     (0..n)
         .map(|i| {

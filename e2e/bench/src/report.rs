@@ -1,10 +1,13 @@
 //! The Markdown report.
 
+mod custom;
+
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::config::Plan;
+use crate::crd_memory::CrdMemory;
 use crate::etcd_raw::Baseline;
 use crate::lc_memory::LcMemory;
 use crate::phase::Summary;
@@ -33,6 +36,7 @@ pub struct Report {
     pub baseline: Result<Baseline, String>,
     pub shards: Vec<(Backend, Result<ShardResults, String>)>,
     pub memory: Vec<(Backend, Result<LcMemory, String>)>,
+    pub crd_memory: Vec<(Backend, CrdMemory)>,
 }
 
 fn ms(d: Duration) -> String {
@@ -147,6 +151,7 @@ impl Report {
         self.header(&mut out);
         self.targets(&mut out);
         self.comparisons(&mut out);
+        self.custom_section(&mut out);
         self.baseline_table(&mut out);
         self.cpu_table(&mut out);
         self.watch_table(&mut out);
@@ -162,7 +167,7 @@ impl Report {
         let _ = writeln!(out, "# Benchmarks\n");
         let _ = writeln!(
             out,
-            "Written by `kcp-bench` (`e2e/bench`). Reproduce with:\n\n```sh\ncargo run --release -p kcp-bench -- --out docs/benchmarks.md          # full run, ~10 min on 2 cores\ncargo run --release -p kcp-bench -- --quick --out /tmp/bench.md     # smoke run, ~1 min\n```\n"
+            "Written by `kcp-bench` (`e2e/bench`). Reproduce with:\n\n```sh\ncargo run --release -p kcp-bench -- --out docs/benchmarks.md          # full run, ~12 min on 2 cores\ncargo run --release -p kcp-bench -- --quick --out /tmp/bench.md     # smoke run, ~2 min\n```\n"
         );
         if p.quick {
             let _ = writeln!(
@@ -204,7 +209,7 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "| sizes | phases capped at {:.0} s / {} ops each; ConfigMaps with {} B of data ({} B JSON as sent, also the raw etcd value); list of {} objects, pages of {}; {} events per watch run; {} logical clusters for memory |\n",
+            "| sizes | phases capped at {:.0} s / {} ops each; ConfigMaps with {} B of data ({} B JSON as sent, also the raw etcd value); list of {} objects, pages of {}; {} events per watch run; {} logical clusters for memory, {} for CRD memory; server-side apply with {} clients |\n",
             p.phase.as_secs_f64(),
             rate(p.max_ops as f64),
             p.payload_bytes,
@@ -213,6 +218,8 @@ impl Report {
             p.page_size,
             p.watch_events,
             rate(p.lcs as f64),
+            rate(p.crd_lcs as f64),
+            p.apply_clients,
         );
         let _ = writeln!(
             out,
@@ -858,6 +865,7 @@ impl Report {
                 Ok(_) => {}
             }
         }
+        self.custom_failures(&mut lines);
         let _ = writeln!(out, "## Failures and errors\n");
         if lines.is_empty() {
             let _ = writeln!(out, "None: every request of every phase succeeded.\n");
@@ -872,11 +880,11 @@ impl Report {
         let _ = writeln!(out, "## Method\n");
         let _ = writeln!(
             out,
-            "- One process (`kcp-bench`) starts everything it measures on 127.0.0.1: a fresh etcd for the baseline, a fresh etcd + `kcp-shard --etcd-servers` for the shard on etcd, `kcp-shard` on its embedded store, and two more fresh shards for the memory phase. Each process is killed when its part is done; temporary directories are removed.\n\
+            "- One process (`kcp-bench`) starts everything it measures on 127.0.0.1: a fresh etcd for the baseline, a fresh etcd + `kcp-shard --etcd-servers` for the shard on etcd, `kcp-shard` on its embedded store, two more fresh shards for the memory phase and four for the CRD memory phase (without and with the CRD, on each store). Each process is killed when its part is done; temporary directories are removed.\n\
              - Closed loop: each client sends its next request when the previous one answered; throughput = successful operations ÷ wall time of the phase. Every phase stops at its time or operation cap; every request times out after 30 s.\n\
              - The shard is driven over HTTPS with the `system:admin` client certificate of its `admin.kubeconfig` (hyper 1 HTTP/2 over tokio-rustls, JSON). Clients share HTTP/2 connections like the etcd clients share gRPC connections: 1 → 1, 16 → 4, 64 → 8.\n\
              - The shard runs with `RUST_LOG=warn` (set `KCP_BENCH_SHARD_LOG` to change it): the per-request log line is not measured.\n\
-             - Creates go to a fresh name each; gets pick random objects among the listed collection; updates PUT the client's own object with the resourceVersion of its last write; lists read the whole body; pages follow `continue` and start over at the end.\n\
+             - Creates go to a fresh name each; gets pick random objects among the listed collection; updates PUT the client's own object with the resourceVersion of its last write; lists read the whole body; pages follow `continue` and start over at the end. Widgets (custom resources) go through the same phases (but update) in their own collections, each phase right after its ConfigMap twin.\n\
              - The raw etcd baseline stores the same JSON bytes the shard is sent, at the same concurrency. etcd runs as Debian ships it (fsync on every commit); the embedded store also acknowledges a write only once it is on disk.\n\
              - Nothing here is asserted by a test; timings on a shared 2-core machine move with the load average."
         );

@@ -1,5 +1,6 @@
-//! Load phases against one shard: create, get, update, list (whole and paged) of ConfigMaps, then
-//! watch latency.
+//! Load phases against one shard: create, get, update, list (whole and paged) of ConfigMaps, each
+//! but update followed by the same phase on custom resources of the same size; server-side apply;
+//! then watch latency.
 
 use std::sync::Arc;
 
@@ -13,6 +14,7 @@ use crate::objects;
 use crate::phase::{self, Limits, Probe, Summary, Worker};
 use crate::shard::ShardProcess;
 use crate::watch::{self, WatchResult};
+use crate::{apply, custom};
 
 /// The logical cluster the load phases use.
 pub const LC: &str = "bench";
@@ -28,6 +30,9 @@ pub struct ShardResults {
     pub watch: Vec<WatchResult>,
     /// Bytes of one whole list response.
     pub list_bytes: usize,
+    /// The same phases on Widgets (custom resources) of the ConfigMaps' size.
+    pub custom: CustomResults,
+    pub apply: Option<apply::ApplyResults>,
     /// Steps that could not run, with why.
     pub failures: Vec<String>,
 }
@@ -42,7 +47,47 @@ impl ShardResults {
             list_page: Vec::new(),
             watch: Vec::new(),
             list_bytes: 0,
+            custom: CustomResults::default(),
+            apply: None,
             failures: Vec::new(),
+        }
+    }
+}
+
+/// Widget phases, one entry per concurrency level, and the sizes next to the ConfigMaps'.
+#[derive(Debug, Clone, Default)]
+pub struct CustomResults {
+    pub create: Vec<Summary>,
+    pub get: Vec<Summary>,
+    pub list_full: Vec<Summary>,
+    pub list_page: Vec<Summary>,
+    pub list_bytes: usize,
+    /// JSON bytes sent to create one ConfigMap / one Widget.
+    pub sent_bytes: (usize, usize),
+    /// Bytes of one GET response (as stored: with managedFields) of a ConfigMap / a Widget.
+    pub stored_bytes: (usize, usize),
+}
+
+/// What a phase reads and writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    ConfigMap,
+    Widget,
+}
+
+impl Kind {
+    pub fn collection(self, ns: &str) -> String {
+        match self {
+            Kind::ConfigMap => collection(ns),
+            Kind::Widget => custom::collection(LC, ns),
+        }
+    }
+
+    /// The object `name`, the same size for both kinds.
+    pub fn object(self, name: &str, payload_bytes: usize, generation: u64) -> bytes::Bytes {
+        match self {
+            Kind::ConfigMap => objects::configmap(name, payload_bytes, generation),
+            Kind::Widget => custom::widget(name, payload_bytes, generation),
         }
     }
 }
@@ -99,6 +144,7 @@ enum Op {
 
 struct ShardWorker {
     conn: Conn,
+    kind: Kind,
     collection: String,
     payload_bytes: usize,
     page_size: usize,
@@ -110,7 +156,7 @@ impl Worker for ShardWorker {
         match &mut self.op {
             Op::Create { prefix } => {
                 let name = format!("{prefix}{seq:09}");
-                let body = objects::configmap(&name, self.payload_bytes, 0);
+                let body = self.kind.object(&name, self.payload_bytes, 0);
                 self.conn
                     .expect(Method::POST, &self.collection, Some(body), |s| {
                         s == StatusCode::CREATED
@@ -194,6 +240,16 @@ impl Ctx<'_> {
         ns: &str,
         make: impl Fn(usize) -> Op,
     ) -> anyhow::Result<Vec<ShardWorker>> {
+        self.workers_of(Kind::ConfigMap, clients, ns, make).await
+    }
+
+    async fn workers_of(
+        &self,
+        kind: Kind,
+        clients: usize,
+        ns: &str,
+        make: impl Fn(usize) -> Op,
+    ) -> anyhow::Result<Vec<ShardWorker>> {
         let conns = self
             .shard
             .connector
@@ -202,7 +258,8 @@ impl Ctx<'_> {
         Ok((0..clients)
             .map(|id| ShardWorker {
                 conn: conns[id % conns.len()].clone(),
-                collection: collection(ns),
+                kind,
+                collection: kind.collection(ns),
                 payload_bytes: self.plan.payload_bytes,
                 page_size: self.plan.page_size,
                 op: make(id),
@@ -265,68 +322,60 @@ async fn run_inner(
     let mut conn = shard.conn().await?;
     let watch_namespaces: Vec<String> =
         plan.watchers.iter().map(|w| format!("watch-{w}")).collect();
-    let mut namespaces = vec!["load", "list", "update"];
+    let mut namespaces = vec!["load", "list", "update", "apply"];
     namespaces.extend(watch_namespaces.iter().map(String::as_str));
     setup(&mut conn, &namespaces).await?;
+    // Custom resources are measured only when their CRD is served; the ConfigMap phases run anyway.
+    let kinds: &[Kind] = match custom::install(&mut conn, LC).await {
+        Ok(()) => &[Kind::ConfigMap, Kind::Widget],
+        Err(err) => {
+            results
+                .failures
+                .push(format!("custom resources not measured: {err:#}"));
+            &[Kind::ConfigMap]
+        }
+    };
+    let widgets = kinds.contains(&Kind::Widget);
 
     for &c in &plan.concurrency {
-        eprintln!("kcp-bench: {label}: create, {c} clients");
-        let prefix = format!("c{c}-");
-        let ws = ctx
-            .workers(c, "load", |_| Op::Create {
-                prefix: prefix.clone(),
-            })
-            .await?;
-        results
-            .create
-            .push(phase::run(ws, ctx.limits, ctx.probe).await);
+        for &kind in kinds {
+            eprintln!("kcp-bench: {label}: create {kind:?}, {c} clients");
+            let prefix = format!("c{c}-");
+            let ws = ctx
+                .workers_of(kind, c, "load", |_| Op::Create {
+                    prefix: prefix.clone(),
+                })
+                .await?;
+            let summary = phase::run(ws, ctx.limits, ctx.probe).await;
+            match kind {
+                Kind::ConfigMap => results.create.push(summary),
+                Kind::Widget => results.custom.create.push(summary),
+            }
+        }
     }
 
-    eprintln!(
-        "kcp-bench: {label}: filling {} objects to list",
-        plan.list_objects
-    );
-    let ws = ctx
-        .workers(64, "list", |_| Op::Create {
-            prefix: "l-".into(),
-        })
-        .await?;
-    let fill = phase::run(
-        ws,
-        Limits {
-            duration: plan.setup_cap,
-            max_ops: plan.list_objects as u64,
-        },
-        ctx.probe,
-    )
-    .await;
-    if fill.ops != plan.list_objects as u64 || fill.errors > 0 {
-        bail!(
-            "filling the listed collection: {} of {} objects created, {} errors (first: {})",
-            fill.ops,
-            plan.list_objects,
-            fill.errors,
-            fill.first_error.unwrap_or_default()
-        );
+    for &kind in kinds {
+        let list_bytes = fill_list(&ctx, &mut conn, kind).await?;
+        match kind {
+            Kind::ConfigMap => results.list_bytes = list_bytes,
+            Kind::Widget => results.custom.list_bytes = list_bytes,
+        }
     }
-    // The collection must list completely before it is measured.
-    let (status, body) = conn.call(Method::GET, &collection("list"), None).await?;
-    if status != StatusCode::OK {
-        bail!(
-            "{}",
-            crate::client::describe_failure(&Method::GET, &collection("list"), None, status, &body)
-        );
+    if widgets {
+        let first = format!("l-{:09}", 0);
+        let sizes = |kind: Kind| kind.object(&first, plan.payload_bytes, 0).len();
+        results.custom.sent_bytes = (sizes(Kind::ConfigMap), sizes(Kind::Widget));
+        let stored = |kind: Kind| {
+            let path = format!("{}/{first}", kind.collection("list"));
+            let mut conn = conn.clone();
+            async move {
+                conn.expect(Method::GET, &path, None, |s| s == StatusCode::OK)
+                    .await
+                    .map(|b| b.len())
+            }
+        };
+        results.custom.stored_bytes = (stored(Kind::ConfigMap).await?, stored(Kind::Widget).await?);
     }
-    let listed: ListCount = serde_json::from_slice(&body).context("parsing the list")?;
-    if listed.items.len() != plan.list_objects {
-        bail!(
-            "GET {} returned {} items, expected {}",
-            collection("list"),
-            listed.items.len(),
-            plan.list_objects
-        );
-    }
-    results.list_bytes = body.len();
 
     let names: Arc<Vec<String>> = Arc::new(
         (0..plan.list_objects)
@@ -334,16 +383,20 @@ async fn run_inner(
             .collect(),
     );
     for &c in &plan.concurrency {
-        eprintln!("kcp-bench: {label}: get, {c} clients");
-        let ws = ctx
-            .workers(c, "list", |id| Op::Get {
-                names: names.clone(),
-                rng: objects::Rng::new(id as u64 + 7),
-            })
-            .await?;
-        results
-            .get
-            .push(phase::run(ws, ctx.limits, ctx.probe).await);
+        for &kind in kinds {
+            eprintln!("kcp-bench: {label}: get {kind:?}, {c} clients");
+            let ws = ctx
+                .workers_of(kind, c, "list", |id| Op::Get {
+                    names: names.clone(),
+                    rng: objects::Rng::new(id as u64 + 7),
+                })
+                .await?;
+            let summary = phase::run(ws, ctx.limits, ctx.probe).await;
+            match kind {
+                Kind::ConfigMap => results.get.push(summary),
+                Kind::Widget => results.custom.get.push(summary),
+            }
+        }
     }
 
     for &c in &plan.concurrency {
@@ -375,28 +428,41 @@ async fn run_inner(
     }
 
     for &c in &plan.concurrency {
-        eprintln!(
-            "kcp-bench: {label}: list {} objects, {c} clients",
-            plan.list_objects
-        );
-        let ws = ctx.workers(c, "list", |_| Op::ListFull).await?;
-        results
-            .list_full
-            .push(phase::run(ws, ctx.limits, ctx.probe).await);
+        for &kind in kinds {
+            eprintln!(
+                "kcp-bench: {label}: list {} {kind:?}s, {c} clients",
+                plan.list_objects
+            );
+            let ws = ctx.workers_of(kind, c, "list", |_| Op::ListFull).await?;
+            let summary = phase::run(ws, ctx.limits, ctx.probe).await;
+            match kind {
+                Kind::ConfigMap => results.list_full.push(summary),
+                Kind::Widget => results.custom.list_full.push(summary),
+            }
+        }
     }
     for &c in &plan.concurrency {
-        eprintln!(
-            "kcp-bench: {label}: list pages of {}, {c} clients",
-            plan.page_size
-        );
-        let ws = ctx
-            .workers(c, "list", |_| Op::Page {
-                continue_token: None,
-            })
-            .await?;
-        results
-            .list_page
-            .push(phase::run(ws, ctx.limits, ctx.probe).await);
+        for &kind in kinds {
+            eprintln!(
+                "kcp-bench: {label}: list {kind:?} pages of {}, {c} clients",
+                plan.page_size
+            );
+            let ws = ctx
+                .workers_of(kind, c, "list", |_| Op::Page {
+                    continue_token: None,
+                })
+                .await?;
+            let summary = phase::run(ws, ctx.limits, ctx.probe).await;
+            match kind {
+                Kind::ConfigMap => results.list_page.push(summary),
+                Kind::Widget => results.custom.list_page.push(summary),
+            }
+        }
+    }
+
+    match apply::run(plan, shard, kinds, ctx.probe).await {
+        Ok(a) => results.apply = Some(a),
+        Err(err) => results.failures.push(format!("server-side apply: {err:#}")),
     }
 
     for (&watchers, ns) in plan.watchers.iter().zip(&watch_namespaces) {
@@ -410,4 +476,56 @@ async fn run_inner(
         }
     }
     Ok(())
+}
+
+/// Fills namespace `list` with `plan.list_objects` objects of `kind` and checks that they list
+/// completely; returns the bytes of the whole list.
+async fn fill_list(ctx: &Ctx<'_>, conn: &mut Conn, kind: Kind) -> anyhow::Result<usize> {
+    let plan = ctx.plan;
+    eprintln!(
+        "kcp-bench: {}: filling {} {kind:?}s to list",
+        ctx.shard.backend.label(),
+        plan.list_objects
+    );
+    let ws = ctx
+        .workers_of(kind, 64, "list", |_| Op::Create {
+            prefix: "l-".into(),
+        })
+        .await?;
+    let fill = phase::run(
+        ws,
+        Limits {
+            duration: plan.setup_cap,
+            max_ops: plan.list_objects as u64,
+        },
+        ctx.probe,
+    )
+    .await;
+    if fill.ops != plan.list_objects as u64 || fill.errors > 0 {
+        bail!(
+            "filling the listed {kind:?}s: {} of {} objects created, {} errors (first: {})",
+            fill.ops,
+            plan.list_objects,
+            fill.errors,
+            fill.first_error.unwrap_or_default()
+        );
+    }
+    // The collection must list completely before it is measured.
+    let path = kind.collection("list");
+    let (status, body) = conn.call(Method::GET, &path, None).await?;
+    if status != StatusCode::OK {
+        bail!(
+            "{}",
+            crate::client::describe_failure(&Method::GET, &path, None, status, &body)
+        );
+    }
+    let listed: ListCount = serde_json::from_slice(&body).context("parsing the list")?;
+    if listed.items.len() != plan.list_objects {
+        bail!(
+            "GET {path} returned {} items, expected {}",
+            listed.items.len(),
+            plan.list_objects
+        );
+    }
+    Ok(body.len())
 }
