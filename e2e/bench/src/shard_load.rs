@@ -83,6 +83,15 @@ impl Kind {
         }
     }
 
+    /// Objects of this kind the shard itself keeps in every namespace: the root CA publisher's
+    /// `kube-root-ca.crt` ConfigMap.
+    fn per_namespace_extras(self) -> usize {
+        match self {
+            Kind::ConfigMap => 1,
+            Kind::Widget => 0,
+        }
+    }
+
     /// The object `name`, the same size for both kinds.
     pub fn object(self, name: &str, payload_bytes: usize, generation: u64) -> bytes::Bytes {
         match self {
@@ -520,11 +529,11 @@ async fn fill_list(ctx: &Ctx<'_>, conn: &mut Conn, kind: Kind) -> anyhow::Result
         );
     }
     let listed: ListCount = serde_json::from_slice(&body).context("parsing the list")?;
-    if listed.items.len() != plan.list_objects {
+    let expected = plan.list_objects + kind.per_namespace_extras();
+    if listed.items.len() != expected {
         bail!(
-            "GET {path} returned {} items, expected {}",
+            "GET {path} returned {} items, expected {expected}",
             listed.items.len(),
-            plan.list_objects
         );
     }
     Ok(body.len())

@@ -24,6 +24,9 @@ use tokio::sync::mpsc;
 
 /// How many past events each resource keeps for watches that resume from a resourceVersion.
 const HISTORY_PER_RESOURCE: usize = 10_000;
+/// The object bytes a resource's history may hold besides: without it, a resource of large objects
+/// (or one object in each of many logical clusters, like a CRD) would keep 10,000 old copies.
+const HISTORY_BYTES_PER_RESOURCE: usize = 16 << 20;
 /// Events queued for one watcher before it is cut off.
 pub const WATCHER_QUEUE: usize = 4_096;
 
@@ -157,6 +160,8 @@ struct ResourceState {
     history: VecDeque<Arc<CacheEvent>>,
     /// Watches may resume from any revision at or after this one.
     history_start: Revision,
+    /// Object bytes held by `history`.
+    history_bytes: usize,
     /// The revision of the last event applied to this resource.
     applied: Revision,
     watchers: Vec<Watcher>,
@@ -363,6 +368,7 @@ impl WatchCache {
             let mut st = rc.state.write();
             st.watchers.clear();
             st.history.clear();
+            st.history_bytes = 0;
             st.history_start = revision;
             st.objects = fresh.remove(prefix).unwrap_or_default();
         }
@@ -496,10 +502,15 @@ impl WatchCache {
             };
             let event = Arc::new(event);
             st.applied = event.revision;
+            st.history_bytes += event.object.json.len();
             st.history.push_back(event.clone());
-            if st.history.len() > HISTORY_PER_RESOURCE
-                && let Some(old) = st.history.pop_front()
+            while st.history.len() > HISTORY_PER_RESOURCE
+                || (st.history_bytes > HISTORY_BYTES_PER_RESOURCE && st.history.len() > 1)
             {
+                let Some(old) = st.history.pop_front() else {
+                    break;
+                };
+                st.history_bytes = st.history_bytes.saturating_sub(old.object.json.len());
                 st.history_start = old.revision;
             }
             // Deliver; a watcher whose queue is full is cut off.

@@ -67,3 +67,45 @@ async fn a_watcher_that_falls_behind_is_cut_off() {
         "the slow watcher's stream is closed"
     );
 }
+
+/// A resource's watch history is bounded in bytes too: after many large objects, resuming from the
+/// oldest revisions is 410 Expired while resuming from recent ones still replays every event.
+#[tokio::test]
+async fn history_of_large_objects_is_bounded_in_bytes() {
+    let store = kcp_store::open(&StoreConfig::Memory).await.expect("store");
+    let server = common::server(store).await;
+    let reg = server.registry();
+    let cms = common::builtin("", "configmaps");
+    let prefix = kcp_apiserver::registry::keyspace(&cms)
+        .all_clusters()
+        .to_string();
+    let payload = "x".repeat(1 << 20);
+    let mut revisions = Vec::new();
+    for i in 0..40 {
+        let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
+                        "metadata": {"name": format!("big-{i}")}, "data": {"p": payload}});
+        let written = reg
+            .create(&cms, "root", Some("default"), cm, WriteOptions::default())
+            .await
+            .expect("create");
+        let rv: i64 = written.object["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|s| s.parse().ok())
+            .expect("resourceVersion");
+        revisions.push(rv);
+    }
+    reg.cache().wait_fresh().await.expect("fresh");
+    let scope = Scope {
+        cluster: Some("root".into()),
+        namespace: None,
+    };
+    let old = reg
+        .cache()
+        .subscribe(&prefix, scope.clone(), Some(revisions[0]));
+    assert!(old.is_err(), "40 MiB of history kept");
+    let recent = reg
+        .cache()
+        .subscribe(&prefix, scope, Some(revisions[35]))
+        .expect("recent history kept");
+    assert_eq!(recent.backlog.len(), 4);
+}
