@@ -174,7 +174,7 @@ impl Report {
                     if !ok {
                         let crd = m
                             .and_then(|m| m.crd_bytes)
-                            .map(|b| format!(" The CRD itself is {} of JSON as served; the rest is the shard's per-LC state for it (its cached object, the served resource and its discovery), which this run does not break down.", bytes(b as f64)))
+                            .map(|b| format!(" The CRD itself is {} of JSON as served; the served resource, its compiled schema and its discovery are shared by every LC (one interned API set), so the rest is per-object state: the CRD as the watch cache holds it (with managedFields and status, and its pre-status version in the watch history), the store's own cost per object (on the embedded store its pages, which also show in the data on disk), and allocator overhead. This run does not break it down further.", bytes(b as f64)))
                             .unwrap_or_default();
                         notes.push(format!(
                             "CRD memory on the {}: each logical cluster with the CRD costs {} more than one without it ({} vs {}).{crd}",
