@@ -25,6 +25,32 @@ pub enum Reason {
 }
 
 impl Reason {
+    /// Every reason, in declaration order.
+    pub const ALL: [Reason; 17] = [
+        Reason::BadRequest,
+        Reason::Unauthorized,
+        Reason::Forbidden,
+        Reason::NotFound,
+        Reason::MethodNotAllowed,
+        Reason::NotAcceptable,
+        Reason::AlreadyExists,
+        Reason::Conflict,
+        Reason::Gone,
+        Reason::Expired,
+        Reason::RequestEntityTooLarge,
+        Reason::UnsupportedMediaType,
+        Reason::Invalid,
+        Reason::TooManyRequests,
+        Reason::InternalError,
+        Reason::Timeout,
+        Reason::ServiceUnavailable,
+    ];
+
+    /// The reason a Status names, when it is one of these.
+    pub fn parse(name: &str) -> Option<Reason> {
+        Reason::ALL.into_iter().find(|r| r.as_str() == name)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Reason::BadRequest => "BadRequest",

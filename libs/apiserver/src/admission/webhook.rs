@@ -61,36 +61,11 @@ fn denial(hook: &Webhook, status: Option<&Value>) -> ApiError {
         .filter(|c| *c >= 400)
         .unwrap_or(400);
     let reason = text("reason")
-        .and_then(reason_named)
+        .and_then(Reason::parse)
         .unwrap_or_else(|| reason_for_code(code));
     let mut err = ApiError::new(reason, message);
     err.code = code;
     err
-}
-
-fn reason_named(name: &str) -> Option<Reason> {
-    use Reason::*;
-    [
-        BadRequest,
-        Unauthorized,
-        Forbidden,
-        NotFound,
-        MethodNotAllowed,
-        NotAcceptable,
-        AlreadyExists,
-        Conflict,
-        Gone,
-        Expired,
-        RequestEntityTooLarge,
-        UnsupportedMediaType,
-        Invalid,
-        TooManyRequests,
-        InternalError,
-        Timeout,
-        ServiceUnavailable,
-    ]
-    .into_iter()
-    .find(|r| r.as_str() == name)
 }
 
 fn reason_for_code(code: u16) -> Reason {
