@@ -307,12 +307,45 @@ pub fn prepare_update(
 
 /// Objects compared without the fields that change on every read (resourceVersion).
 pub fn same_content(a: &Value, b: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
-            m.remove("resourceVersion");
+    // Compared in place (every update asks): maps as maps, `metadata` without its resourceVersion.
+    fn same_map(a: &Map<String, Value>, b: &Map<String, Value>, skip: &str) -> bool {
+        let len = |m: &Map<String, Value>| m.len() - usize::from(m.contains_key(skip));
+        len(a) == len(b)
+            && a.iter()
+                .filter(|(k, _)| k.as_str() != skip)
+                .all(|(k, v)| b.get(k) == Some(v))
+    }
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            a.len() == b.len()
+                && a.iter().all(|(k, v)| match (k.as_str(), b.get(k)) {
+                    ("metadata", Some(other)) => match (v.as_object(), other.as_object()) {
+                        (Some(x), Some(y)) => same_map(x, y, "resourceVersion"),
+                        _ => v == other,
+                    },
+                    (_, other) => other == Some(v),
+                })
         }
-        v
-    };
-    strip(a) == strip(b)
+        _ => a == b,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    #[test]
+    fn same_content_ignores_only_the_resource_version() {
+        let a = json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "1"}, "data": {"k": "v"}});
+        let b = json!({"data": {"k": "v"}, "metadata": {"resourceVersion": "9", "name": "a"}, "kind": "ConfigMap"});
+        assert!(super::same_content(&a, &b));
+        let no_rv = json!({"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}});
+        assert!(super::same_content(&a, &no_rv));
+        let changed = json!({"kind": "ConfigMap", "metadata": {"name": "a", "resourceVersion": "1"}, "data": {"k": "w"}});
+        assert!(!super::same_content(&a, &changed));
+        let labelled = json!({"kind": "ConfigMap", "metadata": {"name": "a", "labels": {"x": "y"}}, "data": {"k": "v"}});
+        assert!(!super::same_content(&a, &labelled));
+        let extra = json!({"kind": "ConfigMap", "metadata": {"name": "a"}, "data": {"k": "v"}, "immutable": true});
+        assert!(!super::same_content(&a, &extra));
+    }
 }
