@@ -147,14 +147,6 @@ fn reset_fields(def: &ResourceDef, kind: UpdateKind) -> FieldSet {
     }
 }
 
-fn subresource(kind: UpdateKind) -> &'static str {
-    match kind {
-        UpdateKind::Main => "",
-        UpdateKind::Status => "status",
-        UpdateKind::Finalize => "finalize",
-    }
-}
-
 /// Runs the managed-fields code for a write by `manager` to `def` (through `kind`), with the
 /// request's parameters and `def`'s schema.
 fn with_request<R>(
@@ -169,7 +161,7 @@ fn with_request<R>(
     let request = Request {
         manager,
         api_version: &api_version,
-        subresource: subresource(kind),
+        subresource: kind.subresource().unwrap_or_default(),
         time: &time,
         reset_fields: &reset,
     };

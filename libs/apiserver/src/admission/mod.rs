@@ -85,12 +85,13 @@ pub struct Attributes<'a> {
 /// An admission chain. Errors are the `Status` the client receives.
 #[async_trait]
 pub trait Admission: Send + Sync + 'static {
-    /// May change `object` (absent for deletes).
+    /// May change `object` (absent for deletes); answers whether it may have changed, so the
+    /// registry redoes what depends on the object only then.
     async fn mutate(
         &self,
         attrs: &Attributes<'_>,
         object: Option<&mut Value>,
-    ) -> Result<(), ApiError>;
+    ) -> Result<bool, ApiError>;
 
     /// May only refuse.
     async fn validate(
@@ -98,15 +99,6 @@ pub trait Admission: Send + Sync + 'static {
         attrs: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<(), ApiError>;
-}
-
-/// The subresource an update kind writes through.
-pub(crate) fn subresource_of(kind: crate::registry::UpdateKind) -> Option<&'static str> {
-    match kind {
-        crate::registry::UpdateKind::Main => None,
-        crate::registry::UpdateKind::Status => Some("status"),
-        crate::registry::UpdateKind::Finalize => Some("finalize"),
-    }
 }
 
 /// Webhook configurations and admission policies are never admitted by webhooks or policies, as
@@ -157,16 +149,16 @@ impl Registry {
         dry_run: bool,
         object: Option<&mut Value>,
         old_object: Option<&Value>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<bool, ApiError> {
         let (Some(admission), Some(user)) = (self.admission(), user) else {
-            return Ok(());
+            return Ok(false);
         };
         if exempt(def) {
-            return Ok(());
+            return Ok(false);
         }
         let attrs = Self::attributes(def, at, operation, user, dry_run, old_object);
         let mut object = object;
-        admission.mutate(&attrs, object.as_deref_mut()).await?;
+        let changed = admission.mutate(&attrs, object.as_deref_mut()).await?;
         // A mutation may not move the object elsewhere (updates re-check name and namespace
         // when they merge the result).
         let namespace = object
@@ -183,7 +175,7 @@ impl Registry {
                 "the namespace of the provided object does not match the namespace sent on the request",
             ));
         }
-        Ok(())
+        Ok(changed)
     }
 
     /// Validating admission of a request's write; the shard's own writes (no user) pass.
@@ -218,11 +210,12 @@ impl Admission for Chain {
         &self,
         attrs: &Attributes<'_>,
         mut object: Option<&mut Value>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<bool, ApiError> {
+        let mut changed = false;
         for a in &self.0 {
-            a.mutate(attrs, object.as_deref_mut()).await?;
+            changed |= a.mutate(attrs, object.as_deref_mut()).await?;
         }
-        Ok(())
+        Ok(changed)
     }
 
     async fn validate(

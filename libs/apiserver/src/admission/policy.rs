@@ -369,8 +369,8 @@ impl PolicyAdmission {
 
 #[async_trait]
 impl Admission for PolicyAdmission {
-    async fn mutate(&self, _: &Attributes<'_>, _: Option<&mut Value>) -> Result<(), ApiError> {
-        Ok(())
+    async fn mutate(&self, _: &Attributes<'_>, _: Option<&mut Value>) -> Result<bool, ApiError> {
+        Ok(false)
     }
 
     async fn validate(

@@ -248,10 +248,10 @@ impl Admission for WebhookAdmission {
         &self,
         attrs: &Attributes<'_>,
         mut object: Option<&mut Value>,
-    ) -> Result<(), ApiError> {
+    ) -> Result<bool, ApiError> {
         let hooks = self.mutating.webhooks(&self.cache, attrs.cluster);
         if hooks.is_empty() {
-            return Ok(());
+            return Ok(false);
         }
         if let Some(meta) = object
             .as_deref_mut()
@@ -279,15 +279,16 @@ impl Admission for WebhookAdmission {
                 invoked_reinvocable.push(hook.id.clone());
             }
         }
+        // Webhooks ran (and the cluster annotation was set): the object may have changed.
         if reinvoke.is_empty() {
-            return Ok(());
+            return Ok(true);
         }
         for hook in hooks.iter().filter(|h| reinvoke.contains(&h.id)) {
             if self.should_call(hook, attrs, object.as_deref())? {
                 self.mutate_once(hook, attrs, &mut object).await?;
             }
         }
-        Ok(())
+        Ok(true)
     }
 
     async fn validate(

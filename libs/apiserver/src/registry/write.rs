@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::metadata::{self, meta_mut, meta_str};
 use super::{ObjectRef, Registry, keyspace, store_error};
-use crate::admission::{Operation, Target, subresource_of};
+use crate::admission::{Operation, Target};
 use crate::watch_cache::decorate;
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -28,6 +28,17 @@ pub enum UpdateKind {
     Status,
     /// Only `spec.finalizers` (a Namespace's `/finalize` subresource).
     Finalize,
+}
+
+impl UpdateKind {
+    /// The subresource the update writes through (`None` for the object itself).
+    pub fn subresource(self) -> Option<&'static str> {
+        match self {
+            UpdateKind::Main => None,
+            UpdateKind::Status => Some("status"),
+            UpdateKind::Finalize => Some("finalize"),
+        }
+    }
 }
 
 /// The result of a write: the object as served (with resourceVersion) and its bytes.
@@ -250,20 +261,23 @@ impl Registry {
                 cluster: at.cluster,
                 namespace: at.namespace,
                 name: at.name,
-                subresource: subresource_of(kind),
+                subresource: kind.subresource(),
             };
-            self.admit_mutate(
-                def,
-                target,
-                Operation::Update,
-                opts.user,
-                opts.dry_run,
-                Some(&mut new),
-                Some(old),
-            )
-            .await?;
+            let mutated = self
+                .admit_mutate(
+                    def,
+                    target,
+                    Operation::Update,
+                    opts.user,
+                    opts.dry_run,
+                    Some(&mut new),
+                    Some(old),
+                )
+                .await?;
             // Webhooks may change only what the request may (status, or all but status).
-            let mut new = self.merge_for(def, kind, new, old, at)?;
+            if mutated {
+                new = self.merge_for(def, kind, new, old, at)?;
+            }
             let mut causes = metadata::prepare_update(def, &mut new, old, at.cluster);
             if kind == UpdateKind::Main {
                 def.strategy
