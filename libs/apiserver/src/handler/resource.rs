@@ -716,7 +716,10 @@ pub(super) fn encode_list(
             // Items are already serialized: splice them into the list without re-encoding.
             let head =
                 json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": meta});
-            let mut out = serde_json::to_vec(&head).map_err(ApiError::internal)?;
+            // Sized once: a list of thousands of objects would otherwise be copied by every doubling.
+            let items_len: usize = items.iter().map(|i| i.json.len() + 1).sum();
+            let mut out = Vec::with_capacity(items_len + 256);
+            serde_json::to_writer(&mut out, &head).map_err(ApiError::internal)?;
             out.pop();
             out.extend_from_slice(b",\"items\":[");
             for (i, item) in items.iter().enumerate() {
