@@ -7,6 +7,11 @@ use kcp_shard::Options;
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
 
+// jemalloc rather than glibc malloc: the shard allocates and frees many small JSON buffers across
+// threads; glibc's per-thread arenas kept freed memory (RSS per object) and malloc was ~17 % of CPU.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 #[derive(Parser, Debug)]
 #[command(
     name = "kcp-shard",
