@@ -27,6 +27,30 @@ pub struct Args {
     /// Override how many logical clusters the CRD memory phase creates (without, then with the CRD).
     #[arg(long, value_name = "N")]
     pub crd_lcs: Option<usize>,
+    /// Run only these parts (comma-separated); the report says "not run" for the others. For
+    /// focused measurements while working on one area, never for the published report.
+    #[arg(long, value_enum, value_delimiter = ',', value_name = "PART")]
+    pub only: Vec<Part>,
+}
+
+/// The parts of a run that `--only` selects.
+#[derive(clap::ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Part {
+    /// Raw etcd put / txn / get / range.
+    Baseline,
+    /// Load phases on the shard on etcd and on the embedded store.
+    Load,
+    /// RSS per logical cluster.
+    Memory,
+    /// RSS per logical cluster with and without a CRD.
+    CrdMemory,
+}
+
+impl Args {
+    /// Whether this run includes `part`.
+    pub fn runs(&self, part: Part) -> bool {
+        self.only.is_empty() || self.only.contains(&part)
+    }
 }
 
 /// Sizes and caps of one run.

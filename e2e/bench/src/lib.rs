@@ -27,7 +27,7 @@ use std::time::Instant;
 use anyhow::Context as _;
 
 pub use config::Args;
-use config::Plan;
+use config::{Part, Plan};
 use shard::{Backend, ShardProcess};
 
 /// Runs the whole benchmark and writes the report.
@@ -61,9 +61,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         crd_memory: Vec::new(),
     };
 
-    report.baseline = baseline(&plan).await.map_err(|e| format!("{e:#}"));
+    if args.runs(Part::Baseline) {
+        report.baseline = baseline(&plan).await.map_err(|e| format!("{e:#}"));
+    }
 
     for backend in [Backend::Etcd, Backend::Embedded] {
+        if !args.runs(Part::Load) {
+            break;
+        }
         let outcome = match ShardProcess::start(&binary, backend).await {
             Ok(shard) => {
                 let results = shard_load::run(&plan, &shard).await;
@@ -76,6 +81,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
 
     for backend in [Backend::Embedded, Backend::Etcd] {
+        if !args.runs(Part::Memory) {
+            break;
+        }
         let outcome = match ShardProcess::start(&binary, backend).await {
             Ok(shard) => {
                 let result = lc_memory::measure(&plan, &shard).await;
@@ -90,6 +98,9 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
     }
 
     for backend in [Backend::Embedded, Backend::Etcd] {
+        if !args.runs(Part::CrdMemory) {
+            break;
+        }
         let result = crd_memory::measure(&plan, &binary, backend).await;
         report.crd_memory.push((backend, result));
     }
