@@ -180,6 +180,8 @@ pub fn track_write(
     mut new: Value,
 ) -> Value {
     let base = mf::managed_fields_for_update(old, &new, kind != UpdateKind::Main);
+    // Replaced below anyway; without them the tracker need not copy `new` to ignore them.
+    mf::strip_managed_fields(&mut new);
     let entries = with_request(def, kind, manager, |request, view| {
         mf::update(old, &new, base, request, view)
     });

@@ -187,7 +187,7 @@ pub fn set_managed_fields(object: &mut Value, entries: &[ManagedFieldsEntry]) {
 }
 
 /// Removes `metadata.managedFields`.
-pub(crate) fn strip_managed_fields(object: &mut Value) {
+pub fn strip_managed_fields(object: &mut Value) {
     if let Some(Value::Object(meta)) = object.get_mut("metadata") {
         meta.remove("managedFields");
     }

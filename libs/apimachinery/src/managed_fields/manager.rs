@@ -1,7 +1,9 @@
 //! Field ownership across writes: Kubernetes' field manager (update tracking, server-side
 //! apply, conflicts) over structured-merge-diff's updater, for one API version.
 
+use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::LazyLock;
 
 use serde_json::{Map, Value};
 
@@ -199,7 +201,13 @@ fn unix_seconds(time: Option<&str>) -> i64 {
 }
 
 /// Fields no manager ever owns (Kubernetes' stripmeta): type meta and server-set metadata.
-fn stripped_fields() -> FieldSet {
+/// Built once: every tracked write subtracts it.
+fn stripped_fields() -> &'static FieldSet {
+    static STRIPPED: LazyLock<FieldSet> = LazyLock::new(build_stripped_fields);
+    &STRIPPED
+}
+
+fn build_stripped_fields() -> FieldSet {
     let mut set = FieldSet::from_paths([
         field_path(&["apiVersion"]),
         field_path(&["kind"]),
@@ -294,10 +302,11 @@ fn record_update<T: TypeView>(
     if take_from_others(managers, &cmp, None, true).is_err() {
         return;
     }
-    let gained = cmp
-        .changed()
-        .recursive_difference(req.reset_fields)
-        .difference(&stripped_fields());
+    let mut gained = cmp.changed();
+    if !req.reset_fields.is_empty() {
+        gained = gained.recursive_difference(req.reset_fields);
+    }
+    let gained = gained.difference(stripped_fields());
     if !gained.is_empty() {
         let fields = match managers.remove(&id) {
             Some(previous) => gained.union(&previous.fields),
@@ -367,6 +376,16 @@ fn object_or_empty(v: Option<&Value>) -> Value {
     v
 }
 
+/// `v` without `metadata.managedFields`, copied only when it has them.
+fn without_managed_fields(v: &Value) -> Cow<'_, Value> {
+    if raw_managed_fields(v).is_none() {
+        return Cow::Borrowed(v);
+    }
+    let mut v = v.clone();
+    strip_managed_fields(&mut v);
+    Cow::Owned(v)
+}
+
 /// Tracks a create, update or non-apply patch: returns the managedFields of `new`.
 ///
 /// `old` is `None` for a create. `managed` are the entries to start from (see
@@ -385,8 +404,12 @@ pub fn update<T: TypeView>(
     if managed.is_empty() && old.is_some() {
         return managed;
     }
-    let (old_v, new_v) = (object_or_empty(old), object_or_empty(Some(new)));
-    if !validate(&old_v, ty, true).is_empty() || !validate(&new_v, ty, true).is_empty() {
+    let empty = Value::Object(Map::new());
+    let old_v = without_managed_fields(old.unwrap_or(&empty));
+    let new_v = without_managed_fields(new);
+    if (old.is_some() && !validate(&old_v, ty, true).is_empty())
+        || !validate(&new_v, ty, true).is_empty()
+    {
         return managed;
     }
     let mut managers = to_managers(managed);
@@ -517,7 +540,7 @@ fn apply_once<T: TypeView>(
     take_from_others(&mut managers, &cmp, Some(&applier), force)?;
 
     if let Some(owned) = managers.get_mut(&applier) {
-        owned.fields = owned.fields.difference(&stripped_fields());
+        owned.fields = owned.fields.difference(stripped_fields());
         if owned.fields.is_empty() {
             managers.remove(&applier);
         }

@@ -49,7 +49,7 @@ pub use conflict::{Conflict, Conflicts};
 pub use entry::{
     ManagedFieldsEntry, ManagedFieldsError, Operation, decode_managed_fields,
     encode_managed_fields, is_reset_request, managed_fields_for_update, managed_fields_of,
-    set_managed_fields,
+    set_managed_fields, strip_managed_fields,
 };
 pub use field_set::{field_set, validate};
 pub use last_applied::{KUBECTL_MANAGER, LAST_APPLIED_ANNOTATION};
