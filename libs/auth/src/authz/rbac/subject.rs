@@ -66,7 +66,7 @@ impl Subject {
     ) -> bool {
         match &self.kind {
             SubjectKind::User => user.name == self.name,
-            SubjectKind::Group => user.groups.iter().any(|g| *g == self.name),
+            SubjectKind::Group => user.groups.contains(&self.name),
             SubjectKind::ServiceAccount => {
                 let namespace = if self.namespace.is_empty() {
                     binding_namespace
