@@ -11,11 +11,13 @@
 //! Aggregation reads the ClusterRoles of one logical cluster only, with one exception, decided here:
 //! when LC X binds a ClusterRole it does not have itself and which resolves to an aggregated role of
 //! the bootstrap LC (`admin`, `edit`, `view`), the role also takes in X's own ClusterRoles that match
-//! its selectors (e.g. labelled `rbac.authorization.k8s.io/aggregate-to-view: "true"`). This is what a
-//! CRD author expects from a plain Kubernetes cluster, and it cannot leak across tenants: X's roles only
-//! widen roles bound in X, for requests to X. The converse is not done: an aggregated role defined in X
-//! does not take in bootstrap roles, which keeps X's computed rules independent of the bootstrap LC (a
-//! change there would otherwise recompute every LC).
+//! its selectors or those of the aggregated roles it takes in (so a role in X labelled
+//! `rbac.authorization.k8s.io/aggregate-to-view: "true"` widens `view`, and through it `edit` and
+//! `admin`, as if X's roles sat next to the bootstrap ones). This is what a CRD author expects from a
+//! plain Kubernetes cluster, and it cannot leak across tenants: X's roles only widen roles bound in X,
+//! for requests to X. The converse is not done: an aggregated role defined in X does not take in
+//! bootstrap roles, which keeps X's computed rules independent of the bootstrap LC (a change there
+//! would otherwise recompute every LC).
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -32,18 +34,24 @@ pub(crate) fn recompute(roles: &mut BTreeMap<String, ClusterRole>) {
         .map(|(name, _)| name.clone())
         .collect();
     for name in aggregated {
-        let rules = aggregate(roles, &name);
+        let (rules, selectors) = aggregate(roles, &name);
         if let Some(role) = roles.get_mut(&name) {
             role.aggregated = rules;
+            role.aggregated_selectors = selectors;
         }
     }
 }
 
-/// The union of the rules of the non-aggregated roles reachable from `root` through selectors.
-fn aggregate(roles: &BTreeMap<String, ClusterRole>, root: &str) -> Vec<PolicyRule> {
+/// The union of the rules of the non-aggregated roles reachable from `root` through selectors, and
+/// the selectors of the aggregated roles met on the way (`root` included).
+fn aggregate(
+    roles: &BTreeMap<String, ClusterRole>,
+    root: &str,
+) -> (Vec<PolicyRule>, Vec<Selector>) {
     let mut visited: HashSet<&str> = HashSet::from([root]);
     let mut seen: HashSet<&PolicyRule> = HashSet::new();
     let mut out = Vec::new();
+    let mut all_selectors: Vec<Selector> = Vec::new();
     // An explicit stack: selector chains are user data and may be long.
     let mut stack: Vec<&str> = vec![root];
     while let Some(name) = stack.pop() {
@@ -52,6 +60,11 @@ fn aggregate(roles: &BTreeMap<String, ClusterRole>, root: &str) -> Vec<PolicyRul
         };
         match &role.selectors {
             Some(selectors) => {
+                for selector in selectors {
+                    if !all_selectors.contains(selector) {
+                        all_selectors.push(selector.clone());
+                    }
+                }
                 let children: Vec<&str> = matching(roles, selectors)
                     .filter(|(child, _)| visited.insert(child))
                     .map(|(child, _)| child)
@@ -67,7 +80,7 @@ fn aggregate(roles: &BTreeMap<String, ClusterRole>, root: &str) -> Vec<PolicyRul
             }
         }
     }
-    out
+    (out, all_selectors)
 }
 
 /// The roles matched by any of `selectors`, selector by selector, each in name order (a role matched
@@ -141,6 +154,8 @@ mod tests {
         );
         assert_eq!(resources(&roles["edit"]), ["secrets", "configmaps"]);
         assert_eq!(resources(&roles["unrelated"]), ["nope"]);
+        assert_eq!(roles["admin"].aggregated_selectors.len(), 2);
+        assert_eq!(roles["edit"].aggregated_selectors.len(), 1);
     }
 
     #[test]

@@ -356,12 +356,13 @@ impl<'a> Walk<'a> {
                     .and_then(|p| p.cluster_roles.get(&role_ref.name))
                     .ok_or_else(|| not_found("clusterrole", &role_ref.name))?;
                 let mut sets = vec![role.effective()];
-                if let Some(selectors) = &role.selectors {
-                    sets.extend(
-                        aggregation::matching(&self.local_for_fallback.cluster_roles, selectors)
-                            .map(|(_, r)| r.effective()),
-                    );
-                }
+                sets.extend(
+                    aggregation::matching(
+                        &self.local_for_fallback.cluster_roles,
+                        &role.aggregated_selectors,
+                    )
+                    .map(|(_, r)| r.effective()),
+                );
                 Ok(sets)
             }
             other => Err(format!("unsupported role reference kind: {other:?}")),

@@ -100,6 +100,9 @@ pub(crate) struct ClusterRole {
     /// are replaced by `aggregated`, as the aggregation controller would.
     pub selectors: Option<Vec<Selector>>,
     pub aggregated: Vec<PolicyRule>,
+    /// The selectors of this role and of every aggregated role it takes in, transitively: what a role
+    /// of another LC must match to flow into this one (see [`crate::authz::rbac::aggregation`]).
+    pub aggregated_selectors: Vec<Selector>,
 }
 
 impl ClusterRole {
@@ -165,6 +168,7 @@ pub(crate) fn parse_cluster_role(object: &Value) -> Result<ClusterRole, String> 
         rules: parse_rules(object)?,
         selectors,
         aggregated: Vec::new(),
+        aggregated_selectors: Vec::new(),
     })
 }
 
