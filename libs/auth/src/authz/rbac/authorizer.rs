@@ -4,6 +4,8 @@ use std::collections::HashSet;
 use std::ops::ControlFlow;
 use std::sync::{Arc, OnceLock};
 
+use serde_json::{Value, json};
+
 use crate::authn::UserInfo;
 use crate::authz::rbac::index::RbacIndex;
 use crate::authz::rbac::rule::PolicyRule;
@@ -52,6 +54,38 @@ pub struct SubjectRules {
     pub incomplete: bool,
     /// Why, when `incomplete`.
     pub evaluation_error: String,
+}
+
+impl SubjectRules {
+    /// The `status` of a `SelfSubjectRulesReview` (`authorization.k8s.io/v1`).
+    pub fn to_status_json(&self) -> Value {
+        let resource_rules: Vec<Value> = self
+            .resource_rules
+            .iter()
+            .map(|r| {
+                let mut rule =
+                    json!({"verbs": r.verbs, "apiGroups": r.api_groups, "resources": r.resources});
+                if !r.resource_names.is_empty() {
+                    rule["resourceNames"] = json!(r.resource_names);
+                }
+                rule
+            })
+            .collect();
+        let non_resource_rules: Vec<Value> = self
+            .non_resource_rules
+            .iter()
+            .map(|r| json!({"verbs": r.verbs, "nonResourceURLs": r.non_resource_urls}))
+            .collect();
+        let mut status = json!({
+            "resourceRules": resource_rules,
+            "nonResourceRules": non_resource_rules,
+            "incomplete": self.incomplete,
+        });
+        if !self.evaluation_error.is_empty() {
+            status["evaluationError"] = json!(self.evaluation_error);
+        }
+        status
+    }
 }
 
 impl RbacAuthorizer {

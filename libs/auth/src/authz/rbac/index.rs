@@ -251,7 +251,6 @@ impl RbacIndex {
                 binding_cluster,
                 policy,
                 fallback,
-                local_for_fallback: policy,
             };
             if walk
                 .visit(user, namespace, &mut visitor, &mut errors)
@@ -271,8 +270,6 @@ struct Walk<'a> {
     policy: &'a ClusterPolicy,
     /// Where ClusterRoles missing from `policy` are looked up (the bootstrap LC), if anywhere.
     fallback: Option<&'a ClusterPolicy>,
-    /// Whose ClusterRoles extend an aggregated role found in `fallback` (see [`aggregation`]).
-    local_for_fallback: &'a ClusterPolicy,
 }
 
 impl<'a> Walk<'a> {
@@ -355,13 +352,12 @@ impl<'a> Walk<'a> {
                     .fallback
                     .and_then(|p| p.cluster_roles.get(&role_ref.name))
                     .ok_or_else(|| not_found("clusterrole", &role_ref.name))?;
+                // An aggregated bootstrap role also takes in this LC's matching roles (see
+                // [`aggregation`] for why).
                 let mut sets = vec![role.effective()];
                 sets.extend(
-                    aggregation::matching(
-                        &self.local_for_fallback.cluster_roles,
-                        &role.aggregated_selectors,
-                    )
-                    .map(|(_, r)| r.effective()),
+                    aggregation::matching(&self.policy.cluster_roles, &role.aggregated_selectors)
+                        .map(|(_, r)| r.effective()),
                 );
                 Ok(sets)
             }

@@ -12,6 +12,19 @@
 //! kcp keeps the default roles in one LC, [`BOOTSTRAP_CLUSTER`]. A request to LC X is allowed when a
 //! binding of X grants it (a ClusterRole X does not have is taken from the bootstrap LC, so X can bind
 //! `admin` or `view`), or when a binding of the bootstrap LC itself does (those apply in every LC).
+//!
+//! Decisions worth knowing, each documented where it is made:
+//! - matching is Kubernetes' to the letter, including that `res/*` is not a pattern and that a rule
+//!   with `resourceNames` never covers create, list, watch or deletecollection ([`rule`]);
+//! - the bootstrap LC's RoleBindings in namespace N apply to namespace N of every LC, as its
+//!   ClusterRoleBindings apply everywhere: kcp evaluates the bootstrap LC's whole RBAC ([`index`]);
+//! - a service account carrying kcp's cluster-name extra only matches bindings of its own LC
+//!   ([`subject`]);
+//! - a bootstrap aggregated role bound from X also takes in X's matching ClusterRoles
+//!   ([`aggregation`]);
+//! - a malformed object is refused and its previous version dropped, so updates we cannot read never
+//!   leave a stale grant behind ([`RbacIndex::apply`]);
+//! - a request without a user is `system:anonymous` in `system:unauthenticated` ([`RbacAuthorizer`]).
 
 pub mod aggregation;
 pub mod authorizer;

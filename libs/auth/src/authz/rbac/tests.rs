@@ -724,6 +724,13 @@ fn rules_for_lists_local_and_bootstrap_rules() {
             .iter()
             .any(|r| r.non_resource_urls.contains(&"/apis/*".to_string()))
     );
+    let status = rules.to_status_json();
+    assert_eq!(status["incomplete"], false);
+    assert_eq!(
+        status["resourceRules"][0],
+        json!({"verbs": ["get"], "apiGroups": [""], "resources": ["configmaps"], "resourceNames": ["one"]})
+    );
+    assert!(status.get("evaluationError").is_none());
     // Another namespace: only the bootstrap rules.
     let other = authz.rules_for(&bob, X, "b");
     assert!(
