@@ -6,6 +6,7 @@ use std::fmt;
 use std::ops::ControlFlow;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use kcp_apimachinery::field_error::go_quote;
 use parking_lot::RwLock;
 use serde_json::Value;
 
@@ -85,21 +86,21 @@ pub struct RuleSource<'a> {
 impl fmt::Display for RuleSource<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         if self.binding_namespace.is_empty() {
-            write!(f, "{} {:?}", self.binding_kind, self.binding_name)?;
+            write!(f, "{} {}", self.binding_kind, go_quote(self.binding_name))?;
         } else {
             let name = format!("{}/{}", self.binding_name, self.binding_namespace);
-            write!(f, "{} {name:?}", self.binding_kind)?;
+            write!(f, "{} {}", self.binding_kind, go_quote(&name))?;
         }
         write!(
             f,
-            " of {} {:?} to {}",
+            " of {} {} to {}",
             self.role_ref.kind,
-            self.role_ref.name,
+            go_quote(&self.role_ref.name),
             self.subject.describe(self.binding_namespace)
         )?;
         // Not in Kubernetes: say when the grant comes from another LC (the bootstrap policy).
         if self.binding_cluster != self.request_cluster {
-            write!(f, " in logical cluster {:?}", self.binding_cluster)?;
+            write!(f, " in logical cluster {}", go_quote(self.binding_cluster))?;
         }
         Ok(())
     }
@@ -361,13 +362,19 @@ impl<'a> Walk<'a> {
                 );
                 Ok(sets)
             }
-            other => Err(format!("unsupported role reference kind: {other:?}")),
+            other => Err(format!(
+                "unsupported role reference kind: {}",
+                go_quote(other)
+            )),
         }
     }
 }
 
 fn not_found(resource: &str, name: &str) -> String {
-    format!("{resource}.rbac.authorization.k8s.io {name:?} not found")
+    format!(
+        "{resource}.rbac.authorization.k8s.io {} not found",
+        go_quote(name)
+    )
 }
 
 enum Parsed {

@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use kcp_apimachinery::field_error::go_quote;
 use serde_json::Value;
 
 use crate::authn::UserInfo;
@@ -104,17 +105,21 @@ impl fmt::Display for Describe<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let s = self.subject;
         match &s.kind {
-            SubjectKind::User => write!(f, "User {:?}", s.name),
-            SubjectKind::Group => write!(f, "Group {:?}", s.name),
+            SubjectKind::User => write!(f, "User {}", go_quote(&s.name)),
+            SubjectKind::Group => write!(f, "Group {}", go_quote(&s.name)),
             SubjectKind::ServiceAccount => {
                 let ns = if s.namespace.is_empty() {
                     self.binding_namespace
                 } else {
                     &s.namespace
                 };
-                write!(f, "ServiceAccount {:?}", format!("{}/{ns}", s.name))
+                write!(
+                    f,
+                    "ServiceAccount {}",
+                    go_quote(&format!("{}/{ns}", s.name))
+                )
             }
-            SubjectKind::Other(kind) => write!(f, "{kind} {:?}", s.name),
+            SubjectKind::Other(kind) => write!(f, "{kind} {}", go_quote(&s.name)),
         }
     }
 }
