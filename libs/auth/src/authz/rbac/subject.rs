@@ -55,10 +55,11 @@ impl Subject {
     /// ClusterRoleBinding) of logical cluster `binding_cluster`.
     ///
     /// A service-account subject without a namespace means the binding's namespace, so it never matches
-    /// in a ClusterRoleBinding. kcp addition: a service account carrying the cluster-name extra is only
-    /// that service account in its own logical cluster, so a binding elsewhere naming the same
-    /// `namespace/name` does not apply to it (foreign service accounts are bound as the user
-    /// `system:kcp:serviceaccount:<lc>:<ns>:<name>` instead, which plain `User` matching covers).
+    /// in a ClusterRoleBinding. Not in Kubernetes: a service account carrying kcp's cluster-name extra
+    /// is only that service account in its own logical cluster, so a binding elsewhere naming the same
+    /// `namespace/name` does not apply to it. kcp's authorizer chain already anonymises service
+    /// accounts outside their LC before RBAC; this keeps RBAC safe on its own. Foreign service accounts
+    /// are bound as the user `system:kcp:serviceaccount:<lc>:<ns>:<name>`, which `User` matching covers.
     pub fn applies_to(
         &self,
         user: &UserInfo,
