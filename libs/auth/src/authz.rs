@@ -2,11 +2,13 @@
 
 pub mod admin;
 pub mod chain;
+pub mod rbac;
 
 use crate::authn::UserInfo;
 
 pub use admin::{AdminAuthorizer, KCP_ADMIN, SYSTEM_MASTERS};
 pub use chain::{AuthorizerChain, authorize_chain};
+pub use rbac::{RbacAuthorizer, RbacIndex};
 
 /// What a request wants to do, as Kubernetes' `authorizer.Attributes`, plus the logical cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

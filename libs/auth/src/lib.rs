@@ -4,4 +4,6 @@ pub mod authn;
 pub mod authz;
 
 pub use authn::{Authenticator, AuthenticatorChain, AuthnResult, UserInfo, X509Authenticator};
-pub use authz::{AdminAuthorizer, Attributes, Authorizer, AuthorizerChain, Decision};
+pub use authz::{
+    AdminAuthorizer, Attributes, Authorizer, AuthorizerChain, Decision, RbacAuthorizer, RbacIndex,
+};
