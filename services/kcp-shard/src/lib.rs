@@ -68,7 +68,8 @@ pub struct Options {
     pub token_auth_file: Option<PathBuf>,
 
     /// PEM bundle of CAs whose client certificates may assert identities in request headers (a front
-    /// proxy). Certificates of this CA authenticate no one by themselves.
+    /// proxy). Unless --client-ca-file also names the CA, its certificates authenticate no one by
+    /// themselves.
     #[arg(long, value_name = "FILE")]
     pub requestheader_client_ca_file: Option<PathBuf>,
 

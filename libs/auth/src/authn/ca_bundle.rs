@@ -146,6 +146,22 @@ pub(crate) mod test_pki {
             }
         }
 
+        /// A CA signed by this one, and its certificate.
+        pub fn intermediate(&self, name: &str) -> (TestCa, CertificateDer<'static>) {
+            let key = KeyPair::generate().unwrap();
+            let mut params = CertificateParams::default();
+            params.distinguished_name = DistinguishedName::new();
+            params.distinguished_name.push(DnType::CommonName, name);
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            let cert = params.signed_by(&key, &self.issuer).unwrap();
+            let der = cert.der().clone();
+            let ca = TestCa {
+                pem: cert.pem(),
+                issuer: Issuer::new(params, key),
+            };
+            (ca, der)
+        }
+
         /// A client certificate with subject CN `cn` and (at most one) O.
         pub fn client(&self, cn: &str, org: Option<&str>) -> CertificateDer<'static> {
             let key = KeyPair::generate().unwrap();
@@ -179,6 +195,16 @@ mod tests {
         assert!(!bundle.verifies(&[CertificateDer::from(vec![1u8, 2, 3])]));
         // Asked again: the remembered verdicts agree.
         assert!(!bundle.verifies(&[theirs.client("a", None)]));
+    }
+
+    #[test]
+    fn intermediates_sent_by_the_client_complete_the_chain() {
+        let root = TestCa::new("root");
+        let (intermediate, intermediate_der) = root.intermediate("intermediate");
+        let bundle = CaBundle::from_pem(root.pem.as_bytes()).unwrap();
+        let leaf = intermediate.client("a", None);
+        assert!(bundle.verifies(&[leaf.clone(), intermediate_der]));
+        assert!(!bundle.verifies(&[leaf]));
     }
 
     #[test]
