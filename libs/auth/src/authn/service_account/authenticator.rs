@@ -267,6 +267,7 @@ mod tests {
         issuer: TokenIssuer,
         authn: ServiceAccountAuthenticator,
         accounts: Arc<Accounts>,
+        public_pem: String,
     }
 
     fn setup() -> Setup {
@@ -284,6 +285,7 @@ mod tests {
             )
             .unwrap(),
             accounts,
+            public_pem: k.public,
         }
     }
 
@@ -481,6 +483,33 @@ mod tests {
             .unwrap()
             .token;
         assert!(invalid(s.authn.validate(&forged)).contains("signature"));
+    }
+
+    #[test]
+    fn other_algorithms_are_refused() {
+        // The classic confusion: HMAC "signed" with the public key, which every verifier knows.
+        let s = setup();
+        let token = token(&s);
+        let payload = token.split('.').nth(1).unwrap();
+        let claims: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).unwrap()).unwrap();
+        let forged = jsonwebtoken::encode(
+            &jsonwebtoken::Header::new(Algorithm::HS256),
+            &claims,
+            &jsonwebtoken::EncodingKey::from_secret(s.public_pem.as_bytes()),
+        )
+        .unwrap();
+        assert!(matches!(
+            s.authn.validate(&forged),
+            TokenValidation::Invalid(_)
+        ));
+        // And unsigned tokens.
+        let header = URL_SAFE_NO_PAD.encode(br#"{"alg":"none","typ":"JWT"}"#);
+        let unsigned = format!("{header}.{payload}.");
+        assert!(matches!(
+            s.authn.validate(&unsigned),
+            TokenValidation::Invalid(_)
+        ));
     }
 
     #[test]
