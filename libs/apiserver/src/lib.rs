@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
-use kcp_auth::{Authenticator, Authorizer};
+use kcp_auth::{Authenticator, Authorizer, ServiceAccountTokens};
 use kcp_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -51,6 +51,10 @@ pub struct ApiServerConfig {
     pub authenticators: Vec<Arc<dyn Authenticator>>,
     /// Asked in order; the first that allows or denies decides; no opinion from all means 403.
     pub authorizers: Vec<Arc<dyn Authorizer>>,
+    /// The ServiceAccount token issuer and authenticator (the latter also in `authenticators`), for the
+    /// TokenRequest API and for routing bare `/api` requests by their token's cluster. `None`: the
+    /// server issues no tokens.
+    pub service_account_tokens: Option<ServiceAccountTokens>,
 }
 
 #[derive(Debug, thiserror::Error)]

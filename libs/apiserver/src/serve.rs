@@ -41,7 +41,8 @@ const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
 #[derive(Clone, Debug, Default)]
 pub struct PeerInfo {
     pub remote_addr: Option<SocketAddr>,
-    /// The client's certificate chain, already verified against the client CA (empty if none sent).
+    /// The client's certificate chain, leaf first (empty if none sent). The handshake verified it against
+    /// the union of the client CAs; authenticators check which of them issued it.
     pub certificates: Vec<CertificateDer<'static>>,
 }
 
@@ -64,9 +65,11 @@ pub enum TlsConfigError {
     Rustls(#[from] rustls::Error),
 }
 
-/// Builds the server side of TLS: the serving chain and key, TLS 1.2+, ALPN `h2` then `http/1.1`, and
-/// optional client certificates verified against `client_ca_pem`. Clients without a certificate still
-/// connect (they may bring a token, or be anonymous); clients with an invalid one fail the handshake.
+/// Builds the server side of TLS: the serving chain and key, TLS 1.2 and 1.3 only, ALPN `h2` then
+/// `http/1.1`, and optional client certificates verified against `client_ca_pem` — every CA whose
+/// certificates may authenticate somehow (user certificates and request-header proxies alike, one
+/// PEM bundle). Clients without a certificate still connect (they may bring a token, or be anonymous);
+/// clients with a certificate of none of these CAs fail the handshake.
 ///
 /// The ring provider is named explicitly so this works whether or not a process-wide default is installed.
 pub fn server_tls_config(
@@ -105,6 +108,7 @@ pub fn server_tls_config(
         .allow_unauthenticated()
         .build()?;
 
+    // Naming the versions keeps anything older out whatever rustls' defaults become.
     let mut config = ServerConfig::builder_with_provider(provider)
         .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
         .with_client_cert_verifier(verifier)

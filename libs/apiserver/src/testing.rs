@@ -38,6 +38,7 @@ pub async fn server(store: Arc<dyn Store>) -> Arc<ApiServer> {
         external_url: "https://localhost:6443".into(),
         authenticators: vec![],
         authorizers: vec![],
+        service_account_tokens: None,
     })
     .await
     .expect("the API server starts")

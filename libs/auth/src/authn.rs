@@ -1,13 +1,25 @@
 //! Authentication: turning a request (and its TLS peer certificates) into a user.
 
+pub mod bearer;
+pub mod ca_bundle;
 pub mod chain;
+pub mod request_header;
+pub mod service_account;
+pub mod token_file;
 pub mod x509;
 
 use std::collections::BTreeMap;
 
 use rustls_pki_types::CertificateDer;
 
+pub use ca_bundle::{CaBundle, CaBundleError};
 pub use chain::{AuthenticatorChain, authenticate_chain};
+pub use request_header::{RequestHeaderAuthenticator, RequestHeaderError, RequestHeaderNames};
+pub use service_account::{
+    ServiceAccountAuthenticator, ServiceAccountError, ServiceAccountIdentity, ServiceAccountLookup,
+    ServiceAccountTokens, TokenIssuer, TokenValidation,
+};
+pub use token_file::{TokenFileAuthenticator, TokenFileError};
 pub use x509::{AUTHENTICATED_GROUP, X509Authenticator};
 
 /// The identity of a caller, as Kubernetes' `user.Info`.
@@ -30,8 +42,9 @@ pub enum AuthnResult {
     Invalid(String),
 }
 
-/// One way of authenticating. `peer_certificates` are the client certificates the TLS layer already
-/// verified against the client CA (empty when the client sent none).
+/// One way of authenticating. `peer_certificates` are the client's certificate chain, leaf first (empty
+/// when the client sent none). The TLS layer verified it against the union of every CA the server
+/// trusts, so an authenticator that depends on *which* CA issued it checks the chain itself.
 pub trait Authenticator: Send + Sync + 'static {
     fn authenticate(
         &self,

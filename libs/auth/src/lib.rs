@@ -3,7 +3,11 @@
 pub mod authn;
 pub mod authz;
 
-pub use authn::{Authenticator, AuthenticatorChain, AuthnResult, UserInfo, X509Authenticator};
+pub use authn::{
+    Authenticator, AuthenticatorChain, AuthnResult, CaBundle, RequestHeaderAuthenticator,
+    ServiceAccountAuthenticator, ServiceAccountLookup, ServiceAccountTokens,
+    TokenFileAuthenticator, TokenIssuer, UserInfo, X509Authenticator,
+};
 pub use authz::{
     AdminAuthorizer, Attributes, Authorizer, AuthorizerChain, Decision, RbacAuthorizer, RbacIndex,
 };

@@ -3,6 +3,7 @@
 
 pub mod kubeconfig;
 pub mod pki;
+pub mod service_accounts;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -10,7 +11,15 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use kcp_apiserver::{ApiServer, ApiServerConfig};
-use kcp_auth::{AdminAuthorizer, Authenticator, Authorizer, X509Authenticator};
+use kcp_auth::authn::request_header::{
+    DEFAULT_EXTRA_HEADERS_PREFIX, DEFAULT_GROUP_HEADER, DEFAULT_USERNAME_HEADER, RequestHeaderNames,
+};
+use kcp_auth::authn::service_account::DEFAULT_ISSUER;
+use kcp_auth::{
+    AdminAuthorizer, Authenticator, Authorizer, CaBundle, RequestHeaderAuthenticator,
+    ServiceAccountAuthenticator, ServiceAccountTokens, TokenFileAuthenticator, TokenIssuer,
+    X509Authenticator,
+};
 use kcp_store::StoreConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -48,6 +57,42 @@ pub struct Options {
     /// <root-directory>/store.redb.
     #[arg(long, value_delimiter = ',', value_name = "URLS")]
     pub etcd_servers: Vec<String>,
+
+    /// PEM bundle of CAs whose client certificates authenticate users (CN = user, O = groups), in
+    /// addition to the shard's own CA.
+    #[arg(long, value_name = "FILE")]
+    pub client_ca_file: Option<PathBuf>,
+
+    /// Static bearer tokens, in Kubernetes' CSV format: token,user,uid[,"group1,group2"].
+    #[arg(long, value_name = "FILE")]
+    pub token_auth_file: Option<PathBuf>,
+
+    /// PEM bundle of CAs whose client certificates may assert identities in request headers (a front
+    /// proxy). Unless --client-ca-file also names the CA, its certificates authenticate no one by
+    /// themselves.
+    #[arg(long, value_name = "FILE")]
+    pub requestheader_client_ca_file: Option<PathBuf>,
+
+    /// Common names a request-header client certificate may have. Empty: any the CA signed.
+    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
+    pub requestheader_allowed_names: Vec<String>,
+
+    /// Request headers naming the user; the first one present wins.
+    #[arg(long, value_delimiter = ',', value_name = "HEADERS", default_value = DEFAULT_USERNAME_HEADER)]
+    pub requestheader_username_headers: Vec<String>,
+
+    /// Request headers listing groups; every value of each is a group.
+    #[arg(long, value_delimiter = ',', value_name = "HEADERS", default_value = DEFAULT_GROUP_HEADER)]
+    pub requestheader_group_headers: Vec<String>,
+
+    /// Prefixes of request headers carrying user extras (the rest of the name, percent-decoded, is the
+    /// key).
+    #[arg(long, value_delimiter = ',', value_name = "PREFIXES", default_value = DEFAULT_EXTRA_HEADERS_PREFIX)]
+    pub requestheader_extra_headers_prefix: Vec<String>,
+
+    /// The `iss` of the ServiceAccount tokens this shard signs and accepts (also their audience).
+    #[arg(long, default_value = DEFAULT_ISSUER, value_name = "URL")]
+    pub service_account_issuer: String,
 }
 
 impl Options {
@@ -89,6 +134,97 @@ fn base_url(host: &str, port: u16) -> String {
     }
 }
 
+/// The shard's authenticators and what the TLS layer must know for them.
+struct Authentication {
+    /// In kube-apiserver's order: request headers from a trusted proxy, client certificates, static
+    /// tokens, ServiceAccount JWTs. The proxy comes before the plain certificate so that a proxy whose
+    /// certificate the client CA also signed still asserts the user it forwards.
+    authenticators: Vec<Arc<dyn Authenticator>>,
+    /// Every CA a client certificate may come from (PEM): the TLS layer accepts the union, and each
+    /// certificate authenticator checks its own CA again.
+    tls_client_cas: String,
+    service_account_tokens: ServiceAccountTokens,
+    service_accounts: Arc<service_accounts::StoredServiceAccounts>,
+}
+
+impl Authentication {
+    fn build(options: &Options, pki: &pki::Pki) -> anyhow::Result<Authentication> {
+        let read = |path: &PathBuf| {
+            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
+        };
+        let mut authenticators: Vec<Arc<dyn Authenticator>> = Vec::new();
+
+        let mut client_cas = pki.ca_cert_pem.clone();
+        if let Some(path) = &options.client_ca_file {
+            client_cas.push('\n');
+            client_cas.push_str(&read(path)?);
+        }
+        let mut tls_client_cas = client_cas.clone();
+
+        if let Some(path) = &options.requestheader_client_ca_file {
+            let pem = read(path)?;
+            let ca = CaBundle::from_pem(pem.as_bytes())
+                .with_context(|| format!("--requestheader-client-ca-file {}", path.display()))?;
+            let names = RequestHeaderNames {
+                username_headers: options.requestheader_username_headers.clone(),
+                group_headers: options.requestheader_group_headers.clone(),
+                extra_headers_prefixes: options.requestheader_extra_headers_prefix.clone(),
+            };
+            authenticators.push(Arc::new(
+                RequestHeaderAuthenticator::new(
+                    ca,
+                    options.requestheader_allowed_names.clone(),
+                    names,
+                )
+                .context("--requestheader-* flags")?,
+            ));
+            tls_client_cas.push('\n');
+            tls_client_cas.push_str(&pem);
+        }
+
+        let x509_roots = CaBundle::from_pem(client_cas.as_bytes()).context("client CAs")?;
+        authenticators.push(Arc::new(X509Authenticator::new(x509_roots)));
+
+        if let Some(path) = &options.token_auth_file {
+            let tokens = TokenFileAuthenticator::from_file(path)
+                .with_context(|| format!("--token-auth-file {}", path.display()))?;
+            tracing::info!(tokens = tokens.len(), file = %path.display(), "static tokens loaded");
+            authenticators.push(Arc::new(tokens));
+        }
+
+        let key = &pki.service_account;
+        let issuer = Arc::new(
+            TokenIssuer::new(
+                options.service_account_issuer.clone(),
+                key.private_pem.as_bytes(),
+                key.public_pem.as_bytes(),
+            )
+            .context("ServiceAccount token issuer")?,
+        );
+        let service_accounts = Arc::new(service_accounts::StoredServiceAccounts::default());
+        let sa_authenticator = Arc::new(
+            ServiceAccountAuthenticator::new(
+                options.service_account_issuer.clone(),
+                &[],
+                &[key.public_pem.as_bytes()],
+                service_accounts.clone(),
+            )
+            .context("ServiceAccount token authenticator")?,
+        );
+        authenticators.push(sa_authenticator.clone());
+
+        Ok(Authentication {
+            authenticators,
+            tls_client_cas,
+            service_account_tokens: ServiceAccountTokens {
+                issuer,
+                authenticator: sa_authenticator,
+            },
+            service_accounts,
+        })
+    }
+}
+
 /// Runs the shard until `shutdown` is cancelled.
 ///
 /// Order matters to callers that watch the root directory: `admin.kubeconfig` is removed first and
@@ -119,10 +255,11 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
             .await
             .context("PKI task")??
     };
+    let authn = Authentication::build(&options, &pki)?;
     let tls = kcp_apiserver::serve::server_tls_config(
         pki.serving.cert_pem.as_bytes(),
         pki.serving.key_pem.as_bytes(),
-        pki.ca_cert_pem.as_bytes(),
+        authn.tls_client_cas.as_bytes(),
     )
     .context("TLS configuration")?;
 
@@ -138,17 +275,20 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     let local = listener.local_addr().context("reading the bound address")?;
     let external_url = base_url(&host, local.port());
 
-    let authenticators: Vec<Arc<dyn Authenticator>> = vec![Arc::new(X509Authenticator::new())];
     let authorizers: Vec<Arc<dyn Authorizer>> = vec![Arc::new(AdminAuthorizer::new())];
     let server = ApiServer::new(ApiServerConfig {
         store,
         shard_name: options.shard_name.clone(),
         external_url: external_url.clone(),
-        authenticators,
+        authenticators: authn.authenticators,
         authorizers,
+        service_account_tokens: Some(authn.service_account_tokens),
     })
     .await
     .context("starting the API server")?;
+    authn
+        .service_accounts
+        .attach(server.registry().cache().clone());
     kcp_controllers::start(
         server.clone(),
         kcp_controllers::ControllerConfig {
@@ -205,6 +345,14 @@ mod tests {
         assert_eq!(o.shard_name, "root");
         assert!(o.etcd_servers.is_empty());
         assert_eq!(o.client_host(), "127.0.0.1");
+        assert_eq!(o.client_ca_file, None);
+        assert_eq!(o.token_auth_file, None);
+        assert_eq!(o.requestheader_client_ca_file, None);
+        assert!(o.requestheader_allowed_names.is_empty());
+        assert_eq!(o.requestheader_username_headers, ["X-Remote-User"]);
+        assert_eq!(o.requestheader_group_headers, ["X-Remote-Group"]);
+        assert_eq!(o.requestheader_extra_headers_prefix, ["X-Remote-Extra-"]);
+        assert_eq!(o.service_account_issuer, "https://kcp.default.svc");
         assert!(
             matches!(o.store_config(), StoreConfig::Embedded { path } if path == Path::new(".kcp/store.redb"))
         );
@@ -232,5 +380,43 @@ mod tests {
             .unwrap();
         assert_eq!(o.client_host(), "kcp.example.com");
         assert_eq!(base_url("::1", 6443), "https://[::1]:6443");
+    }
+
+    #[test]
+    fn authentication_flags() {
+        let o = Options::try_parse_from([
+            "kcp-shard",
+            "--client-ca-file",
+            "/ca.crt",
+            "--token-auth-file",
+            "/tokens.csv",
+            "--requestheader-client-ca-file",
+            "/proxy-ca.crt",
+            "--requestheader-allowed-names",
+            "kcp-front-proxy,other",
+            "--requestheader-username-headers",
+            "X-User,X-Remote-User",
+            "--requestheader-group-headers",
+            "X-Group",
+            "--requestheader-extra-headers-prefix",
+            "X-Extra-",
+            "--service-account-issuer",
+            "https://issuer.example",
+        ])
+        .unwrap();
+        assert_eq!(o.client_ca_file, Some(PathBuf::from("/ca.crt")));
+        assert_eq!(o.token_auth_file, Some(PathBuf::from("/tokens.csv")));
+        assert_eq!(
+            o.requestheader_client_ca_file,
+            Some(PathBuf::from("/proxy-ca.crt"))
+        );
+        assert_eq!(o.requestheader_allowed_names, ["kcp-front-proxy", "other"]);
+        assert_eq!(
+            o.requestheader_username_headers,
+            ["X-User", "X-Remote-User"]
+        );
+        assert_eq!(o.requestheader_group_headers, ["X-Group"]);
+        assert_eq!(o.requestheader_extra_headers_prefix, ["X-Extra-"]);
+        assert_eq!(o.service_account_issuer, "https://issuer.example");
     }
 }

@@ -2,7 +2,9 @@
 //! first start under the root directory and reused afterwards.
 //!
 //! Files (PEM; keys mode 0600): `ca.crt`/`ca.key`, `apiserver.crt`/`apiserver.key` (serving),
-//! `kcp-admin.crt`/`.key` and `shard-admin.crt`/`.key` (clients). A leaf is regenerated when it no longer
+//! `kcp-admin.crt`/`.key` and `shard-admin.crt`/`.key` (clients), and `service-account.key` (the ES256
+//! key ServiceAccount tokens are signed with; like the CA, only generated when absent, so tokens handed
+//! out earlier stay valid across restarts). A leaf is regenerated when it no longer
 //! fits: signed by another CA, close to expiry, wrong subject, key mismatch, or (serving) missing a
 //! hostname. The CA is only generated when absent, so kubeconfigs handed out earlier keep working.
 
@@ -27,6 +29,7 @@ pub const KCP_ADMIN_USER: &str = "kcp-admin";
 pub const KCP_ADMIN_GROUP: &str = "system:kcp:admin";
 pub const SHARD_ADMIN_USER: &str = "shard-admin";
 pub const SHARD_ADMIN_GROUP: &str = "system:masters";
+pub const SERVICE_ACCOUNT_KEY_FILE: &str = "service-account.key";
 
 const CA_VALIDITY_DAYS: u64 = 10 * 365;
 const LEAF_VALIDITY_DAYS: u64 = 365;
@@ -47,6 +50,16 @@ pub struct Pki {
     pub serving: CertKey,
     pub kcp_admin: CertKey,
     pub shard_admin: CertKey,
+    pub service_account: ServiceAccountKey,
+}
+
+/// The key pair ServiceAccount tokens are signed with (P-256), PEM.
+#[derive(Clone, Debug)]
+pub struct ServiceAccountKey {
+    /// PKCS#8.
+    pub private_pem: String,
+    /// SubjectPublicKeyInfo.
+    pub public_pem: String,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -126,6 +139,41 @@ pub fn ensure(dir: &Path, hostnames: &[String]) -> Result<Pki, PkiError> {
         serving,
         kcp_admin,
         shard_admin,
+        service_account: ensure_service_account_key(dir)?,
+    })
+}
+
+/// Loads `service-account.key`, generating it when absent. A key of another algorithm is an error
+/// rather than replaced: tokens signed with it would silently stop working.
+fn ensure_service_account_key(dir: &Path) -> Result<ServiceAccountKey, PkiError> {
+    let path = dir.join(SERVICE_ACCOUNT_KEY_FILE);
+    let key = if path.exists() {
+        let pem = read(&path)?;
+        let key = KeyPair::from_pem(&pem).map_err(|err| PkiError::Invalid {
+            path: path.clone(),
+            reason: err.to_string(),
+        })?;
+        if key.algorithm() != &rcgen::PKCS_ECDSA_P256_SHA256 {
+            return Err(PkiError::Invalid {
+                path,
+                reason: "not a P-256 (ES256) key".into(),
+            });
+        }
+        key
+    } else {
+        tracing::info!(path = %path.display(), "generating a new ServiceAccount signing key");
+        let key = KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).map_err(|source| {
+            PkiError::Generate {
+                what: "the ServiceAccount signing key",
+                source,
+            }
+        })?;
+        write_file(&path, key.serialize_pem().as_bytes(), 0o600)?;
+        key
+    };
+    Ok(ServiceAccountKey {
+        private_pem: key.serialize_pem(),
+        public_pem: key.public_key_pem(),
     })
 }
 
@@ -403,6 +451,10 @@ mod tests {
         assert_eq!(first.ca_cert_pem, second.ca_cert_pem);
         assert_eq!(first.serving.cert_pem, second.serving.cert_pem);
         assert_eq!(first.kcp_admin.key_pem, second.kcp_admin.key_pem);
+        assert_eq!(
+            first.service_account.private_pem,
+            second.service_account.private_pem
+        );
 
         #[cfg(unix)]
         {
@@ -412,6 +464,7 @@ mod tests {
                 "apiserver.key",
                 "kcp-admin.key",
                 "shard-admin.key",
+                SERVICE_ACCOUNT_KEY_FILE,
             ] {
                 let mode = fs::metadata(dir.path().join(key))
                     .unwrap()
@@ -471,5 +524,41 @@ mod tests {
         let second = ensure(dir.path(), &[]).unwrap();
         assert_ne!(first.ca_cert_pem, second.ca_cert_pem);
         assert_ne!(first.kcp_admin.cert_pem, second.kcp_admin.cert_pem);
+    }
+
+    #[test]
+    fn service_account_key_signs_verifiable_tokens() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = ensure(dir.path(), &[]).unwrap();
+        let key = &pki.service_account;
+        let issuer = kcp_auth::TokenIssuer::new(
+            "https://kcp.default.svc",
+            key.private_pem.as_bytes(),
+            key.public_pem.as_bytes(),
+        )
+        .unwrap();
+        let token = issuer
+            .issue(
+                "root",
+                "default",
+                "sa",
+                "uid",
+                &["https://kcp.default.svc".to_string()],
+                std::time::Duration::from_secs(60),
+            )
+            .unwrap();
+        assert_eq!(token.token.split('.').count(), 3);
+
+        // A key of another algorithm is refused, not replaced.
+        let other_algorithm = KeyPair::generate_for(&rcgen::PKCS_ED25519).unwrap();
+        fs::write(
+            dir.path().join(SERVICE_ACCOUNT_KEY_FILE),
+            other_algorithm.serialize_pem(),
+        )
+        .unwrap();
+        assert!(matches!(
+            ensure(dir.path(), &[]),
+            Err(PkiError::Invalid { .. })
+        ));
     }
 }

@@ -6,19 +6,21 @@ use std::sync::{PoisonError, RwLock};
 use rustls_pki_types::CertificateDer;
 use x509_parser::prelude::{FromDer, X509Certificate};
 
-use crate::authn::{Authenticator, AuthnResult, UserInfo};
+use crate::authn::{Authenticator, AuthnResult, CaBundle, UserInfo};
 
 /// The group every authenticated identity is in.
 pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
 
-/// Authenticates by the client's TLS certificate. The chain has already been verified by the TLS layer
-/// against the client CA, so this only reads the subject of the leaf.
+/// Authenticates by the client's TLS certificate, if its chain leads to one of this authenticator's
+/// CAs (the shard's own CA and `--client-ca-file`). The TLS layer also accepts the request-header CA's
+/// certificates, which name a proxy, not a user, so a chain of another CA is no credential here.
 ///
 /// Clients send the same certificate on every request, so the user read from a certificate is kept
 /// (up to [`CACHE_CAPACITY`] certificates; the cache starts over when full) instead of parsing the DER
 /// on every request.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct X509Authenticator {
+    roots: CaBundle,
     cache: RwLock<HashMap<Box<[u8]>, UserInfo>>,
 }
 
@@ -26,8 +28,11 @@ pub struct X509Authenticator {
 pub const CACHE_CAPACITY: usize = 4096;
 
 impl X509Authenticator {
-    pub fn new() -> Self {
-        X509Authenticator::default()
+    pub fn new(roots: CaBundle) -> Self {
+        X509Authenticator {
+            roots,
+            cache: RwLock::default(),
+        }
     }
 }
 
@@ -40,6 +45,9 @@ impl Authenticator for X509Authenticator {
         let Some(leaf) = peer_certificates.first() else {
             return AuthnResult::NoCredential;
         };
+        if !self.roots.verifies(peer_certificates) {
+            return AuthnResult::NoCredential;
+        }
         if let Some(user) = self
             .cache
             .read()
@@ -101,7 +109,9 @@ mod tests {
     use rcgen::{CertificateParams, DnType, KeyPair};
 
     use super::*;
+    use crate::authn::ca_bundle::test_pki::TestCa;
 
+    /// A self-signed certificate, for reading subjects without a CA in the way.
     fn cert(cn: Option<&str>, orgs: &[&str]) -> CertificateDer<'static> {
         let key = KeyPair::generate().unwrap();
         let mut params = CertificateParams::default();
@@ -130,12 +140,13 @@ mod tests {
         http::Request::new(()).into_parts().0
     }
 
+    fn authenticator(ca: &TestCa) -> X509Authenticator {
+        X509Authenticator::new(CaBundle::from_pem(ca.pem.as_bytes()).unwrap())
+    }
+
     #[test]
     fn cn_is_user_and_orgs_are_groups() {
-        let result = X509Authenticator::new().authenticate(
-            &parts(),
-            &[cert(Some("alice"), &["system:kcp:admin", "team-a"])],
-        );
+        let result = user_from_certificate(&cert(Some("alice"), &["system:kcp:admin", "team-a"]));
         assert_eq!(
             result,
             AuthnResult::Authenticated(UserInfo {
@@ -152,8 +163,9 @@ mod tests {
 
     #[test]
     fn no_orgs_still_authenticated() {
+        let ca = TestCa::new("ca");
         let AuthnResult::Authenticated(user) =
-            X509Authenticator::new().authenticate(&parts(), &[cert(Some("bob"), &[])])
+            authenticator(&ca).authenticate(&parts(), &[ca.client("bob", None)])
         else {
             panic!("expected a user");
         };
@@ -163,40 +175,49 @@ mod tests {
 
     #[test]
     fn no_certificate_is_no_credential() {
+        let ca = TestCa::new("ca");
         assert_eq!(
-            X509Authenticator::new().authenticate(&parts(), &[]),
+            authenticator(&ca).authenticate(&parts(), &[]),
+            AuthnResult::NoCredential
+        );
+    }
+
+    #[test]
+    fn a_certificate_of_another_ca_is_no_credential() {
+        // The request-header CA's proxy certificates pass the TLS layer too; they name no user here.
+        let ca = TestCa::new("client-ca");
+        let proxy_ca = TestCa::new("requestheader-ca");
+        assert_eq!(
+            authenticator(&ca).authenticate(&parts(), &[proxy_ca.client("front-proxy", None)]),
+            AuthnResult::NoCredential
+        );
+        assert_eq!(
+            authenticator(&ca).authenticate(&parts(), &[cert(Some("self-signed"), &[])]),
             AuthnResult::NoCredential
         );
     }
 
     #[test]
     fn missing_cn_is_invalid() {
-        let result = X509Authenticator::new().authenticate(&parts(), &[cert(None, &["g"])]);
+        let result = user_from_certificate(&cert(None, &["g"]));
         assert!(matches!(result, AuthnResult::Invalid(_)), "{result:?}");
     }
 
     #[test]
     fn garbage_is_invalid() {
-        let result = X509Authenticator::new()
-            .authenticate(&parts(), &[CertificateDer::from(vec![1u8, 2, 3])]);
+        let result = user_from_certificate(&CertificateDer::from(vec![1u8, 2, 3]));
         assert!(matches!(result, AuthnResult::Invalid(_)), "{result:?}");
     }
 
     #[test]
     fn a_certificate_is_read_once_and_remembered() {
-        let authn = X509Authenticator::new();
-        let c = cert(Some("carol"), &["team"]);
+        let ca = TestCa::new("ca");
+        let authn = authenticator(&ca);
+        let c = ca.client("carol", Some("team"));
         let first = authn.authenticate(&parts(), std::slice::from_ref(&c));
         let second = authn.authenticate(&parts(), std::slice::from_ref(&c));
         assert_eq!(first, second);
         assert!(matches!(second, AuthnResult::Authenticated(ref u) if u.name == "carol"));
-        assert_eq!(authn.cache.read().unwrap().len(), 1);
-        // Invalid certificates are never remembered.
-        let bad = cert(None, &["g"]);
-        assert!(matches!(
-            authn.authenticate(&parts(), &[bad]),
-            AuthnResult::Invalid(_)
-        ));
         assert_eq!(authn.cache.read().unwrap().len(), 1);
     }
 }
