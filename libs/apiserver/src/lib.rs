@@ -26,7 +26,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
-use kcp_auth::{Authenticator, Authorizer, ServiceAccountTokens};
+use kcp_auth::{Authenticator, Authorizer, RbacIndex, ServiceAccountTokens};
 use kcp_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -55,6 +55,9 @@ pub struct ApiServerConfig {
     /// TokenRequest API and for routing bare `/api` requests by their token's cluster. `None`: the
     /// server issues no tokens.
     pub service_account_tokens: Option<ServiceAccountTokens>,
+    /// The RBAC objects of every logical cluster, which the server keeps current from its watch
+    /// cache; the RBAC authorizer in `authorizers` and SelfSubjectRulesReview read it.
+    pub rbac: Arc<RbacIndex>,
 }
 
 #[derive(Debug, thiserror::Error)]

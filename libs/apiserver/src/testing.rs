@@ -39,6 +39,7 @@ pub async fn server(store: Arc<dyn Store>) -> Arc<ApiServer> {
         authenticators: vec![],
         authorizers: vec![],
         service_account_tokens: None,
+        rbac: Default::default(),
     })
     .await
     .expect("the API server starts")

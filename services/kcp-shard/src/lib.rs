@@ -283,6 +283,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         authenticators: authn.authenticators,
         authorizers,
         service_account_tokens: Some(authn.service_account_tokens),
+        rbac: Default::default(),
     })
     .await
     .context("starting the API server")?;

@@ -1,5 +1,6 @@
 //! The handler chain: parse → authenticate → authorize → dispatch, with one log line per request.
 
+mod impersonation;
 mod resource;
 mod scale;
 mod watch;
@@ -128,6 +129,7 @@ impl ApiServer {
             return Ok(response::text(StatusCode::OK, "ok"));
         }
         let user = self.authenticate(&parts, peer)?;
+        let user = self.impersonate(&parts, user, &info)?;
         if let ClusterTarget::Name(name) = &info.cluster
             && !kcp_apimachinery::names::is_valid_cluster_name(name)
         {
