@@ -126,6 +126,8 @@ pub struct Shard {
     base_url: String,
     /// How many times the process was started (each run logs to its own file).
     runs: u32,
+    /// Flags added to every `kcp-shard start` of this shard (e.g. `--token-auth-file`).
+    extra_args: Vec<std::ffi::OsString>,
     // Dropped after the shard (fields drop in declaration order... but `Drop for Shard` stops the
     // process first anyway).
     etcd: Option<EtcdProcess>,
@@ -165,6 +167,16 @@ struct UserEntry {
 impl Shard {
     /// Starts a shard on `store` with a fresh root directory and waits until it is ready.
     pub fn start(store: StoreKind) -> Shard {
+        Shard::start_with_args(store, Vec::<std::ffi::OsString>::new())
+    }
+
+    /// [`Shard::start`] with extra `kcp-shard start` flags (kept for [`Shard::start_again`]). Files the
+    /// flags name must exist before the call, so they live outside [`Shard::dir`].
+    pub fn start_with_args<I, S>(store: StoreKind, extra_args: I) -> Shard
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<std::ffi::OsString>,
+    {
         let dir = tempfile::Builder::new()
             .prefix("kcp-e2e-")
             .tempdir()
@@ -179,6 +191,7 @@ impl Shard {
             child: None,
             base_url: String::new(),
             runs: 0,
+            extra_args: extra_args.into_iter().map(Into::into).collect(),
             etcd,
         };
         shard.spawn();
@@ -248,6 +261,7 @@ impl Shard {
                 .arg("--etcd-servers")
                 .arg(etcd.endpoints().join(","));
         }
+        command.args(&self.extra_args);
         let child = command.spawn().expect("spawning kcp-shard");
         self.child = Some(child);
         self.wait_ready();
@@ -378,6 +392,7 @@ impl Shard {
     pub fn kubectl_cmd(&self) -> Kubectl<'_> {
         Kubectl {
             shard: self,
+            kubeconfig: None,
             cluster: None,
             context: None,
             env: Vec::new(),
@@ -428,16 +443,47 @@ impl Shard {
         path: &str,
         body: Option<(&str, &str)>,
     ) -> (u16, String) {
+        let caller = match user {
+            Some(user) => Caller::KubeconfigUser(user.to_string()),
+            None => Caller::Anonymous,
+        };
+        self.curl_with(&caller, method, path, &[], body)
+    }
+
+    /// `curl` as any [`Caller`], with extra request headers (`(name, value)`). `path` is absolute on
+    /// the server; `body` is `(content type, body)`. Returns the status code and the body.
+    pub fn curl_with(
+        &self,
+        caller: &Caller,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Option<(&str, &str)>,
+    ) -> (u16, String) {
         let mut command = Command::new("curl");
         command
             .args(["-sS", "-k", "--max-time", "30", "-X", method])
             .args(["-w", "\n%{http_code}"]);
-        if let Some(user) = user {
-            command
-                .arg("--cert")
-                .arg(self.dir().join(format!("{user}.crt")))
-                .arg("--key")
-                .arg(self.dir().join(format!("{user}.key")));
+        match caller {
+            Caller::Anonymous => {}
+            Caller::KubeconfigUser(user) => {
+                command
+                    .arg("--cert")
+                    .arg(self.dir().join(format!("{user}.crt")))
+                    .arg("--key")
+                    .arg(self.dir().join(format!("{user}.key")));
+            }
+            Caller::Cert { cert, key } => {
+                command.arg("--cert").arg(cert).arg("--key").arg(key);
+            }
+            Caller::Token(token) => {
+                command
+                    .arg("-H")
+                    .arg(format!("Authorization: Bearer {token}"));
+            }
+        }
+        for (name, value) in headers {
+            command.arg("-H").arg(format!("{name}: {value}"));
         }
         if let Some((content_type, body)) = body {
             command
@@ -454,6 +500,17 @@ impl Shard {
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         let (body, code) = stdout.rsplit_once('\n').unwrap_or(("", stdout.as_str()));
         let code = code.trim().parse().unwrap_or(0);
+        if code == 0 {
+            // No HTTP response at all: say why (curl's own error).
+            return (
+                0,
+                format!(
+                    "curl failed ({}): {}{body}",
+                    output.status,
+                    String::from_utf8_lossy(&output.stderr)
+                ),
+            );
+        }
         (code, body.to_string())
     }
 
@@ -493,6 +550,19 @@ impl Shard {
     }
 }
 
+/// Who a [`Shard::curl_with`] request comes from.
+#[derive(Clone, Debug)]
+pub enum Caller {
+    /// No credentials.
+    Anonymous,
+    /// A user of admin.kubeconfig (`kcp-admin`, `shard-admin`): its certificate written by the harness.
+    KubeconfigUser(String),
+    /// A client certificate and key (PEM files).
+    Cert { cert: PathBuf, key: PathBuf },
+    /// A bearer token (static token, ServiceAccount JWT).
+    Token(String),
+}
+
 impl Drop for Shard {
     fn drop(&mut self) {
         if std::thread::panicking() {
@@ -517,6 +587,7 @@ fn signal(child: &Child, name: &str) {
 /// A kubectl invocation being built: which LC (server path), context, environment and stdin.
 pub struct Kubectl<'a> {
     shard: &'a Shard,
+    kubeconfig: Option<PathBuf>,
     cluster: Option<String>,
     context: Option<String>,
     env: Vec<(String, String)>,
@@ -527,6 +598,12 @@ impl Kubectl<'_> {
     /// Target another LC: `--server https://HOST:PORT/clusters/<cluster>`.
     pub fn cluster(mut self, cluster: &str) -> Self {
         self.cluster = Some(cluster.to_string());
+        self
+    }
+
+    /// Use another kubeconfig than admin.kubeconfig (e.g. one for an ordinary user).
+    pub fn kubeconfig(mut self, path: &Path) -> Self {
+        self.kubeconfig = Some(path.to_path_buf());
         self
     }
 
@@ -551,7 +628,11 @@ impl Kubectl<'_> {
         let mut command = Command::new("kubectl");
         command
             .arg("--kubeconfig")
-            .arg(self.shard.kubeconfig())
+            .arg(
+                self.kubeconfig
+                    .clone()
+                    .unwrap_or_else(|| self.shard.kubeconfig()),
+            )
             .arg("--cache-dir")
             .arg(self.shard.dir().join("kubectl-cache"))
             .arg("--request-timeout=60s");
