@@ -1354,7 +1354,9 @@ subjects:
     });
     // ...and exactly those rights.
     let body = object_body(Res::ConfigMaps, "from-robot", "x");
-    let refused: [(&str, &str, String, Option<(&str, &str)>); 5] = [
+    // (what, method, path, body)
+    type Refused<'a> = (&'a str, &'a str, String, Option<(&'a str, &'a str)>);
+    let refused: [Refused<'_>; 5] = [
         (
             "create configmaps",
             "POST",
