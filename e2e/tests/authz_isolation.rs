@@ -4,7 +4,9 @@
 //! identities:
 //! - `alice`: a client certificate signed by the shard's CA (CN=alice, O=some-group);
 //! - `bob`: a static token (`--token-auth-file`, group token-group);
-//! - `system:serviceaccount:default:robot` of LC A: a ServiceAccount token from the TokenRequest API;
+//! - `system:serviceaccount:default:robot` of LC A: a ServiceAccount token from the TokenRequest API
+//!   (while that answers 404, a token the test signs with the shard's `service-account.key`, so the
+//!   authorization of ServiceAccounts is checked either way);
 //! - a front proxy (certificate from the request-header CA, an allowed name) asserting alice, and
 //!   `mallory`, a certificate from the same CA but not an allowed name, asserting `system:masters`.
 //!
@@ -18,8 +20,12 @@
 //! says "access not permitted", and an LC that does not exist answers the same. All mismatches are
 //! collected and reported together, so one run shows the whole picture.
 //!
-//! The ServiceAccount part needs the TokenRequest API, and the `kubectl auth can-i` part
-//! SelfSubjectAccessReview: each is skipped, with a message, only when its endpoint answers 404.
+//! The `kubectl auth can-i` part needs SelfSubjectAccessReview and is skipped, with a message, only
+//! when that answers 404.
+//!
+//! A second scenario, `impersonation`, checks `Impersonate-*` headers: Kubernetes' semantics (the
+//! caller needs `impersonate`, then has exactly the impersonated identity's rights) and kcp's
+//! gatekeeper (privileged groups only for callers that hold them).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -458,7 +464,6 @@ impl Report {
     }
 
     fn skip(&self, what: &str) {
-        eprintln!("SKIPPED: {what}");
         self.skipped
             .lock()
             .expect("report lock")
@@ -469,7 +474,7 @@ impl Report {
         let skipped = self.skipped.into_inner().expect("report lock");
         let failures = self.failures.into_inner().expect("report lock");
         for s in &skipped {
-            eprintln!("skipped: {s}");
+            eprintln!("SKIPPED ({}): {s}", shard.store());
         }
         if !failures.is_empty() {
             panic!(
