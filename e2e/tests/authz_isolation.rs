@@ -1028,6 +1028,62 @@ fn admins_and_scopes(fx: &Fixture, report: &Report) {
     }
 }
 
+/// A namespace is in itself, as kube-apiserver sees `/api/v1/namespaces/<name>`: a Role in namespace
+/// N may grant verbs on the Namespace object N, and the denial says "in the namespace N".
+fn namespace_is_its_own_scope(fx: &Fixture, report: &Report) {
+    fx.apply(
+        LC_A,
+        "ns-self.yaml",
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: Role
+metadata:
+  name: patch-own-namespace
+  namespace: other
+rules:
+- apiGroups: [""]
+  resources: [namespaces]
+  verbs: [patch]
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: RoleBinding
+metadata:
+  name: alice-patches-other
+  namespace: other
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: patch-own-namespace}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+"#,
+    );
+    let alice = &fx.users[0];
+    let patch = |ns: &str| {
+        fx.request(
+            &alice.caller,
+            "PATCH",
+            &format!("/clusters/{LC_A}/api/v1/namespaces/{ns}"),
+            &[],
+            Some((
+                "application/merge-patch+json",
+                r#"{"metadata":{"labels":{"patched-by":"alice"}}}"#,
+            )),
+        )
+    };
+    let out = patch("other");
+    report.check(out.ok(), || {
+        format!(
+            "alice patch namespace other of {LC_A} with a Role in namespace other granting patch on namespaces: want 2xx (kube-apiserver puts /api/v1/namespaces/other in namespace other), got {}",
+            out.short()
+        )
+    });
+    let out = patch("victim-ns");
+    let wanted = "namespaces \"victim-ns\" is forbidden: User \"alice\" cannot patch resource \"namespaces\" in API group \"\" in the namespace \"victim-ns\"";
+    report.check(out.is_forbidden_status() && out.message().contains(wanted), || {
+        format!(
+            "alice patch namespace victim-ns of {LC_A}: want 403 `{wanted}` (as kube-apiserver words it), got {}",
+            out.short()
+        )
+    });
+}
+
 /// X-Remote-* headers from an ordinary certificate or token are ignored; the real proxy's are used;
 /// a certificate of the proxy CA with a name that is not allowed asserts nothing.
 fn forged_headers(fx: &Fixture, report: &Report) {
@@ -1586,6 +1642,7 @@ fn isolation_catalogue(store: StoreKind) {
     check_effects(&fx, &report);
     admins_and_scopes(&fx, &report);
     forged_headers(&fx, &report);
+    namespace_is_its_own_scope(&fx, &report);
     can_i(&fx, &matrix, &report);
     service_accounts(&fx, &report);
     report.finish(&fx.shard);
