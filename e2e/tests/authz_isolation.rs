@@ -839,6 +839,16 @@ fn verb_matrix(fx: &Fixture, report: &Report) -> Matrix {
                 }
             }
         }
+        // What A serves comes from A: the seed objects carry their LC in `data.lc`.
+        if job.loc == Loc::A && outcome.ok() {
+            report.check(!outcome.body.contains(LC_B), || {
+                format!(
+                    "{}: the answer mentions {LC_B}: {}",
+                    what(),
+                    outcome.short()
+                )
+            });
+        }
         matrix.insert((job.user, job.res, job.loc, job.verb), outcome);
     }
     matrix
@@ -1517,6 +1527,35 @@ subjects:
     );
 }
 
+/// Deleting the access binding shuts alice and bob out of A again, though their Roles remain.
+fn revocation(fx: &Fixture, report: &Report) {
+    let out = fx.admin(
+        "DELETE",
+        &format!("/clusters/{LC_A}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings/isolation-access"),
+        None,
+    );
+    report.check(out.ok(), || {
+        format!(
+            "kcp-admin delete ClusterRoleBinding isolation-access: {}",
+            out.short()
+        )
+    });
+    for user in &fx.users {
+        let shut_out = wait_until(|| {
+            let out = fx.request(&user.caller, "GET", &list_cm(LC_A), &[], None);
+            out.is_forbidden_status() && out.message().contains("access not permitted")
+        });
+        report.check(shut_out, || {
+            format!(
+                "{} still enters {LC_A} after its access binding was deleted: {}",
+                user.name,
+                fx.request(&user.caller, "GET", &list_cm(LC_A), &[], None)
+                    .short()
+            )
+        });
+    }
+}
+
 /// `kubectl auth can-i` as alice (certificate) and bob (token) agrees with what the requests did.
 fn can_i(fx: &Fixture, matrix: &Matrix, report: &Report) {
     let review = json!({
@@ -1645,6 +1684,7 @@ fn isolation_catalogue(store: StoreKind) {
     namespace_is_its_own_scope(&fx, &report);
     can_i(&fx, &matrix, &report);
     service_accounts(&fx, &report);
+    revocation(&fx, &report);
     report.finish(&fx.shard);
 }
 
