@@ -1706,6 +1706,34 @@ fn impersonation(store: StoreKind) {
     ];
     let delete_victim = format!("/clusters/{LC_A}/api/v1/namespaces/victim-ns");
     let wildcard = "/clusters/*/api/v1/configmaps".to_string();
+    // alice is cluster-admin of B in this scenario: she may impersonate inside B, but not into the
+    // privileged groups, and not in A.
+    fx.apply(
+        LC_B,
+        "alice-admin-b.yaml",
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata:
+  name: alice-cluster-admin
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cluster-admin}
+subjects:
+- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}
+"#,
+    );
+    let alice_admin_of_b = wait_until(|| {
+        fx.request(&fx.users[0].caller, "GET", &list_cm(LC_B), &[], None)
+            .ok()
+    });
+    report.check(alice_admin_of_b, || {
+        format!("alice bound to cluster-admin in {LC_B} never could list configmaps there")
+    });
+    let alice = &fx.users[0].caller;
+    let as_bob = [("Impersonate-User", "bob")];
+    let as_kcp_admin_group = [
+        ("Impersonate-User", "someone"),
+        ("Impersonate-Group", "system:kcp:admin"),
+    ];
+    let as_kcp_admin_name = [("Impersonate-User", "kcp-admin")];
     // (who, caller, headers, method, path, want 2xx (else 403 Forbidden), text the message contains)
     type Case<'a> = (
         &'a str,
@@ -1717,6 +1745,52 @@ fn impersonation(store: StoreKind) {
         &'a str,
     );
     let cases: Vec<Case<'_>> = vec![
+        // alice, cluster-admin of B, impersonating there.
+        (
+            "alice (cluster-admin of B) as bob in B",
+            alice,
+            &as_bob,
+            "GET",
+            list_cm(LC_B),
+            false,
+            "access not permitted",
+        ),
+        (
+            "alice (cluster-admin of B) as someone in system:kcp:admin in B",
+            alice,
+            &as_kcp_admin_group,
+            "GET",
+            list_cm(LC_B),
+            false,
+            "not allowed",
+        ),
+        (
+            "alice (cluster-admin of B) as the user name kcp-admin (no groups) in A",
+            alice,
+            &as_kcp_admin_name,
+            "GET",
+            list_cm(LC_A),
+            false,
+            "impersonate",
+        ),
+        (
+            "alice (cluster-admin of B) as the user name kcp-admin (no groups) in B",
+            alice,
+            &as_kcp_admin_name,
+            "DELETE",
+            format!("/clusters/{LC_B}/api/v1/namespaces/victim-ns"),
+            false,
+            "access not permitted",
+        ),
+        (
+            "kcp-admin as alice on /clusters/*",
+            &kcp_admin,
+            &as_alice,
+            "GET",
+            wildcard.clone(),
+            false,
+            "",
+        ),
         // kcp-admin (cluster-admin in every LC, so allowed to impersonate there) acting as alice has
         // exactly alice's rights.
         (
