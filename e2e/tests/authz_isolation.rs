@@ -1811,18 +1811,19 @@ subjects:
             false,
             "User \"alice\"",
         ),
+        // ...including her cluster-admin of B (this scenario's binding).
         (
-            "kcp-admin as alice",
+            "kcp-admin as alice (cluster-admin of B) in B",
             &kcp_admin,
             &as_alice,
-            "GET",
-            list_cm(LC_B),
-            false,
-            "access not permitted",
+            "DELETE",
+            format!("/clusters/{LC_B}/api/v1/namespaces/default/configmaps/probe"),
+            true,
+            "",
         ),
-        // alice may not impersonate at all.
+        // alice may not impersonate outside B.
         (
-            "alice as bob",
+            "alice as bob in A",
             &fx.users[0].caller,
             &[("Impersonate-User", "bob")],
             "GET",
