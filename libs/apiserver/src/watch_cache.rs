@@ -227,6 +227,17 @@ pub struct WatchCache {
     all: RwLock<Vec<AllWatcher>>,
     /// Whether `all` is non-empty, so the hot path skips its lock when nobody listens.
     any_all: std::sync::atomic::AtomicBool,
+    /// Told of every event as it is applied, in order (see [`CacheObserver`]).
+    observer: std::sync::OnceLock<Arc<dyn CacheObserver>>,
+}
+
+/// State kept beside the cache that must never lag it (the RBAC index): called synchronously,
+/// under the resource's lock, for every event, so whoever sees the cache at a revision also sees
+/// the observer's state at that revision. Must be quick and must not call back into the cache.
+pub trait CacheObserver: Send + Sync + 'static {
+    fn event(&self, event: &CacheEvent);
+    /// The cache was rebuilt from a fresh listing (its watch broke): start over from `objects`.
+    fn reloaded(&self, objects: &[Arc<CachedObject>]);
 }
 
 struct AllWatcher {
@@ -332,6 +343,7 @@ impl WatchCache {
             stop: tokio_util::sync::CancellationToken::new(),
             all: RwLock::new(Vec::new()),
             any_all: std::sync::atomic::AtomicBool::new(false),
+            observer: std::sync::OnceLock::new(),
         });
         cache.load(store.as_ref(), revision).await?;
         let stream = store.watch("/", revision).await?;
@@ -466,6 +478,9 @@ impl WatchCache {
     async fn reload(&self, store: &dyn Store) -> Result<kcp_store::WatchStream, StoreError> {
         let revision = store.current_revision().await?;
         self.load(store, revision).await?;
+        if let Some(observer) = self.observer.get() {
+            observer.reloaded(&self.all_objects());
+        }
         store.watch("/", revision).await
     }
 
@@ -512,6 +527,9 @@ impl WatchCache {
                 }
             };
             let event = Arc::new(event);
+            if let Some(observer) = self.observer.get() {
+                observer.event(&event);
+            }
             st.applied = event.revision;
             st.history_bytes += event.held_bytes();
             st.history.push_back(event.clone());
@@ -678,6 +696,27 @@ impl WatchCache {
             id,
             cache: Arc::downgrade(self),
         }
+    }
+
+    /// Installs the observer (once) and gives it everything cached so far, under the same locks as
+    /// events, so it misses nothing and never goes back in time.
+    pub fn set_observer(&self, observer: Arc<dyn CacheObserver>) -> bool {
+        if self.observer.set(observer.clone()).is_err() {
+            return false;
+        }
+        let caches: Vec<Arc<ResourceCache>> = self.resources.read().values().cloned().collect();
+        for rc in caches {
+            let st = rc.state.read();
+            for obj in st.objects.values() {
+                observer.event(&CacheEvent::new(
+                    CacheEventType::Added,
+                    obj.revision,
+                    obj.clone(),
+                    None,
+                ));
+            }
+        }
+        true
     }
 
     /// Every cached object of every resource (a full listing for subscribers that start over).

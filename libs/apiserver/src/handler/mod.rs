@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use http::{Method, Request, Response, StatusCode, header};
 use kcp_apimachinery::status::ApiError;
-use kcp_auth::{Attributes, AuthnResult, Decision, UserInfo};
+use kcp_auth::{Attributes, AuthnResult, Authorizer, Decision, UserInfo};
 use serde_json::json;
 
 use crate::codec::{Output, Produces, negotiate};
@@ -105,14 +105,22 @@ impl ApiServer {
                 ..Default::default()
             },
         };
+        match self.decide(&attrs) {
+            Decision::Allow => Ok(()),
+            Decision::Deny(reason) => Err(forbidden(user, &attrs, &reason)),
+            Decision::NoOpinion => Err(forbidden(user, &attrs, "")),
+        }
+    }
+
+    /// The whole authorizer chain: the configured authorizers, then kcp's.
+    pub(crate) fn decide(&self, attrs: &Attributes<'_>) -> Decision {
         for authz in &self.config.authorizers {
-            match authz.authorize(&attrs) {
-                Decision::Allow => return Ok(()),
-                Decision::Deny(reason) => return Err(forbidden(user, &attrs, &reason)),
+            match authz.authorize(attrs) {
                 Decision::NoOpinion => continue,
+                decided => return decided,
             }
         }
-        Err(forbidden(user, &attrs, ""))
+        self.authorizer.authorize(attrs)
     }
 
     async fn serve(
@@ -164,6 +172,11 @@ impl ApiServer {
                     body,
                 ))
                 .await;
+                if resp.is_ok() && !is_read && is_rbac(&ctx.info) {
+                    // Answer only once the cache (and so the RBAC index) holds the change: a
+                    // client that was told its binding exists must be authorized by it.
+                    let _ = self.registry.cache().wait_fresh().await;
+                }
                 resp.map(|mut resp| {
                     response::add_warnings(&mut resp, &warnings);
                     resp
@@ -293,6 +306,10 @@ pub fn version() -> serde_json::Value {
 }
 
 /// Kubernetes' wording of an authorization refusal.
+fn is_rbac(info: &RequestInfo) -> bool {
+    matches!(&info.target, Target::Resource(r) if r.group == "rbac.authorization.k8s.io")
+}
+
 fn forbidden(user: &UserInfo, attrs: &Attributes<'_>, reason: &str) -> ApiError {
     let who = format!("User {:?}", user.name);
     let mut detail = if attrs.resource_request {
