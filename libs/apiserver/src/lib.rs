@@ -11,6 +11,7 @@ pub mod crd;
 pub mod discovery;
 mod handler;
 mod lifecycle;
+pub mod object_json;
 pub mod openapi;
 pub mod query;
 pub mod registry;

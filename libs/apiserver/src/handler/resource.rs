@@ -121,7 +121,7 @@ impl ApiServer {
             "get" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let obj = self.registry.get(&def, object_ref(cluster, req)?).await?;
-                encode_object(ctx, &def, &obj.json, output, StatusCode::OK)
+                encode_object(ctx, &def, &obj.json.to_bytes(), output, StatusCode::OK)
             }
             "list" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
@@ -536,19 +536,13 @@ impl ApiServer {
                 let mut allowed = false;
                 let mut denied = false;
                 let mut reason = String::new();
-                for authz in &self.config.authorizers {
-                    match authz.authorize(&attrs) {
-                        kcp_auth::Decision::Allow => {
-                            allowed = true;
-                            break;
-                        }
-                        kcp_auth::Decision::Deny(r) => {
-                            denied = true;
-                            reason = r;
-                            break;
-                        }
-                        kcp_auth::Decision::NoOpinion => {}
+                match self.decide(&attrs) {
+                    kcp_auth::Decision::Allow => allowed = true,
+                    kcp_auth::Decision::Deny(r) => {
+                        denied = true;
+                        reason = r;
                     }
+                    kcp_auth::Decision::NoOpinion => {}
                 }
                 obj["apiVersion"] = json!(def.api_version());
                 obj["kind"] = json!(def.kind);
@@ -726,7 +720,7 @@ pub(super) fn encode_list(
                 if i > 0 {
                     out.push(b',');
                 }
-                out.extend_from_slice(&item.json);
+                item.json.write_to(&mut out);
             }
             out.extend_from_slice(b"]}");
             Ok(response::json_bytes(StatusCode::OK, out))
@@ -734,7 +728,7 @@ pub(super) fn encode_list(
         Output::Yaml => {
             let values: Vec<Value> = items
                 .iter()
-                .map(|i| parse(&i.json))
+                .map(|i| i.json.parse().map_err(ApiError::internal))
                 .collect::<Result<_, _>>()?;
             let list = json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": meta, "items": values});
             Ok(response::yaml_value(StatusCode::OK, &list))
@@ -742,7 +736,12 @@ pub(super) fn encode_list(
         Output::PartialMetadata => {
             let values: Vec<Value> = items
                 .iter()
-                .map(|i| parse(&i.json).map(|v| table::partial_metadata(&v)))
+                .map(|i| {
+                    i.json
+                        .parse()
+                        .map(|v| table::partial_metadata(&v))
+                        .map_err(ApiError::internal)
+                })
                 .collect::<Result<_, _>>()?;
             let list = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": values});
             Ok(response::json_value(StatusCode::OK, &list))
@@ -751,7 +750,7 @@ pub(super) fn encode_list(
             let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
             let values: Vec<Value> = items
                 .iter()
-                .map(|i| parse(&i.json))
+                .map(|i| i.json.parse().map_err(ApiError::internal))
                 .collect::<Result<_, _>>()?;
             let t = table::table(def, &values, meta, include);
             let mut resp = response::json_value(StatusCode::OK, &t);

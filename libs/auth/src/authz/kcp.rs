@@ -144,10 +144,11 @@ impl KcpAuthorizer {
                 }
             }
         }
+        // RBAC never denies: no grant is no opinion, which the server answers with 403.
         if self.rbac.decide(&attrs).allowed {
             Decision::Allow
         } else {
-            Decision::Deny(String::new())
+            Decision::NoOpinion
         }
     }
 }
@@ -324,7 +325,7 @@ mod tests {
             Decision::Deny(ACCESS_NOT_PERMITTED.into())
         );
         let bob = user("bob", &["system:authenticated"]);
-        assert_eq!(get(&bob, "a"), Decision::Deny(String::new()));
+        assert_eq!(get(&bob, "a"), Decision::NoOpinion);
     }
 
     #[test]
@@ -400,7 +401,7 @@ mod tests {
         );
         assert_eq!(
             authz.authorize(&configmaps(&sa, "b", "create")),
-            Decision::Deny(String::new())
+            Decision::NoOpinion
         );
     }
 }
