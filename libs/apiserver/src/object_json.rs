@@ -111,9 +111,17 @@ impl ObjectJson {
         }
     }
 
-    /// Whether the largest field is shared with other objects (tests, memory accounting).
+    /// Whether the largest field is kept apart, in the table of shared values.
     pub fn is_split(&self) -> bool {
         self.shared.is_some()
+    }
+
+    /// Whether both hold the same shared value (one copy in memory).
+    pub fn shares_with(&self, other: &ObjectJson) -> bool {
+        match (&self.shared, &other.shared) {
+            (Some((a, _)), Some((b, _))) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
     }
 }
 
