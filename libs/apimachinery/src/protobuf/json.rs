@@ -8,7 +8,7 @@ use serde_json::{Map, Value};
 use super::types::{
     ConfigMap, LabelSelector, ManagedFieldsEntry, Namespace, ObjectMeta, OwnerReference, Quantity,
     ResourceList, Secret, SelectorAttributes, SelectorRequirement, SelfSubjectAccessReview,
-    SelfSubjectReview, Time,
+    SelfSubjectReview, SelfSubjectRulesReview, Time, TokenRequest,
 };
 
 mod admissionregistration;
@@ -486,5 +486,51 @@ pub(crate) fn self_subject_review(r: &SelfSubjectReview, api_version: &str) -> R
     Ok(head(api_version, "SelfSubjectReview")
         .put("metadata", object_meta(r.metadata.as_ref())?)
         .put("status", status.done())
+        .done())
+}
+
+pub(crate) fn self_subject_rules_review(
+    r: &SelfSubjectRulesReview,
+    api_version: &str,
+) -> Result<Value> {
+    let spec = r.spec.clone().unwrap_or_default();
+    Ok(head(api_version, "SelfSubjectRulesReview")
+        .put("metadata", object_meta(r.metadata.as_ref())?)
+        .put(
+            "spec",
+            Obj::default().str("namespace", &spec.namespace).done(),
+        )
+        .put("status", Obj::default().put("incomplete", false).done())
+        .done())
+}
+
+pub(crate) fn token_request(r: &TokenRequest, api_version: &str) -> Result<Value> {
+    let spec = r.spec.clone().unwrap_or_default();
+    let mut s = Obj::default();
+    s.strings("audiences", &spec.audiences);
+    if let Some(seconds) = spec.expiration_seconds {
+        s.put("expirationSeconds", seconds);
+    }
+    if let Some(b) = &spec.bound_object_ref {
+        s.put(
+            "boundObjectRef",
+            Obj::default()
+                .str("kind", &b.kind)
+                .str("apiVersion", &b.api_version)
+                .str("name", &b.name)
+                .str("uid", &b.uid)
+                .done(),
+        );
+    }
+    Ok(head(api_version, "TokenRequest")
+        .put("metadata", object_meta(r.metadata.as_ref())?)
+        .put("spec", s.done())
+        .put(
+            "status",
+            Obj::default()
+                .put("token", "")
+                .put("expirationTimestamp", Value::Null)
+                .done(),
+        )
         .done())
 }

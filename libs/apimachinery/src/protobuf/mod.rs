@@ -119,6 +119,8 @@ enum Known {
     ValidatingWebhookConfiguration,
     SelfSubjectAccessReview,
     SelfSubjectReview,
+    SelfSubjectRulesReview,
+    TokenRequest,
 }
 
 fn known(api_version: &str, kind: &str) -> Option<Known> {
@@ -146,6 +148,8 @@ fn known(api_version: &str, kind: &str) -> Option<Known> {
         }
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => Known::SelfSubjectAccessReview,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => Known::SelfSubjectReview,
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => Known::SelfSubjectRulesReview,
+        ("authentication.k8s.io/v1", "TokenRequest") => Known::TokenRequest,
         _ => return None,
     })
 }
@@ -198,6 +202,8 @@ pub fn decode_object(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value,
         }
         Known::SelfSubjectAccessReview => convert(raw, v, json::self_subject_access_review),
         Known::SelfSubjectReview => convert(raw, v, json::self_subject_review),
+        Known::SelfSubjectRulesReview => convert(raw, v, json::self_subject_rules_review),
+        Known::TokenRequest => convert(raw, v, json::token_request),
     };
     converted.map_err(|message| ProtobufError::Malformed {
         kind: kind.to_owned(),

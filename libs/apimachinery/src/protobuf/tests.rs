@@ -615,3 +615,41 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn kubectl_auth_can_i_list_and_create_token() {
+    let rules = SelfSubjectRulesReview {
+        metadata: Some(ObjectMeta::default()),
+        spec: Some(SelfSubjectRulesReviewSpec {
+            namespace: Some("default".into()),
+        }),
+    };
+    let body = encode_envelope(
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+        &rules.encode_to_vec(),
+    );
+    let decoded = decode(&body, None).unwrap();
+    assert_eq!(decoded["kind"], "SelfSubjectRulesReview");
+    assert_eq!(decoded["spec"], json!({"namespace": "default"}));
+
+    let token = TokenRequest {
+        metadata: Some(ObjectMeta::default()),
+        spec: Some(TokenRequestSpec {
+            audiences: vec!["a".into()],
+            bound_object_ref: None,
+            expiration_seconds: Some(600),
+        }),
+    };
+    let body = encode_envelope(
+        "authentication.k8s.io/v1",
+        "TokenRequest",
+        &token.encode_to_vec(),
+    );
+    let decoded = decode(&body, None).unwrap();
+    assert_eq!(decoded["apiVersion"], "authentication.k8s.io/v1");
+    assert_eq!(
+        decoded["spec"],
+        json!({"audiences": ["a"], "expirationSeconds": 600})
+    );
+}
