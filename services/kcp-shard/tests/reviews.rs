@@ -387,6 +387,10 @@ async fn token_request_and_token_review() {
         )
         .await;
     assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let mut other = request(json!({}));
+    other["metadata"] = json!({"name": "c3po"});
+    let (status, body) = shard.post(&token_path, "admin-token", other).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
     let (status, _) = shard
         .post(&token_path, "alice-token", request(json!({})))
         .await;

@@ -52,6 +52,21 @@ impl ApiServer {
                 "the body of a TokenRequest must be an object",
             ));
         }
+        // The request names its account in the URL; a body naming another is a mistake.
+        for (field, expected) in [("name", name), ("namespace", namespace)] {
+            match obj
+                .pointer(&format!("/metadata/{field}"))
+                .and_then(Value::as_str)
+            {
+                None | Some("") => {}
+                Some(given) if given == expected => {}
+                Some(given) => {
+                    return Err(ApiError::bad_request(format!(
+                        "the {field} of the object ({given}) does not match the {field} on the URL ({expected})"
+                    )));
+                }
+            }
+        }
         if !obj.get("spec").is_some_and(Value::is_object) {
             obj["spec"] = json!({});
         }
