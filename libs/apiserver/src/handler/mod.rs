@@ -2,7 +2,10 @@
 
 mod impersonation;
 mod resource;
+mod review;
 mod scale;
+mod token_request;
+mod token_review;
 mod watch;
 
 use std::sync::Arc;
