@@ -225,10 +225,23 @@ async fn access_and_rules_reviews() {
         .await;
     assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["status"]["allowed"], false, "{body}");
-    assert!(
-        body["status"]["reason"].as_str().unwrap().contains("alice"),
+    // Without system:authenticated alice may not even enter root.
+    assert_eq!(
+        body["status"]["reason"], "workspace access not permitted",
         "{body}"
     );
+    // Authenticated, she enters root, but no RBAC grants her namespaces: not allowed, not denied.
+    let authenticated = json!({"user": "alice", "groups": ["system:authenticated"], "resourceAttributes": {"verb": "list", "resource": "namespaces"}});
+    let (status, body) = shard
+        .post(
+            &sars,
+            "admin-token",
+            sar("SubjectAccessReview", authenticated),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["allowed"], false, "{body}");
+    assert!(body["status"].get("denied").is_none(), "{body}");
     let about_admins = json!({"user": "x", "groups": ["system:kcp:admin"], "nonResourceAttributes": {"verb": "get", "path": "/healthz"}});
     let (status, body) = shard
         .post(
