@@ -29,7 +29,7 @@ impl ObjectJson {
     /// top-level field when that is big.
     pub fn encode(value: &Value) -> serde_json::Result<ObjectJson> {
         let Some(map) = value.as_object() else {
-            return Ok(ObjectJson::from(serde_json::to_vec(value)?));
+            return Ok(ObjectJson::from(exact(serde_json::to_vec(value)?)));
         };
         let largest = map
             .iter()
@@ -41,7 +41,7 @@ impl ObjectJson {
         let Some(shared_key) = largest else {
             let mut out = Vec::with_capacity(512);
             serde_json::to_writer(&mut out, value)?;
-            return Ok(ObjectJson::from(out));
+            return Ok(ObjectJson::from(exact(out)));
         };
         let mut head = Vec::with_capacity(512);
         let mut tail = Vec::new();
@@ -65,11 +65,9 @@ impl ObjectJson {
             }
         }
         tail.push(b'}');
-        head.shrink_to_fit();
-        tail.shrink_to_fit();
         Ok(ObjectJson {
-            head: Bytes::from(head),
-            shared: middle.map(|m| (m, Bytes::from(tail))),
+            head: Bytes::from(exact(head)),
+            shared: middle.map(|m| (m, Bytes::from(exact(tail)))),
         })
     }
 
@@ -141,6 +139,13 @@ impl PartialEq<[u8]> for ObjectJson {
     fn eq(&self, other: &[u8]) -> bool {
         self.len() == other.len() && *self.to_bytes() == *other
     }
+}
+
+/// `bytes` in an allocation of its size: the cache keeps it for the object's lifetime, and growth
+/// by doubling would leave up to half of it unused.
+fn exact(mut bytes: Vec<u8>) -> Vec<u8> {
+    bytes.shrink_to_fit();
+    bytes
 }
 
 /// Whether `v` serializes to at least `n` bytes, without serializing it: scalar sizes are
