@@ -96,7 +96,7 @@ impl ApiServer {
                 api_version: &r.version,
                 resource: &r.resource,
                 subresource: r.subresource.as_deref().unwrap_or_default(),
-                namespace: r.namespace.as_deref().unwrap_or_default(),
+                namespace: authorized_namespace(r),
                 name: r.name.as_deref().unwrap_or_default(),
                 path: &info.path,
             },
@@ -309,6 +309,16 @@ pub fn version() -> serde_json::Value {
 }
 
 /// Kubernetes' wording of an authorization refusal.
+/// The namespace a request is authorized in. As in kube-apiserver, a Namespace object is in
+/// itself: a RoleBinding in namespace `x` may grant `get` on namespace `x`.
+fn authorized_namespace(r: &crate::request_info::ResourceRequest) -> &str {
+    match (&r.namespace, &r.name) {
+        (Some(ns), _) => ns,
+        (None, Some(name)) if r.group.is_empty() && r.resource == "namespaces" => name,
+        _ => "",
+    }
+}
+
 fn is_rbac(info: &RequestInfo) -> bool {
     matches!(&info.target, Target::Resource(r) if r.group == "rbac.authorization.k8s.io")
 }
