@@ -721,8 +721,15 @@ fn second_logical_cluster_is_isolated(store: StoreKind) {
     assert_eq!(json_str(&lc, "/metadata/name"), "cluster", "{lc}");
     shard.kubectl_ok(&["get", "logicalclusters", "cluster"]);
 
-    // The wildcard sees both LCs, each object annotated with its LC.
-    let raw = shard.kubectl_ok(&["get", "--raw", "/clusters/*/api/v1/configmaps"]);
+    // The wildcard sees both LCs, each object annotated with its LC; it is for privileged
+    // identities only (shard-admin, in system:masters), not for kcp-admin.
+    let denied = shard.kubectl_fails(&["get", "--raw", "/clusters/*/api/v1/configmaps"]);
+    assert!(denied.contains("Forbidden"), "{denied}");
+    let raw = shard.kubectl_cmd().context("system:admin").ok(&[
+        "get",
+        "--raw",
+        "/clusters/*/api/v1/configmaps",
+    ]);
     let list: Value = serde_json::from_str(&raw).expect("wildcard list is JSON");
     let mut seen = BTreeSet::new();
     for item in list["items"].as_array().expect("items") {

@@ -44,6 +44,8 @@ pub enum Part {
     Memory,
     /// RSS per logical cluster with and without a CRD.
     CrdMemory,
+    /// GET through kcp's authorizer chain next to system:masters.
+    Authz,
 }
 
 impl Args {

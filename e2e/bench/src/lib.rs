@@ -8,6 +8,7 @@
 //! Nothing here is a test: numbers are reported, never asserted.
 
 mod apply;
+mod authz;
 mod client;
 mod config;
 mod crd_memory;
@@ -59,6 +60,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         shards: Vec::new(),
         memory: Vec::new(),
         crd_memory: Vec::new(),
+        authz: Err("not run".into()),
     };
 
     if args.runs(Part::Baseline) {
@@ -103,6 +105,12 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         let result = crd_memory::measure(&plan, &binary, backend).await;
         report.crd_memory.push((backend, result));
+    }
+
+    if args.runs(Part::Authz) {
+        report.authz = authz::measure(&plan, &binary)
+            .await
+            .map_err(|e| format!("{e:#}"));
     }
 
     report.elapsed = t0.elapsed();

@@ -1,5 +1,6 @@
 //! The Markdown report.
 
+mod authz;
 mod custom;
 
 use std::fmt::Write as _;
@@ -37,6 +38,7 @@ pub struct Report {
     pub shards: Vec<(Backend, Result<ShardResults, String>)>,
     pub memory: Vec<(Backend, Result<LcMemory, String>)>,
     pub crd_memory: Vec<(Backend, CrdMemory)>,
+    pub authz: Result<crate::authz::AuthzResults, String>,
 }
 
 fn ms(d: Duration) -> String {
@@ -152,6 +154,7 @@ impl Report {
         self.targets(&mut out);
         self.comparisons(&mut out);
         self.custom_section(&mut out);
+        self.authz_section(&mut out);
         self.baseline_table(&mut out);
         self.cpu_table(&mut out);
         self.watch_table(&mut out);

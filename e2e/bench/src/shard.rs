@@ -167,6 +167,11 @@ impl ShardProcess {
     pub async fn conn(&self) -> anyhow::Result<Conn> {
         self.connector.connect().await
     }
+
+    /// Connections as the user of another context of the shard's admin.kubeconfig.
+    pub fn connector_for(&self, context: &str) -> anyhow::Result<Connector> {
+        Connector::from_kubeconfig(&self.dir.path().join("root/admin.kubeconfig"), context)
+    }
 }
 
 impl Drop for ShardProcess {

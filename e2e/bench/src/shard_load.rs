@@ -66,6 +66,12 @@ pub struct CustomResults {
     pub sent_bytes: (usize, usize),
     /// Bytes of one GET response (as stored: with managedFields) of a ConfigMap / a Widget.
     pub stored_bytes: (usize, usize),
+    /// The lists are compared with ConfigMaps padded to a Widget's stored size (list cost follows
+    /// bytes, and a Widget's managedFields are longer): their payload, GET size and phases.
+    pub padded_payload: usize,
+    pub padded_stored_bytes: usize,
+    pub padded_list_full: Vec<Summary>,
+    pub padded_list_page: Vec<Summary>,
 }
 
 /// What a phase reads and writes.
@@ -259,6 +265,19 @@ impl Ctx<'_> {
         ns: &str,
         make: impl Fn(usize) -> Op,
     ) -> anyhow::Result<Vec<ShardWorker>> {
+        self.workers_sized(kind, clients, ns, self.plan.payload_bytes, make)
+            .await
+    }
+
+    /// [`Ctx::workers_of`] with objects of `payload_bytes`.
+    async fn workers_sized(
+        &self,
+        kind: Kind,
+        clients: usize,
+        ns: &str,
+        payload_bytes: usize,
+        make: impl Fn(usize) -> Op,
+    ) -> anyhow::Result<Vec<ShardWorker>> {
         let conns = self
             .shard
             .connector
@@ -269,7 +288,7 @@ impl Ctx<'_> {
                 conn: conns[id % conns.len()].clone(),
                 kind,
                 collection: kind.collection(ns),
-                payload_bytes: self.plan.payload_bytes,
+                payload_bytes,
                 page_size: self.plan.page_size,
                 op: make(id),
             })
@@ -331,7 +350,7 @@ async fn run_inner(
     let mut conn = shard.conn().await?;
     let watch_namespaces: Vec<String> =
         plan.watchers.iter().map(|w| format!("watch-{w}")).collect();
-    let mut namespaces = vec!["load", "list", "update", "apply"];
+    let mut namespaces = vec!["load", "list", PADDED_NS, "update", "apply"];
     namespaces.extend(watch_namespaces.iter().map(String::as_str));
     setup(&mut conn, &namespaces).await?;
     // Custom resources are measured only when their CRD is served; the ConfigMap phases run anyway.
@@ -364,7 +383,7 @@ async fn run_inner(
     }
 
     for &kind in kinds {
-        let list_bytes = fill_list(&ctx, &mut conn, kind).await?;
+        let list_bytes = fill_list(&ctx, &mut conn, kind, "list", plan.payload_bytes).await?;
         match kind {
             Kind::ConfigMap => results.list_bytes = list_bytes,
             Kind::Widget => results.custom.list_bytes = list_bytes,
@@ -384,6 +403,21 @@ async fn run_inner(
             }
         };
         results.custom.stored_bytes = (stored(Kind::ConfigMap).await?, stored(Kind::Widget).await?);
+        let (cm, widget) = results.custom.stored_bytes;
+        results.custom.padded_payload = plan.payload_bytes + widget.saturating_sub(cm);
+        fill_list(
+            &ctx,
+            &mut conn,
+            Kind::ConfigMap,
+            PADDED_NS,
+            results.custom.padded_payload,
+        )
+        .await?;
+        let path = format!("{}/{first}", Kind::ConfigMap.collection(PADDED_NS));
+        results.custom.padded_stored_bytes = conn
+            .expect(Method::GET, &path, None, |s| s == StatusCode::OK)
+            .await?
+            .len();
     }
 
     let names: Arc<Vec<String>> = Arc::new(
@@ -449,6 +483,19 @@ async fn run_inner(
                 Kind::Widget => results.custom.list_full.push(summary),
             }
         }
+        if widgets {
+            let ws = ctx
+                .workers_sized(
+                    Kind::ConfigMap,
+                    c,
+                    PADDED_NS,
+                    results.custom.padded_payload,
+                    |_| Op::ListFull,
+                )
+                .await?;
+            let summary = phase::run(ws, ctx.limits, ctx.probe).await;
+            results.custom.padded_list_full.push(summary);
+        }
     }
     for &c in &plan.concurrency {
         for &kind in kinds {
@@ -466,6 +513,21 @@ async fn run_inner(
                 Kind::ConfigMap => results.list_page.push(summary),
                 Kind::Widget => results.custom.list_page.push(summary),
             }
+        }
+        if widgets {
+            let ws = ctx
+                .workers_sized(
+                    Kind::ConfigMap,
+                    c,
+                    PADDED_NS,
+                    results.custom.padded_payload,
+                    |_| Op::Page {
+                        continue_token: None,
+                    },
+                )
+                .await?;
+            let summary = phase::run(ws, ctx.limits, ctx.probe).await;
+            results.custom.padded_list_page.push(summary);
         }
     }
 
@@ -489,7 +551,16 @@ async fn run_inner(
 
 /// Fills namespace `list` with `plan.list_objects` objects of `kind` and checks that they list
 /// completely; returns the bytes of the whole list.
-async fn fill_list(ctx: &Ctx<'_>, conn: &mut Conn, kind: Kind) -> anyhow::Result<usize> {
+/// Where the ConfigMaps padded to a Widget's stored size are listed.
+const PADDED_NS: &str = "list-padded";
+
+async fn fill_list(
+    ctx: &Ctx<'_>,
+    conn: &mut Conn,
+    kind: Kind,
+    ns: &str,
+    payload_bytes: usize,
+) -> anyhow::Result<usize> {
     let plan = ctx.plan;
     eprintln!(
         "kcp-bench: {}: filling {} {kind:?}s to list",
@@ -497,7 +568,7 @@ async fn fill_list(ctx: &Ctx<'_>, conn: &mut Conn, kind: Kind) -> anyhow::Result
         plan.list_objects
     );
     let ws = ctx
-        .workers_of(kind, 64, "list", |_| Op::Create {
+        .workers_sized(kind, 64, ns, payload_bytes, |_| Op::Create {
             prefix: "l-".into(),
         })
         .await?;
@@ -520,7 +591,7 @@ async fn fill_list(ctx: &Ctx<'_>, conn: &mut Conn, kind: Kind) -> anyhow::Result
         );
     }
     // The collection must list completely before it is measured.
-    let path = kind.collection("list");
+    let path = kind.collection(ns);
     let (status, body) = conn.call(Method::GET, &path, None).await?;
     if status != StatusCode::OK {
         bail!(

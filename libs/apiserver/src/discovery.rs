@@ -31,12 +31,26 @@ fn subresources(def: &ResourceDef) -> Vec<&'static str> {
     if def.group.is_empty() && def.plural == "namespaces" {
         subs.push("finalize");
     }
+    // The TokenRequest API (`kubectl create token`).
+    if def.group.is_empty() && def.plural == "serviceaccounts" {
+        subs.push("token");
+    }
     subs
+}
+
+/// The kind a subresource answers with when it is not the resource's own: `(group, version, kind)`.
+fn subresource_kind(sub: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    match sub {
+        "scale" => Some(("autoscaling", "v1", "Scale")),
+        "token" => Some(("authentication.k8s.io", "v1", "TokenRequest")),
+        _ => None,
+    }
 }
 
 fn subresource_verbs(sub: &str) -> Vec<&'static str> {
     match sub {
         "finalize" => vec!["update"],
+        "token" => vec!["create"],
         _ => vec!["get", "patch", "update"],
     }
 }
@@ -157,10 +171,10 @@ impl ApiSet {
                     "kind": d.kind,
                     "verbs": subresource_verbs(sub),
                 });
-                if sub == "scale" {
-                    r["group"] = json!("autoscaling");
-                    r["version"] = json!("v1");
-                    r["kind"] = json!("Scale");
+                if let Some((group, version, kind)) = subresource_kind(sub) {
+                    r["group"] = json!(group);
+                    r["version"] = json!(version);
+                    r["kind"] = json!(kind);
                 }
                 resources.push(r);
             }
@@ -193,10 +207,11 @@ impl ApiSet {
         let subs: Vec<Value> = subresources(d)
             .into_iter()
             .map(|s| {
-                let kind = if s == "scale" {
-                    json!({"group": "autoscaling", "version": "v1", "kind": "Scale"})
-                } else {
-                    kind.clone()
+                let kind = match subresource_kind(s) {
+                    Some((group, version, kind)) => {
+                        json!({"group": group, "version": version, "kind": kind})
+                    }
+                    None => kind.clone(),
                 };
                 json!({"subresource": s, "responseKind": kind, "verbs": subresource_verbs(s)})
             })
@@ -311,5 +326,47 @@ mod tests {
             i.iter()
                 .any(|g| g["metadata"]["name"] == "coordination.k8s.io")
         }));
+    }
+
+    #[test]
+    fn token_request_and_reviews() {
+        let s = set();
+        let core = s.resource_list("", "v1").expect("core");
+        let token = core["resources"]
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["name"] == "serviceaccounts/token"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(token["verbs"], json!(["create"]));
+        assert_eq!(token["group"], "authentication.k8s.io");
+        assert_eq!(token["kind"], "TokenRequest");
+        let v2 = s.aggregated(true, false);
+        let sa = v2["items"][0]["versions"][0]["resources"]
+            .as_array()
+            .and_then(|a| a.iter().find(|r| r["resource"] == "serviceaccounts"))
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            sa["subresources"][0],
+            json!({"subresource": "token", "verbs": ["create"],
+                "responseKind": {"group": "authentication.k8s.io", "version": "v1", "kind": "TokenRequest"}})
+        );
+        for (group, plural, namespaced) in [
+            ("authorization.k8s.io", "subjectaccessreviews", false),
+            ("authorization.k8s.io", "selfsubjectaccessreviews", false),
+            ("authorization.k8s.io", "localsubjectaccessreviews", true),
+            ("authorization.k8s.io", "selfsubjectrulesreviews", false),
+            ("authentication.k8s.io", "tokenreviews", false),
+            ("authentication.k8s.io", "selfsubjectreviews", false),
+        ] {
+            let list = s.resource_list(group, "v1").expect(group);
+            let r = list["resources"]
+                .as_array()
+                .and_then(|a| a.iter().find(|r| r["name"] == plural))
+                .cloned()
+                .unwrap_or_default();
+            assert_eq!(r["verbs"], json!(["create"]), "{plural}");
+            assert_eq!(r["namespaced"], json!(namespaced), "{plural}");
+        }
     }
 }

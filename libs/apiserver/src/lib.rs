@@ -5,11 +5,13 @@
 
 pub mod admission;
 pub mod apply;
+mod authorization;
 pub mod codec;
 pub mod crd;
 pub mod discovery;
 mod handler;
 mod lifecycle;
+pub mod object_json;
 pub mod openapi;
 pub mod query;
 pub mod registry;
@@ -26,7 +28,7 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
-use kcp_auth::{Authenticator, Authorizer, RbacIndex, ServiceAccountTokens};
+use kcp_auth::{Authenticator, Authorizer, KcpAuthorizer, RbacIndex, ServiceAccountTokens};
 use kcp_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -49,7 +51,8 @@ pub struct ApiServerConfig {
     pub external_url: String,
     /// Asked in order; the first that recognises a credential decides.
     pub authenticators: Vec<Arc<dyn Authenticator>>,
-    /// Asked in order; the first that allows or denies decides; no opinion from all means 403.
+    /// Asked in order before kcp's own chain (system:masters, required groups, workspace access,
+    /// RBAC with the bootstrap policy); the first that allows or denies decides.
     pub authorizers: Vec<Arc<dyn Authorizer>>,
     /// The ServiceAccount token issuer and authenticator (the latter also in `authenticators`), for the
     /// TokenRequest API and for routing bare `/api` requests by their token's cluster. `None`: the
@@ -79,12 +82,22 @@ pub struct ApiServer {
     server_address: String,
     shutdown: CancellationToken,
     namespaces: lifecycle::NamespaceFinalizer,
+    /// kcp's authorizer chain, fed by the watch cache.
+    authorizer: Arc<KcpAuthorizer>,
 }
 
 impl ApiServer {
     /// Builds the server, loads the watch cache and bootstraps the `root` logical cluster.
     pub async fn new(config: ApiServerConfig) -> Result<Arc<ApiServer>, ApiServerError> {
         let cache = WatchCache::start(config.store.clone()).await?;
+        let authorizer = Arc::new(KcpAuthorizer::new(
+            config.rbac.clone(),
+            Arc::new(authorization::CachedClusterFacts::new(cache.clone())),
+        ));
+        cache.set_observer(Arc::new(authorization::AuthorizationFeed::new(
+            config.rbac.clone(),
+            authorizer.clone(),
+        )));
         let registry = Registry::new(
             config.store.clone(),
             cache.clone(),
@@ -116,6 +129,7 @@ impl ApiServer {
             server_address,
             shutdown: CancellationToken::new(),
             namespaces,
+            authorizer,
         });
         lifecycle::spawn_namespace_finalizer(server.clone(), queue);
         lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);

@@ -93,6 +93,32 @@ impl ApiServer {
                 .await
                 .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
         }
+        // kcp's bootstrap policy: the default roles in `system:admin` (bindable from every logical
+        // cluster), and `root` open to every authenticated user.
+        let policy = kcp_auth::authz::rbac::bootstrap::objects()
+            .into_iter()
+            .map(|o| (SYSTEM_ADMIN_CLUSTER, o))
+            .chain(
+                kcp_auth::authz::rbac::bootstrap::root_objects()
+                    .into_iter()
+                    .map(|o| (ROOT_CLUSTER, o)),
+            );
+        for (cluster, object) in policy {
+            let plural = match object.get("kind").and_then(|k| k.as_str()) {
+                Some("ClusterRole") => "clusterroles",
+                Some("ClusterRoleBinding") => "clusterrolebindings",
+                _ => continue,
+            };
+            let def = self
+                .builtin("rbac.authorization.k8s.io", plural)
+                .ok_or_else(|| ApiServerError::Bootstrap(format!("{plural} kind missing")))?;
+            ignore_exists(
+                self.registry
+                    .create(&def, cluster, None, object, WriteOptions::default())
+                    .await,
+            )
+            .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+        }
         // Resume namespace deletions interrupted by a restart.
         if let Some(ns_def) = self.builtin("", "namespaces") {
             let prefix = crate::registry::keyspace(&ns_def)

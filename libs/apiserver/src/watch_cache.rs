@@ -22,6 +22,8 @@ use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::object_json::ObjectJson;
+
 /// How many past events each resource keeps for watches that resume from a resourceVersion.
 const HISTORY_PER_RESOURCE: usize = 10_000;
 /// The object bytes a resource's history may hold besides: without it, a resource of large objects
@@ -39,12 +41,12 @@ pub struct CachedObject {
     pub name: String,
     pub revision: Revision,
     pub labels: Vec<(String, String)>,
-    pub json: Bytes,
+    pub json: ObjectJson,
 }
 
 impl CachedObject {
     pub fn value(&self) -> Result<Value, serde_json::Error> {
-        serde_json::from_slice(&self.json)
+        self.json.parse()
     }
 
     pub fn labels_map(&self) -> BTreeMap<String, String> {
@@ -119,12 +121,12 @@ impl CacheEvent {
 }
 
 /// One watch event line in JSON.
-pub fn json_frame(kind: CacheEventType, object_json: &[u8]) -> Bytes {
+pub fn json_frame(kind: CacheEventType, object_json: &ObjectJson) -> Bytes {
     let mut out = Vec::with_capacity(object_json.len() + 32);
     out.extend_from_slice(b"{\"type\":\"");
     out.extend_from_slice(kind.as_str().as_bytes());
     out.extend_from_slice(b"\",\"object\":");
-    out.extend_from_slice(object_json);
+    object_json.write_to(&mut out);
     out.extend_from_slice(b"}\n");
     Bytes::from(out)
 }
@@ -227,6 +229,17 @@ pub struct WatchCache {
     all: RwLock<Vec<AllWatcher>>,
     /// Whether `all` is non-empty, so the hot path skips its lock when nobody listens.
     any_all: std::sync::atomic::AtomicBool,
+    /// Told of every event as it is applied, in order (see [`CacheObserver`]).
+    observer: std::sync::OnceLock<Arc<dyn CacheObserver>>,
+}
+
+/// State kept beside the cache that must never lag it (the RBAC index): called synchronously,
+/// under the resource's lock, for every event, so whoever sees the cache at a revision also sees
+/// the observer's state at that revision. Must be quick and must not call back into the cache.
+pub trait CacheObserver: Send + Sync + 'static {
+    fn event(&self, event: &CacheEvent);
+    /// The cache was rebuilt from a fresh listing (its watch broke): start over from `objects`.
+    fn reloaded(&self, objects: &[Arc<CachedObject>]);
 }
 
 struct AllWatcher {
@@ -277,12 +290,7 @@ fn key_parts(key: &str) -> Option<(String, Option<String>, String)> {
 /// Turns stored bytes into the served form: `resourceVersion` set to the revision.
 pub fn decorate(stored: &[u8], revision: Revision) -> Option<(Value, Bytes)> {
     let mut value: Value = serde_json::from_slice(stored).ok()?;
-    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.insert(
-            "resourceVersion".into(),
-            Value::String(revision.to_string()),
-        );
-    }
+    set_resource_version(&mut value, revision);
     // Sized up front: the cache keeps these bytes for the object's lifetime, and `to_vec`'s doubling
     // growth would leave up to half of each allocation unused (measured: 60 % of the cache's heap).
     let mut bytes = Vec::with_capacity(stored.len() + 48);
@@ -303,9 +311,26 @@ fn labels_of(value: &Value) -> Vec<(String, String)> {
         .unwrap_or_default()
 }
 
+/// [`decorate`] for the cache: the JSON kept in the form that shares large identical fields.
+fn decorate_cached(stored: &[u8], revision: Revision) -> Option<(Value, ObjectJson)> {
+    let mut value: Value = serde_json::from_slice(stored).ok()?;
+    set_resource_version(&mut value, revision);
+    let json = ObjectJson::encode(&value).ok()?;
+    Some((value, json))
+}
+
+fn set_resource_version(value: &mut Value, revision: Revision) {
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.insert(
+            "resourceVersion".into(),
+            Value::String(revision.to_string()),
+        );
+    }
+}
+
 fn cached(key: &str, stored: &[u8], revision: Revision) -> Option<CachedObject> {
     let (cluster, namespace, name) = key_parts(key)?;
-    let (value, json) = decorate(stored, revision)?;
+    let (value, json) = decorate_cached(stored, revision)?;
     Some(CachedObject {
         key: key.to_string(),
         cluster,
@@ -332,6 +357,7 @@ impl WatchCache {
             stop: tokio_util::sync::CancellationToken::new(),
             all: RwLock::new(Vec::new()),
             any_all: std::sync::atomic::AtomicBool::new(false),
+            observer: std::sync::OnceLock::new(),
         });
         cache.load(store.as_ref(), revision).await?;
         let stream = store.watch("/", revision).await?;
@@ -466,6 +492,9 @@ impl WatchCache {
     async fn reload(&self, store: &dyn Store) -> Result<kcp_store::WatchStream, StoreError> {
         let revision = store.current_revision().await?;
         self.load(store, revision).await?;
+        if let Some(observer) = self.observer.get() {
+            observer.reloaded(&self.all_objects());
+        }
         store.watch("/", revision).await
     }
 
@@ -496,7 +525,8 @@ impl WatchCache {
                     st.objects.remove(&ev.kv.key);
                     let Some(last) = prev.clone() else { continue };
                     let deleted_rev = ev.kv.mod_revision;
-                    let Some((value, json)) = decorate(&last.json, deleted_rev) else {
+                    let Some((value, json)) = decorate_cached(&last.json.to_bytes(), deleted_rev)
+                    else {
                         continue;
                     };
                     let obj = Arc::new(CachedObject {
@@ -512,6 +542,9 @@ impl WatchCache {
                 }
             };
             let event = Arc::new(event);
+            if let Some(observer) = self.observer.get() {
+                observer.event(&event);
+            }
             st.applied = event.revision;
             st.history_bytes += event.held_bytes();
             st.history.push_back(event.clone());
@@ -678,6 +711,27 @@ impl WatchCache {
             id,
             cache: Arc::downgrade(self),
         }
+    }
+
+    /// Installs the observer (once) and gives it everything cached so far, under the same locks as
+    /// events, so it misses nothing and never goes back in time.
+    pub fn set_observer(&self, observer: Arc<dyn CacheObserver>) -> bool {
+        if self.observer.set(observer.clone()).is_err() {
+            return false;
+        }
+        let caches: Vec<Arc<ResourceCache>> = self.resources.read().values().cloned().collect();
+        for rc in caches {
+            let st = rc.state.read();
+            for obj in st.objects.values() {
+                observer.event(&CacheEvent::new(
+                    CacheEventType::Added,
+                    obj.revision,
+                    obj.clone(),
+                    None,
+                ));
+            }
+        }
+        true
     }
 
     /// Every cached object of every resource (a full listing for subscribers that start over).

@@ -196,7 +196,11 @@ async fn clusters_with_the_same_crd_share_one_api_set(h: &Harness) {
     for i in 0..5 {
         let cluster = format!("same-{i}");
         ensure_cluster(h, &cluster).await;
-        create_crd(h, &cluster, widget_crd("integer")).await;
+        // A spec big enough (≥ 1 KiB) for the cache to keep it apart.
+        let mut crd = widget_crd("integer");
+        crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["description"] =
+            json!("a widget ".repeat(150));
+        create_crd(h, &cluster, crd).await;
     }
     let first = served(h, "same-0").await;
     for i in 1..5 {
@@ -205,6 +209,30 @@ async fn clusters_with_the_same_crd_share_one_api_set(h: &Harness) {
     }
     let (sets, versions) = h.server.crd_apis().interned_counts();
     assert_eq!((sets, versions), (1, 1));
+    // The cache keeps one copy of the identical spec.
+    let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
+    let prefix = kcp_apiserver::registry::keyspace(&crds)
+        .all_clusters()
+        .to_string();
+    let cached: Vec<_> = h
+        .server
+        .registry()
+        .cache()
+        .list(&prefix, None)
+        .into_iter()
+        .filter(|o| o.cluster.starts_with("same-"))
+        .collect();
+    assert_eq!(cached.len(), 5);
+    for other in &cached[1..] {
+        assert!(
+            cached[0].json.shares_with(&other.json),
+            "{} split {} {}: {}",
+            other.key,
+            cached[0].json.is_split(),
+            other.json.is_split(),
+            String::from_utf8_lossy(&other.json.to_bytes())
+        );
+    }
 }
 
 async fn conflicting_names_are_not_accepted(h: &Harness) {

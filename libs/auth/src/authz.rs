@@ -2,13 +2,17 @@
 
 pub mod admin;
 pub mod chain;
+pub mod kcp;
 pub mod rbac;
+pub mod scope;
 
 use crate::authn::UserInfo;
 
 pub use admin::{AdminAuthorizer, KCP_ADMIN, SYSTEM_MASTERS};
 pub use chain::{AuthorizerChain, authorize_chain};
+pub use kcp::{ClusterFacts, KcpAuthorizer, NoRequiredGroups};
 pub use rbac::{RbacAuthorizer, RbacIndex};
+pub use scope::scope_user;
 
 /// What a request wants to do, as Kubernetes' `authorizer.Attributes`, plus the logical cluster.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

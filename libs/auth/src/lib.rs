@@ -9,5 +9,6 @@ pub use authn::{
     TokenFileAuthenticator, TokenIssuer, UserInfo, X509Authenticator,
 };
 pub use authz::{
-    AdminAuthorizer, Attributes, Authorizer, AuthorizerChain, Decision, RbacAuthorizer, RbacIndex,
+    AdminAuthorizer, Attributes, Authorizer, AuthorizerChain, ClusterFacts, Decision,
+    KcpAuthorizer, NoRequiredGroups, RbacAuthorizer, RbacIndex,
 };

@@ -178,7 +178,25 @@ fn build() -> Registry {
         "v1",
         "SelfSubjectAccessReview",
     );
+    c.kind::<authorization::SubjectAccessReview>(
+        "authorization.k8s.io",
+        "v1",
+        "SubjectAccessReview",
+    );
+    c.kind::<authorization::LocalSubjectAccessReview>(
+        "authorization.k8s.io",
+        "v1",
+        "LocalSubjectAccessReview",
+    );
+    c.kind::<authorization::SelfSubjectRulesReview>(
+        "authorization.k8s.io",
+        "v1",
+        "SelfSubjectRulesReview",
+    );
     c.kind::<authentication::SelfSubjectReview>("authentication.k8s.io", "v1", "SelfSubjectReview");
+    c.kind::<authentication::TokenReview>("authentication.k8s.io", "v1", "TokenReview");
+    // The body of `serviceaccounts/token`, a subresource rather than a resource of its own.
+    c.helper::<authentication::TokenRequest>();
     c.kind::<apiextensions::CustomResourceDefinition>(
         "apiextensions.k8s.io",
         "v1",
@@ -242,7 +260,7 @@ mod tests {
     use super::*;
     use crate::structural::SchemaType;
 
-    const EXPECTED: [(&str, &str, &str); 22] = [
+    const EXPECTED: [(&str, &str, &str); 26] = [
         ("", "v1", "Namespace"),
         ("", "v1", "ConfigMap"),
         ("", "v1", "Secret"),
@@ -278,7 +296,11 @@ mod tests {
             "ValidatingAdmissionPolicyBinding",
         ),
         ("authorization.k8s.io", "v1", "SelfSubjectAccessReview"),
+        ("authorization.k8s.io", "v1", "SubjectAccessReview"),
+        ("authorization.k8s.io", "v1", "LocalSubjectAccessReview"),
+        ("authorization.k8s.io", "v1", "SelfSubjectRulesReview"),
         ("authentication.k8s.io", "v1", "SelfSubjectReview"),
+        ("authentication.k8s.io", "v1", "TokenReview"),
         ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         ("core.kcp.io", "v1alpha1", "LogicalCluster"),
     ];

@@ -16,9 +16,8 @@ use kcp_auth::authn::request_header::{
 };
 use kcp_auth::authn::service_account::DEFAULT_ISSUER;
 use kcp_auth::{
-    AdminAuthorizer, Authenticator, Authorizer, CaBundle, RequestHeaderAuthenticator,
-    ServiceAccountAuthenticator, ServiceAccountTokens, TokenFileAuthenticator, TokenIssuer,
-    X509Authenticator,
+    Authenticator, Authorizer, CaBundle, RequestHeaderAuthenticator, ServiceAccountAuthenticator,
+    ServiceAccountTokens, TokenFileAuthenticator, TokenIssuer, X509Authenticator,
 };
 use kcp_store::StoreConfig;
 use tokio_util::sync::CancellationToken;
@@ -275,7 +274,8 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     let local = listener.local_addr().context("reading the bound address")?;
     let external_url = base_url(&host, local.port());
 
-    let authorizers: Vec<Arc<dyn Authorizer>> = vec![Arc::new(AdminAuthorizer::new())];
+    // kcp's own chain (inside the API server) decides everything.
+    let authorizers: Vec<Arc<dyn Authorizer>> = Vec::new();
     let server = ApiServer::new(ApiServerConfig {
         store,
         shard_name: options.shard_name.clone(),

@@ -9,6 +9,7 @@ use tracing_subscriber::EnvFilter;
 
 // jemalloc rather than glibc malloc: the shard allocates and frees many small JSON buffers across
 // threads; glibc's per-thread arenas kept freed memory (RSS per object) and malloc was ~17 % of CPU.
+#[cfg(feature = "jemalloc")]
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 

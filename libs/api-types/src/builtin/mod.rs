@@ -217,6 +217,20 @@ pub fn catalogue() -> Vec<ResourceDef> {
             mutating: kind.starts_with("Mutating"),
         })
     };
+    // Create-only kinds answered from the request (authorization.k8s.io, authentication.k8s.io).
+    let review = |group: &str, kind: &str, plural: &str, namespaced: bool| {
+        let package = group.trim_end_matches(".k8s.io");
+        def(
+            group,
+            "v1",
+            kind,
+            plural,
+            namespaced,
+            &format!("io.k8s.api.{package}.v1.{kind}"),
+        )
+        .review()
+        .0
+    };
     vec![
         core("ConfigMap", "configmaps", true)
             .short(&["cm"])
@@ -314,16 +328,36 @@ pub fn catalogue() -> Vec<ResourceDef> {
         )
         .review()
         .0,
-        def(
+        review(
+            "authentication.k8s.io",
+            "TokenReview",
+            "tokenreviews",
+            false,
+        ),
+        review(
             "authorization.k8s.io",
-            "v1",
             "SelfSubjectAccessReview",
             "selfsubjectaccessreviews",
             false,
-            "io.k8s.api.authorization.v1.SelfSubjectAccessReview",
-        )
-        .review()
-        .0,
+        ),
+        review(
+            "authorization.k8s.io",
+            "SubjectAccessReview",
+            "subjectaccessreviews",
+            false,
+        ),
+        review(
+            "authorization.k8s.io",
+            "LocalSubjectAccessReview",
+            "localsubjectaccessreviews",
+            true,
+        ),
+        review(
+            "authorization.k8s.io",
+            "SelfSubjectRulesReview",
+            "selfsubjectrulesreviews",
+            false,
+        ),
         def(
             "certificates.k8s.io",
             "v1",
@@ -469,6 +503,12 @@ mod tests {
                 "validatingadmissionpolicybindings",
             ),
             ("core.kcp.io", "logicalclusters"),
+            ("authorization.k8s.io", "subjectaccessreviews"),
+            ("authorization.k8s.io", "localsubjectaccessreviews"),
+            ("authorization.k8s.io", "selfsubjectaccessreviews"),
+            ("authorization.k8s.io", "selfsubjectrulesreviews"),
+            ("authentication.k8s.io", "tokenreviews"),
+            ("authentication.k8s.io", "selfsubjectreviews"),
         ] {
             assert!(
                 seen.contains(&(g.to_string(), r.to_string())),

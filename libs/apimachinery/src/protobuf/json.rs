@@ -8,8 +8,10 @@ use serde_json::{Map, Value};
 use super::types::{
     ConfigMap, LabelSelector, ManagedFieldsEntry, Namespace, ObjectMeta, OwnerReference, Quantity,
     ResourceList, Secret, SelectorAttributes, SelectorRequirement, SelfSubjectAccessReview,
-    SelfSubjectReview, Time,
+    SelfSubjectReview, SelfSubjectRulesReview, SubjectAccessReview, Time, TokenRequest,
+    TokenReview,
 };
+use super::types::{NonResourceAttributes, ResourceAttributes};
 
 mod admissionregistration;
 mod certificates;
@@ -414,13 +416,13 @@ fn selector_attributes(a: &SelectorAttributes) -> Value {
     o.done()
 }
 
-pub(crate) fn self_subject_access_review(
-    r: &SelfSubjectAccessReview,
-    api_version: &str,
-) -> Result<Value> {
-    let spec = r.spec.clone().unwrap_or_default();
+/// The attributes part of an access review's spec (resource or non-resource).
+fn access_attributes(
+    resource: Option<&ResourceAttributes>,
+    non_resource: Option<&NonResourceAttributes>,
+) -> Obj {
     let mut spec_json = Obj::default();
-    if let Some(a) = &spec.resource_attributes {
+    if let Some(a) = resource {
         let mut o = Obj::default();
         o.str("namespace", &a.namespace)
             .str("verb", &a.verb)
@@ -437,7 +439,7 @@ pub(crate) fn self_subject_access_review(
         }
         spec_json.put("resourceAttributes", o.done());
     }
-    if let Some(a) = &spec.non_resource_attributes {
+    if let Some(a) = non_resource {
         spec_json.put(
             "nonResourceAttributes",
             Obj::default()
@@ -446,6 +448,18 @@ pub(crate) fn self_subject_access_review(
                 .done(),
         );
     }
+    spec_json
+}
+
+pub(crate) fn self_subject_access_review(
+    r: &SelfSubjectAccessReview,
+    api_version: &str,
+) -> Result<Value> {
+    let spec = r.spec.clone().unwrap_or_default();
+    let mut spec_json = access_attributes(
+        spec.resource_attributes.as_ref(),
+        spec.non_resource_attributes.as_ref(),
+    );
     let status = r.status.clone().unwrap_or_default();
     let mut status_json = Obj::default();
     status_json.put("allowed", status.allowed.unwrap_or(false));
@@ -486,5 +500,96 @@ pub(crate) fn self_subject_review(r: &SelfSubjectReview, api_version: &str) -> R
     Ok(head(api_version, "SelfSubjectReview")
         .put("metadata", object_meta(r.metadata.as_ref())?)
         .put("status", status.done())
+        .done())
+}
+
+pub(crate) fn self_subject_rules_review(
+    r: &SelfSubjectRulesReview,
+    api_version: &str,
+) -> Result<Value> {
+    let spec = r.spec.clone().unwrap_or_default();
+    Ok(head(api_version, "SelfSubjectRulesReview")
+        .put("metadata", object_meta(r.metadata.as_ref())?)
+        .put(
+            "spec",
+            Obj::default().str("namespace", &spec.namespace).done(),
+        )
+        .put("status", Obj::default().put("incomplete", false).done())
+        .done())
+}
+
+pub(crate) fn token_request(r: &TokenRequest, api_version: &str) -> Result<Value> {
+    let spec = r.spec.clone().unwrap_or_default();
+    let mut s = Obj::default();
+    s.strings("audiences", &spec.audiences);
+    if let Some(seconds) = spec.expiration_seconds {
+        s.put("expirationSeconds", seconds);
+    }
+    if let Some(b) = &spec.bound_object_ref {
+        s.put(
+            "boundObjectRef",
+            Obj::default()
+                .str("kind", &b.kind)
+                .str("apiVersion", &b.api_version)
+                .str("name", &b.name)
+                .str("uid", &b.uid)
+                .done(),
+        );
+    }
+    Ok(head(api_version, "TokenRequest")
+        .put("metadata", object_meta(r.metadata.as_ref())?)
+        .put("spec", s.done())
+        .put(
+            "status",
+            Obj::default()
+                .put("token", "")
+                .put("expirationTimestamp", Value::Null)
+                .done(),
+        )
+        .done())
+}
+
+/// SubjectAccessReview or LocalSubjectAccessReview (`kind`): one message for both.
+pub(crate) fn subject_access_review(
+    r: &SubjectAccessReview,
+    api_version: &str,
+    kind: &str,
+) -> Result<Value> {
+    let spec = r.spec.clone().unwrap_or_default();
+    let mut spec_json = access_attributes(
+        spec.resource_attributes.as_ref(),
+        spec.non_resource_attributes.as_ref(),
+    );
+    spec_json
+        .str("user", &spec.user)
+        .strings("groups", &spec.groups);
+    if !spec.extra.is_empty() {
+        let extra: Map<String, Value> = spec
+            .extra
+            .iter()
+            .map(|(k, v)| (k.clone(), Value::from(v.items.clone())))
+            .collect();
+        spec_json.put("extra", extra);
+    }
+    spec_json.str("uid", &spec.uid);
+    Ok(head(api_version, kind)
+        .put("metadata", object_meta(r.metadata.as_ref())?)
+        .put("spec", spec_json.done())
+        .put("status", Obj::default().put("allowed", false).done())
+        .done())
+}
+
+pub(crate) fn token_review(r: &TokenReview, api_version: &str) -> Result<Value> {
+    let spec = r.spec.clone().unwrap_or_default();
+    Ok(head(api_version, "TokenReview")
+        .put("metadata", object_meta(r.metadata.as_ref())?)
+        .put(
+            "spec",
+            Obj::default()
+                .str("token", &spec.token)
+                .strings("audiences", &spec.audiences)
+                .done(),
+        )
+        .put("status", Obj::default().done())
         .done())
 }

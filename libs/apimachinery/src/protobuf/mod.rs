@@ -119,6 +119,10 @@ enum Known {
     ValidatingWebhookConfiguration,
     SelfSubjectAccessReview,
     SelfSubjectReview,
+    SelfSubjectRulesReview,
+    TokenRequest,
+    SubjectAccessReview,
+    TokenReview,
 }
 
 fn known(api_version: &str, kind: &str) -> Option<Known> {
@@ -146,6 +150,12 @@ fn known(api_version: &str, kind: &str) -> Option<Known> {
         }
         ("authorization.k8s.io/v1", "SelfSubjectAccessReview") => Known::SelfSubjectAccessReview,
         ("authentication.k8s.io/v1", "SelfSubjectReview") => Known::SelfSubjectReview,
+        ("authorization.k8s.io/v1", "SelfSubjectRulesReview") => Known::SelfSubjectRulesReview,
+        ("authentication.k8s.io/v1", "TokenRequest") => Known::TokenRequest,
+        ("authorization.k8s.io/v1", "SubjectAccessReview" | "LocalSubjectAccessReview") => {
+            Known::SubjectAccessReview
+        }
+        ("authentication.k8s.io/v1", "TokenReview") => Known::TokenReview,
         _ => return None,
     })
 }
@@ -198,6 +208,12 @@ pub fn decode_object(api_version: &str, kind: &str, raw: &[u8]) -> Result<Value,
         }
         Known::SelfSubjectAccessReview => convert(raw, v, json::self_subject_access_review),
         Known::SelfSubjectReview => convert(raw, v, json::self_subject_review),
+        Known::SelfSubjectRulesReview => convert(raw, v, json::self_subject_rules_review),
+        Known::TokenRequest => convert(raw, v, json::token_request),
+        Known::SubjectAccessReview => types::SubjectAccessReview::decode(raw)
+            .map_err(|e| e.to_string())
+            .and_then(|r| json::subject_access_review(&r, v, kind)),
+        Known::TokenReview => convert(raw, v, json::token_review),
     };
     converted.map_err(|message| ProtobufError::Malformed {
         kind: kind.to_owned(),

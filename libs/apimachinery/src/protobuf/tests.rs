@@ -615,3 +615,99 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn kubectl_auth_can_i_list_and_create_token() {
+    let rules = SelfSubjectRulesReview {
+        metadata: Some(ObjectMeta::default()),
+        spec: Some(SelfSubjectRulesReviewSpec {
+            namespace: Some("default".into()),
+        }),
+    };
+    let body = encode_envelope(
+        "authorization.k8s.io/v1",
+        "SelfSubjectRulesReview",
+        &rules.encode_to_vec(),
+    );
+    let decoded = decode(&body, None).unwrap();
+    assert_eq!(decoded["kind"], "SelfSubjectRulesReview");
+    assert_eq!(decoded["spec"], json!({"namespace": "default"}));
+
+    let token = TokenRequest {
+        metadata: Some(ObjectMeta::default()),
+        spec: Some(TokenRequestSpec {
+            audiences: vec!["a".into()],
+            bound_object_ref: None,
+            expiration_seconds: Some(600),
+        }),
+    };
+    let body = encode_envelope(
+        "authentication.k8s.io/v1",
+        "TokenRequest",
+        &token.encode_to_vec(),
+    );
+    let decoded = decode(&body, None).unwrap();
+    assert_eq!(decoded["apiVersion"], "authentication.k8s.io/v1");
+    assert_eq!(
+        decoded["spec"],
+        json!({"audiences": ["a"], "expirationSeconds": 600})
+    );
+}
+
+#[test]
+fn subject_access_and_token_reviews() {
+    let review = SubjectAccessReview {
+        metadata: Some(ObjectMeta {
+            namespace: Some("ns".into()),
+            ..Default::default()
+        }),
+        spec: Some(SubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                namespace: Some("ns".into()),
+                verb: Some("get".into()),
+                resource: Some("pods".into()),
+                ..Default::default()
+            }),
+            non_resource_attributes: None,
+            user: Some("alice".into()),
+            groups: vec!["team".into()],
+            extra: BTreeMap::from([(
+                "k".into(),
+                ExtraValue {
+                    items: vec!["v".into()],
+                },
+            )]),
+            uid: Some("u".into()),
+        }),
+    };
+    let body = encode_envelope(
+        "authorization.k8s.io/v1",
+        "LocalSubjectAccessReview",
+        &review.encode_to_vec(),
+    );
+    let decoded = decode(&body, None).unwrap();
+    assert_eq!(decoded["kind"], "LocalSubjectAccessReview");
+    assert_eq!(decoded["metadata"]["namespace"], "ns");
+    assert_eq!(
+        decoded["spec"],
+        json!({"resourceAttributes": {"namespace": "ns", "verb": "get", "resource": "pods"},
+            "user": "alice", "groups": ["team"], "extra": {"k": ["v"]}, "uid": "u"})
+    );
+
+    let review = TokenReview {
+        metadata: None,
+        spec: Some(TokenReviewSpec {
+            token: Some("t".into()),
+            audiences: vec!["a".into()],
+        }),
+    };
+    let body = encode_envelope(
+        "authentication.k8s.io/v1",
+        "TokenReview",
+        &review.encode_to_vec(),
+    );
+    assert_eq!(
+        decode(&body, None).unwrap()["spec"],
+        json!({"token": "t", "audiences": ["a"]})
+    );
+}

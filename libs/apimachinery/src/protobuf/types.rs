@@ -330,3 +330,91 @@ pub struct ExtraValue {
     #[prost(string, repeated, tag = "1")]
     pub items: Vec<String>,
 }
+
+/// authorization/v1 SelfSubjectRulesReview (`kubectl auth can-i --list`)
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SelfSubjectRulesReview {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    pub spec: Option<SelfSubjectRulesReviewSpec>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SelfSubjectRulesReviewSpec {
+    #[prost(string, optional, tag = "1")]
+    pub namespace: Option<String>,
+}
+
+/// authentication/v1 TokenRequest (`kubectl create token`); its status is the server's to fill.
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TokenRequest {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    pub spec: Option<TokenRequestSpec>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TokenRequestSpec {
+    #[prost(string, repeated, tag = "1")]
+    pub audiences: Vec<String>,
+    #[prost(message, optional, tag = "3")]
+    pub bound_object_ref: Option<BoundObjectReference>,
+    #[prost(int64, optional, tag = "4")]
+    pub expiration_seconds: Option<i64>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct BoundObjectReference {
+    #[prost(string, optional, tag = "1")]
+    pub kind: Option<String>,
+    #[prost(string, optional, tag = "2")]
+    pub api_version: Option<String>,
+    #[prost(string, optional, tag = "3")]
+    pub name: Option<String>,
+    #[prost(string, optional, tag = "4")]
+    pub uid: Option<String>,
+}
+
+/// authorization/v1 SubjectAccessReview, and LocalSubjectAccessReview (the same message).
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SubjectAccessReview {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    pub spec: Option<SubjectAccessReviewSpec>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct SubjectAccessReviewSpec {
+    #[prost(message, optional, tag = "1")]
+    pub resource_attributes: Option<ResourceAttributes>,
+    #[prost(message, optional, tag = "2")]
+    pub non_resource_attributes: Option<NonResourceAttributes>,
+    #[prost(string, optional, tag = "3")]
+    pub user: Option<String>,
+    #[prost(string, repeated, tag = "4")]
+    pub groups: Vec<String>,
+    #[prost(btree_map = "string, message", tag = "5")]
+    pub extra: BTreeMap<String, ExtraValue>,
+    #[prost(string, optional, tag = "6")]
+    pub uid: Option<String>,
+}
+
+/// authentication/v1 TokenReview
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TokenReview {
+    #[prost(message, optional, tag = "1")]
+    pub metadata: Option<ObjectMeta>,
+    #[prost(message, optional, tag = "2")]
+    pub spec: Option<TokenReviewSpec>,
+}
+
+#[derive(Clone, PartialEq, prost::Message)]
+pub struct TokenReviewSpec {
+    #[prost(string, optional, tag = "1")]
+    pub token: Option<String>,
+    #[prost(string, repeated, tag = "2")]
+    pub audiences: Vec<String>,
+}

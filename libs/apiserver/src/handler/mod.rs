@@ -2,7 +2,10 @@
 
 mod impersonation;
 mod resource;
+mod review;
 mod scale;
+mod token_request;
+mod token_review;
 mod watch;
 
 use std::sync::Arc;
@@ -10,7 +13,7 @@ use std::time::Instant;
 
 use http::{Method, Request, Response, StatusCode, header};
 use kcp_apimachinery::status::ApiError;
-use kcp_auth::{Attributes, AuthnResult, Decision, UserInfo};
+use kcp_auth::{Attributes, AuthnResult, Authorizer, Decision, UserInfo};
 use serde_json::json;
 
 use crate::codec::{Output, Produces, negotiate};
@@ -93,7 +96,7 @@ impl ApiServer {
                 api_version: &r.version,
                 resource: &r.resource,
                 subresource: r.subresource.as_deref().unwrap_or_default(),
-                namespace: r.namespace.as_deref().unwrap_or_default(),
+                namespace: authorized_namespace(r),
                 name: r.name.as_deref().unwrap_or_default(),
                 path: &info.path,
             },
@@ -105,14 +108,22 @@ impl ApiServer {
                 ..Default::default()
             },
         };
+        match self.decide(&attrs) {
+            Decision::Allow => Ok(()),
+            Decision::Deny(reason) => Err(forbidden(user, &attrs, &reason)),
+            Decision::NoOpinion => Err(forbidden(user, &attrs, "")),
+        }
+    }
+
+    /// The whole authorizer chain: the configured authorizers, then kcp's.
+    pub(crate) fn decide(&self, attrs: &Attributes<'_>) -> Decision {
         for authz in &self.config.authorizers {
-            match authz.authorize(&attrs) {
-                Decision::Allow => return Ok(()),
-                Decision::Deny(reason) => return Err(forbidden(user, &attrs, &reason)),
+            match authz.authorize(attrs) {
                 Decision::NoOpinion => continue,
+                decided => return decided,
             }
         }
-        Err(forbidden(user, &attrs, ""))
+        self.authorizer.authorize(attrs)
     }
 
     async fn serve(
@@ -164,6 +175,11 @@ impl ApiServer {
                     body,
                 ))
                 .await;
+                if resp.is_ok() && !is_read && is_rbac(&ctx.info) {
+                    // Answer only once the cache (and so the RBAC index) holds the change: a
+                    // client that was told its binding exists must be authorized by it.
+                    let _ = self.registry.cache().wait_fresh().await;
+                }
                 resp.map(|mut resp| {
                     response::add_warnings(&mut resp, &warnings);
                     resp
@@ -293,6 +309,20 @@ pub fn version() -> serde_json::Value {
 }
 
 /// Kubernetes' wording of an authorization refusal.
+/// The namespace a request is authorized in. As in kube-apiserver, a Namespace object is in
+/// itself: a RoleBinding in namespace `x` may grant `get` on namespace `x`.
+fn authorized_namespace(r: &crate::request_info::ResourceRequest) -> &str {
+    match (&r.namespace, &r.name) {
+        (Some(ns), _) => ns,
+        (None, Some(name)) if r.group.is_empty() && r.resource == "namespaces" => name,
+        _ => "",
+    }
+}
+
+fn is_rbac(info: &RequestInfo) -> bool {
+    matches!(&info.target, Target::Resource(r) if r.group == "rbac.authorization.k8s.io")
+}
+
 fn forbidden(user: &UserInfo, attrs: &Attributes<'_>, reason: &str) -> ApiError {
     let who = format!("User {:?}", user.name);
     let mut detail = if attrs.resource_request {

@@ -78,6 +78,17 @@ impl ApiServer {
                 )
                 .await;
         }
+        if req.subresource.as_deref() == Some("token")
+            && def.group.is_empty()
+            && def.plural == "serviceaccounts"
+        {
+            let ClusterTarget::Name(cluster) = &ctx.info.cluster else {
+                return Err(ApiError::path_not_found());
+            };
+            return self
+                .serve_token_request(ctx, &def, cluster, req, body)
+                .await;
+        }
         let update_kind = match req.subresource.as_deref() {
             None => UpdateKind::Main,
             Some("status") if def.status_subresource => UpdateKind::Status,
@@ -121,7 +132,7 @@ impl ApiServer {
             "get" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let obj = self.registry.get(&def, object_ref(cluster, req)?).await?;
-                encode_object(ctx, &def, &obj.json, output, StatusCode::OK)
+                encode_object(ctx, &def, &obj.json.to_bytes(), output, StatusCode::OK)
             }
             "list" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
@@ -465,110 +476,6 @@ impl ApiServer {
             _ => Ok((pruned, problems)),
         }
     }
-
-    /// SelfSubjectReview and SelfSubjectAccessReview: answered from the request, never stored.
-    fn serve_review(
-        &self,
-        ctx: &RequestContext,
-        def: &ResourceDef,
-        mut obj: Value,
-    ) -> Result<Response<Body>, ApiError> {
-        let user = &ctx.user;
-        let user_json = json!({"username": user.name, "uid": user.uid, "groups": user.groups, "extra": user.extra});
-        match def.kind.as_str() {
-            "SelfSubjectReview" => {
-                obj["apiVersion"] = json!(def.api_version());
-                obj["kind"] = json!(def.kind);
-                obj["status"] = json!({"userInfo": user_json});
-            }
-            "SelfSubjectAccessReview" => {
-                let spec = obj.get("spec").cloned().unwrap_or_default();
-                let ra = spec.get("resourceAttributes");
-                let nra = spec.get("nonResourceAttributes");
-                let s = |v: Option<&Value>, k: &str| {
-                    v.and_then(|v| v.get(k))
-                        .and_then(Value::as_str)
-                        .unwrap_or_default()
-                        .to_string()
-                };
-                let (verb, group, version, resource, sub, ns, name, path) = match (ra, nra) {
-                    (Some(_), _) => (
-                        s(ra, "verb"),
-                        s(ra, "group"),
-                        s(ra, "version"),
-                        s(ra, "resource"),
-                        s(ra, "subresource"),
-                        s(ra, "namespace"),
-                        s(ra, "name"),
-                        String::new(),
-                    ),
-                    (None, Some(_)) => (
-                        s(nra, "verb"),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        String::new(),
-                        s(nra, "path"),
-                    ),
-                    (None, None) => {
-                        let cause = kcp_apimachinery::status::Cause::required(
-                            "spec.resourceAttributes",
-                            "exactly one of nonResourceAttributes or resourceAttributes must be specified",
-                        );
-                        return Err(ApiError::invalid(&def.group, &def.kind, "", vec![cause]));
-                    }
-                };
-                let attrs = kcp_auth::Attributes {
-                    user: Some(user),
-                    cluster: ctx.info.cluster.as_str(),
-                    verb: &verb,
-                    resource_request: ra.is_some(),
-                    api_group: &group,
-                    api_version: &version,
-                    resource: &resource,
-                    subresource: &sub,
-                    namespace: &ns,
-                    name: &name,
-                    path: &path,
-                };
-                let mut allowed = false;
-                let mut denied = false;
-                let mut reason = String::new();
-                for authz in &self.config.authorizers {
-                    match authz.authorize(&attrs) {
-                        kcp_auth::Decision::Allow => {
-                            allowed = true;
-                            break;
-                        }
-                        kcp_auth::Decision::Deny(r) => {
-                            denied = true;
-                            reason = r;
-                            break;
-                        }
-                        kcp_auth::Decision::NoOpinion => {}
-                    }
-                }
-                obj["apiVersion"] = json!(def.api_version());
-                obj["kind"] = json!(def.kind);
-                let mut status = json!({"allowed": allowed});
-                if denied {
-                    status["denied"] = json!(true);
-                }
-                if !reason.is_empty() {
-                    status["reason"] = json!(reason);
-                }
-                obj["status"] = status;
-            }
-            _ => return Err(ApiError::path_not_found()),
-        }
-        if obj.get("metadata").is_none() {
-            obj["metadata"] = json!({});
-        }
-        obj["metadata"]["creationTimestamp"] = Value::Null;
-        Ok(response::json_value(StatusCode::CREATED, &obj))
-    }
 }
 
 fn apply_patch(
@@ -726,7 +633,7 @@ pub(super) fn encode_list(
                 if i > 0 {
                     out.push(b',');
                 }
-                out.extend_from_slice(&item.json);
+                item.json.write_to(&mut out);
             }
             out.extend_from_slice(b"]}");
             Ok(response::json_bytes(StatusCode::OK, out))
@@ -734,7 +641,7 @@ pub(super) fn encode_list(
         Output::Yaml => {
             let values: Vec<Value> = items
                 .iter()
-                .map(|i| parse(&i.json))
+                .map(|i| i.json.parse().map_err(ApiError::internal))
                 .collect::<Result<_, _>>()?;
             let list = json!({"kind": def.list_kind, "apiVersion": def.api_version(), "metadata": meta, "items": values});
             Ok(response::yaml_value(StatusCode::OK, &list))
@@ -742,7 +649,12 @@ pub(super) fn encode_list(
         Output::PartialMetadata => {
             let values: Vec<Value> = items
                 .iter()
-                .map(|i| parse(&i.json).map(|v| table::partial_metadata(&v)))
+                .map(|i| {
+                    i.json
+                        .parse()
+                        .map(|v| table::partial_metadata(&v))
+                        .map_err(ApiError::internal)
+                })
                 .collect::<Result<_, _>>()?;
             let list = json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1", "metadata": meta, "items": values});
             Ok(response::json_value(StatusCode::OK, &list))
@@ -751,7 +663,7 @@ pub(super) fn encode_list(
             let include = IncludeObject::parse(ctx.query.get("includeObject"))?;
             let values: Vec<Value> = items
                 .iter()
-                .map(|i| parse(&i.json))
+                .map(|i| i.json.parse().map_err(ApiError::internal))
                 .collect::<Result<_, _>>()?;
             let t = table::table(def, &values, meta, include);
             let mut resp = response::json_value(StatusCode::OK, &t);

@@ -63,7 +63,7 @@ impl Encoder {
     /// Frames that depend on the watcher (Table, PartialObjectMetadata, another API's view): built
     /// per watcher from the stored object.
     fn converted(&self, kind: CacheEventType, obj: &CachedObject) -> Option<Bytes> {
-        let value = crate::registry::to_api(&self.def, serde_json::from_slice(&obj.json).ok()?);
+        let value = crate::registry::to_api(&self.def, obj.json.parse().ok()?);
         let object = match self.output {
             Output::Table => {
                 let rv = value
@@ -81,7 +81,7 @@ impl Encoder {
             _ => value,
         };
         let bytes = serde_json::to_vec(&object).ok()?;
-        Some(json_frame(kind, &bytes))
+        Some(json_frame(kind, &bytes.into()))
     }
 
     fn bookmark(&self, revision: i64, initial_end: bool) -> Bytes {

@@ -175,7 +175,7 @@ impl Registry {
             let pending = !finalizers.is_empty() || def.strategy.blocks_deletion(&obj);
             if pending {
                 if metadata::is_deleting(&obj) && finalizers_change.is_none() {
-                    let json = current.json.clone();
+                    let json = current.json.to_bytes();
                     return Ok(DeleteOutcome::Pending(Written { object: obj, json }));
                 }
                 let written = self.mark_deleting(def, at, opts).await?;

@@ -353,7 +353,7 @@ impl Registry {
                                 .collect()
                         })
                         .unwrap_or_default(),
-                    json,
+                    json: json.into(),
                 };
                 if ns_filter.is_none_or(|ns| obj.namespace.as_deref() == Some(ns))
                     && opts.selectors.matches(def, &obj)

@@ -204,7 +204,7 @@ impl Authenticator for RequestHeaderAuthenticator {
 
 /// `%XX` escapes decoded, as Go's `url.PathUnescape`; a key that does not decode (a bad escape, or
 /// bytes that are not UTF-8) is kept as sent, as upstream keeps it.
-fn percent_decode(s: &str) -> String {
+pub fn percent_decode(s: &str) -> String {
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;

@@ -94,7 +94,7 @@ impl Collector {
         let Some(obj) = self.cache.get(key) else {
             return Ok(());
         };
-        let Some(meta) = Meta::parse(&obj.json) else {
+        let Some(meta) = Meta::parse(&obj.json.to_bytes()) else {
             return Ok(());
         };
         let Some(def) = resource_of(&server, &obj) else {
@@ -127,7 +127,11 @@ impl Collector {
             (true, None) => return Owner::Solid,
         };
         let key = keyspace(def).object(&dependent.cluster, namespace, &r.name);
-        match self.cache.get(&key).and_then(|o| Meta::parse(&o.json)) {
+        match self
+            .cache
+            .get(&key)
+            .and_then(|o| Meta::parse(&o.json.to_bytes()))
+        {
             Some(m) if m.uid == r.uid => {
                 if m.is_deleting() && m.has_finalizer(FOREGROUND_FINALIZER) {
                     Owner::Waiting
@@ -176,7 +180,7 @@ impl Collector {
             let cycle = dependents.iter().any(|(key, _)| {
                 self.cache
                     .get(key)
-                    .and_then(|d| Meta::parse(&d.json))
+                    .and_then(|d| Meta::parse(&d.json.to_bytes()))
                     .is_some_and(|m| m.is_deleting() && m.has_finalizer(FOREGROUND_FINALIZER))
             });
             if cycle {
@@ -328,7 +332,7 @@ impl Collector {
                 continue;
             };
             let (Some(dep_meta), Some(dep_def)) =
-                (Meta::parse(&dep.json), resource_of(server, &dep))
+                (Meta::parse(&dep.json.to_bytes()), resource_of(server, &dep))
             else {
                 continue;
             };
@@ -357,7 +361,7 @@ impl Collector {
             };
             blocked |= blocks;
             // Each dependent finds this owner waiting and is deleted unless another owner keeps it.
-            if !Meta::parse(&dep.json).is_some_and(|m| m.is_deleting()) {
+            if !Meta::parse(&dep.json.to_bytes()).is_some_and(|m| m.is_deleting()) {
                 self.queue.add(key);
             }
         }

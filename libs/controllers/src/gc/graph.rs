@@ -35,7 +35,7 @@ impl Graph {
     /// Applies one cache event; returns the keys of objects the collector must look at again.
     pub fn apply(&mut self, event: &CacheEvent) -> Vec<String> {
         let obj = &event.object;
-        let Some(meta) = Meta::parse(&obj.json) else {
+        let Some(meta) = Meta::parse(&obj.json.to_bytes()) else {
             return Vec::new();
         };
         match event.kind {
@@ -173,7 +173,7 @@ mod tests {
     }
 
     fn upsert(g: &mut Graph, obj: &CachedObject) -> Vec<String> {
-        let meta = Meta::parse(&obj.json).expect("metadata");
+        let meta = Meta::parse(&obj.json.to_bytes()).expect("metadata");
         g.upsert(obj, &meta)
     }
 
@@ -248,7 +248,7 @@ mod tests {
             4,
             r#"{"metadata":{"uid":"o1"}}"#,
         );
-        let meta = Meta::parse(&owner.json).expect("metadata");
+        let meta = Meta::parse(&owner.json.to_bytes()).expect("metadata");
         assert_eq!(g.remove(&owner, &meta), vec![dep.key.clone()]);
     }
 }

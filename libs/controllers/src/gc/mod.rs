@@ -78,7 +78,7 @@ impl Collector {
         let mut graph = Graph::default();
         let mut work = Vec::new();
         for obj in self.cache.all_objects() {
-            if let Some(meta) = Meta::parse(&obj.json) {
+            if let Some(meta) = Meta::parse(&obj.json.to_bytes()) {
                 work.extend(graph.upsert(&obj, &meta));
             }
         }

@@ -10,7 +10,7 @@ use super::cost::{self, LIMIT_EXCEEDED, PER_CALL_LIMIT, RUNTIME_BUDGET};
 use super::program::{self, OLD_SELF, Program, SELF};
 use super::rule::CompiledRule;
 use super::tree::{ListType, Node};
-use super::value::{aligned, to_cel};
+use super::value::{aligned, to_cel, to_cel_fields};
 use crate::validate::{CauseReason, FieldCause};
 
 /// kube-apiserver's longest accepted `messageExpression` result.
@@ -118,21 +118,29 @@ impl Walk {
         old: Option<&Json>,
         unchanged: bool,
     ) {
-        let self_value = to_cel(new, shape);
+        // Only the fields the rules read, when they all read `self` field by field.
+        let self_value = match self_fields(rules) {
+            Some(fields) => to_cel_fields(new, shape, &fields),
+            None => to_cel(new, shape),
+        };
         let old_value = old.map(|o| to_cel(&aligned(o, new, shape), shape));
         let mut scope = program::base().new_inner_scope();
         scope.add_variable_from_value(SELF, self_value);
         if let Some(old_value) = &old_value {
             scope.add_variable_from_value(OLD_SELF, old_value.clone());
         }
-        let mut optional_scope = scope.new_inner_scope();
-        optional_scope.add_variable_from_value(
-            OLD_SELF,
-            Value::Opaque(std::sync::Arc::new(match &old_value {
-                Some(v) => OptionalValue::of(v.clone()),
-                None => OptionalValue::none(),
-            })),
-        );
+        // Only rules with `optionalOldSelf` see `oldSelf` as an optional.
+        let optional_scope = rules.rules.iter().any(|r| r.optional_old_self).then(|| {
+            let mut optional_scope = scope.new_inner_scope();
+            optional_scope.add_variable_from_value(
+                OLD_SELF,
+                Value::Opaque(std::sync::Arc::new(match &old_value {
+                    Some(v) => OptionalValue::of(v.clone()),
+                    None => OptionalValue::none(),
+                })),
+            );
+            optional_scope
+        });
         let type_name = shape.type_name.as_str();
 
         for rule in &rules.rules {
@@ -143,10 +151,9 @@ impl Walk {
                 self.stop(invalid(path, type_name, OUT_OF_BUDGET));
                 return;
             }
-            let ctx = if rule.optional_old_self {
-                &optional_scope
-            } else {
-                &scope
+            let ctx = match &optional_scope {
+                Some(optional_scope) if rule.optional_old_self => optional_scope,
+                _ => &scope,
             };
             let Some(result) = self.run(&rule.program, ctx) else {
                 let detail = if self.budget == 0 {
@@ -384,4 +391,19 @@ fn display_value(v: &Value) -> String {
         Value::UInt(u) => u.to_string(),
         other => format!("{other:?}"),
     }
+}
+
+/// The union of the `self` fields the rules (and their message expressions) of a node read;
+/// `None` when one of them needs `self` whole.
+fn self_fields(rules: &Node) -> Option<Vec<String>> {
+    let mut fields: Vec<String> = Vec::new();
+    for rule in &rules.rules {
+        let programs = std::iter::once(&rule.program).chain(rule.message_expression.as_ref());
+        for program in programs {
+            fields.extend(program.self_fields.as_ref()?.iter().cloned());
+        }
+    }
+    fields.sort();
+    fields.dedup();
+    Some(fields)
 }

@@ -60,6 +60,10 @@ pub(super) struct Program {
     expr: IdedExpr,
     /// Whether the expression names `oldSelf` (a transition rule).
     pub uses_old_self: bool,
+    /// The fields of `self` the expression reads, when it reads `self` only as `self.<field>`;
+    /// `None` when it needs `self` whole (`size(self)`, `self.all(...)`, `self == ...`). Lets the
+    /// evaluator convert only those fields of a large object.
+    pub self_fields: Option<Vec<String>>,
     /// Cost charged before evaluation: the nodes evaluated outside loop bodies.
     pub base_cost: u64,
 }
@@ -94,9 +98,16 @@ impl Program {
         }
         let base_cost = straight_cost(&parsed);
         let expr = Instrument::new().expr(parsed, false)?;
+        let self_fields = (!names.self_whole).then(|| {
+            let mut fields = names.self_fields;
+            fields.sort();
+            fields.dedup();
+            fields
+        });
         Ok(Program {
             expr,
             uses_old_self: names.uses_old_self,
+            self_fields,
             base_cost,
         })
     }
@@ -120,6 +131,9 @@ impl Program {
 struct Check {
     error: Option<String>,
     uses_old_self: bool,
+    /// Fields read as `self.<field>`, and whether `self` is used any other way.
+    self_fields: Vec<String>,
+    self_whole: bool,
     /// Top-level variables of the caller (e.g. `object`, `request`).
     declared: Vec<String>,
 }
@@ -136,7 +150,7 @@ impl Check {
                     return;
                 }
                 match name.as_str() {
-                    SELF => {}
+                    SELF => self.self_whole = true,
                     OLD_SELF => self.uses_old_self = true,
                     _ if self.declared.iter().any(|d| d == name) => {}
                     _ => {
@@ -177,7 +191,12 @@ impl Check {
                     self.expr(arg, scope);
                 }
             }
-            Expr::Select(select) => self.expr(&select.operand, scope),
+            Expr::Select(select) => match &select.operand.expr {
+                Expr::Ident(name) if name == SELF && !scope.iter().any(|s| s == name) => {
+                    self.self_fields.push(select.field.clone());
+                }
+                _ => self.expr(&select.operand, scope),
+            },
             Expr::List(list) => {
                 for element in &list.elements {
                     self.expr(element, scope);
@@ -400,4 +419,41 @@ fn int_literal(n: u64) -> Result<IdedExpr, String> {
     Parser::default()
         .parse(&n.to_string())
         .map_err(|e| e.to_string())
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
+mod tests {
+    use super::*;
+
+    fn fields(source: &str) -> Option<Vec<String>> {
+        Program::compile(source, &|_| None).unwrap().self_fields
+    }
+
+    #[test]
+    fn reads_of_self_field_by_field_are_found() {
+        assert_eq!(
+            fields("self.b <= self.a && has(self.c) && self.a.x == 1"),
+            Some(vec!["a".into(), "b".into(), "c".into()])
+        );
+        assert_eq!(fields("oldSelf == 1"), Some(vec![]));
+        // A macro variable named like a field is not `self`.
+        assert_eq!(
+            fields("self.items.all(self, self > 0)"),
+            Some(vec!["items".into()])
+        );
+    }
+
+    #[test]
+    fn whole_uses_of_self_need_the_whole_object() {
+        for source in [
+            "size(self) > 0",
+            "self.all(k, k != '')",
+            "self == oldSelf",
+            "self['a-b'] == 1",
+            "[self].size() == 1",
+        ] {
+            assert_eq!(fields(source), None, "{source}");
+        }
+    }
 }

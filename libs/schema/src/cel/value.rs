@@ -39,6 +39,33 @@ pub(super) fn to_cel(value: &Json, node: &Node) -> Value {
     }
 }
 
+/// [`to_cel`] of an object with only the (CEL-escaped) `wanted` fields; anything else converts
+/// whole.
+pub(super) fn to_cel_fields(value: &Json, node: &Node, wanted: &[String]) -> Value {
+    match value {
+        Json::Object(fields) if !node.resource_root => {
+            let mut map: HashMap<Key, Value> = HashMap::new();
+            for (name, value) in fields {
+                let Some(escaped) = escape(name) else {
+                    continue;
+                };
+                if !wanted.iter().any(|w| *w == escaped) {
+                    continue;
+                }
+                if let Some(property) = node.properties.get(name) {
+                    map.insert(key(&escaped), to_cel(value, property));
+                } else if let Some(additional) = &node.additional {
+                    map.insert(key(name), to_cel(value, additional));
+                } else if node.preserve_unknown {
+                    map.insert(key(name), untyped(value));
+                }
+            }
+            Value::Map(Map::from(map))
+        }
+        _ => to_cel(value, node),
+    }
+}
+
 fn object(fields: &serde_json::Map<String, Json>, node: &Node) -> Value {
     let mut map: HashMap<Key, Value> = HashMap::new();
     if node.resource_root {

@@ -655,7 +655,7 @@ fn other_versions_and_kinds_stay_unsupported() {
         ("v1", "Role"),
         ("rbac.authorization.k8s.io/v1beta1", "Role"),
         ("rbac.authorization.k8s.io/v1", "ServiceAccount"),
-        ("authorization.k8s.io/v1", "SubjectAccessReview"),
+        ("authorization.k8s.io/v1beta1", "SubjectAccessReview"),
         ("coordination.k8s.io/v1beta1", "Lease"),
         ("events.k8s.io/v1beta1", "Event"),
         (
@@ -707,5 +707,10 @@ pub(super) const KINDS: &[(&str, &str)] = &[
         "ValidatingWebhookConfiguration",
     ),
     ("authorization.k8s.io/v1", "SelfSubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SubjectAccessReview"),
+    ("authorization.k8s.io/v1", "LocalSubjectAccessReview"),
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"),
     ("authentication.k8s.io/v1", "SelfSubjectReview"),
+    ("authentication.k8s.io/v1", "TokenReview"),
+    ("authentication.k8s.io/v1", "TokenRequest"),
 ];

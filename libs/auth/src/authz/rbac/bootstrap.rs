@@ -21,6 +21,11 @@ pub const VIEW: &str = "view";
 pub const DISCOVERY: &str = "system:discovery";
 pub const BASIC_USER: &str = "system:basic-user";
 pub const PUBLIC_INFO_VIEWER: &str = "system:public-info-viewer";
+/// kcp's role for entering a logical cluster: `access` on `/`. `root` binds it to every
+/// authenticated user; other logical clusters bind it to whom they let in.
+pub const WORKSPACE_ACCESS: &str = "system:kcp:workspace:access";
+/// The binding in `root` that lets every authenticated user in.
+pub const ROOT_ACCESS_BINDING: &str = "system:kcp:authenticated:access";
 /// The binding that makes kcp's admin group cluster-admin in every LC.
 pub const KCP_ADMIN_BINDING: &str = "system:kcp:admin:cluster-admin";
 
@@ -144,7 +149,17 @@ pub fn cluster_roles() -> Vec<Value> {
                 &["/healthz", "/livez", "/readyz", "/version", "/version/"],
             )],
         ),
+        cluster_role(WORKSPACE_ACCESS, &[], vec![url_rule(&["access"], &["/"])]),
     ]
+}
+
+/// What `root` holds besides: every authenticated user may enter it, as in kcp.
+pub fn root_objects() -> Vec<Value> {
+    vec![binding(
+        ROOT_ACCESS_BINDING,
+        WORKSPACE_ACCESS,
+        &[AUTHENTICATED_GROUP],
+    )]
 }
 
 /// The default ClusterRoleBindings, including kcp's `system:kcp:admin` → `cluster-admin`.

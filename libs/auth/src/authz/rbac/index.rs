@@ -208,6 +208,12 @@ impl RbacIndex {
         self.apply(cluster, kind, namespace, name, Some(object))
     }
 
+    /// Forgets everything (the source of objects starts over with a full listing).
+    pub fn clear(&self) {
+        self.clusters.write().clear();
+        self.generation.fetch_add(1, Ordering::AcqRel);
+    }
+
     /// Forgets every RBAC object of a logical cluster (the LC was deleted).
     pub fn remove_cluster(&self, cluster: &str) {
         if self.clusters.write().remove(cluster).is_some() {

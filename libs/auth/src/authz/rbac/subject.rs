@@ -10,7 +10,7 @@ use crate::authn::UserInfo;
 /// The user name prefix of service accounts: `system:serviceaccount:<namespace>:<name>`.
 pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 /// The user extra kcp sets on service accounts: the logical cluster that issued the token.
-pub const CLUSTER_NAME_EXTRA: &str = "authentication.kcp.io/cluster-name";
+pub use crate::authn::service_account::CLUSTER_NAME_EXTRA;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum SubjectKind {

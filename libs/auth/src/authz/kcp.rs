@@ -1,0 +1,407 @@
+//! kcp's authorizer chain for one shard, in its order:
+//!
+//! 1. `system:masters` may do anything, anywhere.
+//! 2. Wildcard (`*`) and `system:*` logical clusters admit nobody else.
+//! 3. Required groups: a logical cluster annotated `authorization.kcp.io/required-groups` admits
+//!    only callers holding one of the listed group sets (its own ServiceAccounts excepted).
+//! 4. Workspace content: entering a logical cluster at all takes the verb `access` on the
+//!    non-resource URL `/` there (its own ServiceAccounts excepted). The refusal says the same
+//!    whether or not the logical cluster exists.
+//! 5. RBAC of the logical cluster, united with the bootstrap policy (see [`RbacIndex`]).
+//!
+//! ServiceAccounts are scoped first ([`scope_user`]). Decisions are cached until the RBAC objects or
+//! the logical clusters' annotations change.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use parking_lot::RwLock;
+
+use crate::authn::UserInfo;
+use crate::authz::rbac::{RbacAuthorizer, RbacIndex};
+use crate::authz::scope::scope_user;
+use crate::authz::{Attributes, Authorizer, Decision, SYSTEM_MASTERS};
+
+/// The annotation of a LogicalCluster naming the groups a caller must hold: `;`-separated
+/// alternatives of `,`-separated groups that must all be held.
+pub const REQUIRED_GROUPS_ANNOTATION: &str = "authorization.kcp.io/required-groups";
+/// Admin through the front proxy: not bound by required groups.
+pub const EXTERNAL_LOGICAL_CLUSTER_ADMIN: &str = "system:kcp:external-logical-cluster-admin";
+/// What a caller who may not enter a logical cluster is told.
+pub const ACCESS_NOT_PERMITTED: &str = "workspace access not permitted";
+/// The refusal of wildcard and system logical clusters to unprivileged callers.
+pub const PRIVILEGED_ONLY: &str =
+    "access to this logical cluster is restricted to privileged users";
+
+/// Decisions kept before the cache starts over (a bound on memory, not a tuning knob).
+const CACHE_ENTRIES: usize = 65_536;
+
+/// What the authorizer needs to know about logical clusters.
+pub trait ClusterFacts: Send + Sync + 'static {
+    /// The `authorization.kcp.io/required-groups` annotation of `cluster`, if any.
+    fn required_groups(&self, cluster: &str) -> Option<String>;
+}
+
+/// No logical cluster requires groups (tests, and servers without LogicalCluster objects).
+pub struct NoRequiredGroups;
+
+impl ClusterFacts for NoRequiredGroups {
+    fn required_groups(&self, _cluster: &str) -> Option<String> {
+        None
+    }
+}
+
+/// The chain described in the module docs.
+pub struct KcpAuthorizer {
+    rbac: RbacAuthorizer,
+    clusters: Arc<dyn ClusterFacts>,
+    /// Bumped when logical clusters change (their required groups); RBAC has its own generation.
+    cluster_generation: AtomicU64,
+    cache: RwLock<DecisionCache>,
+}
+
+#[derive(Default)]
+struct DecisionCache {
+    generation: (u64, u64),
+    decisions: HashMap<String, Decision>,
+}
+
+impl KcpAuthorizer {
+    pub fn new(index: Arc<RbacIndex>, clusters: Arc<dyn ClusterFacts>) -> Self {
+        KcpAuthorizer {
+            rbac: RbacAuthorizer::new(index),
+            clusters,
+            cluster_generation: AtomicU64::new(0),
+            cache: RwLock::new(DecisionCache::default()),
+        }
+    }
+
+    pub fn rbac(&self) -> &RbacAuthorizer {
+        &self.rbac
+    }
+
+    /// Forgets cached decisions that depended on logical clusters (call when one changes).
+    pub fn clusters_changed(&self) {
+        self.cluster_generation.fetch_add(1, Ordering::AcqRel);
+    }
+
+    fn generation(&self) -> (u64, u64) {
+        (
+            self.rbac.index().generation(),
+            self.cluster_generation.load(Ordering::Acquire),
+        )
+    }
+
+    fn cached(&self, key: &str, generation: (u64, u64)) -> Option<Decision> {
+        let cache = self.cache.read();
+        if cache.generation != generation {
+            return None;
+        }
+        cache.decisions.get(key).cloned()
+    }
+
+    fn remember(&self, key: String, generation: (u64, u64), decision: &Decision) {
+        let mut cache = self.cache.write();
+        if cache.generation != generation || cache.decisions.len() >= CACHE_ENTRIES {
+            cache.decisions.clear();
+            cache.generation = generation;
+        }
+        cache.decisions.insert(key, decision.clone());
+    }
+
+    fn decide(&self, attrs: &Attributes<'_>, user: &UserInfo) -> Decision {
+        let cluster = attrs.cluster;
+        if cluster == "*" || cluster.starts_with("system:") {
+            return Decision::Deny(PRIVILEGED_ONLY.to_string());
+        }
+        let attrs = Attributes {
+            user: Some(user),
+            ..attrs.clone()
+        };
+        if !cluster.is_empty() {
+            let own_service_account = is_own_service_account(user, cluster);
+            if !own_service_account
+                && !user
+                    .groups
+                    .iter()
+                    .any(|g| g == EXTERNAL_LOGICAL_CLUSTER_ADMIN)
+                && let Some(required) = self.clusters.required_groups(cluster)
+                && !holds_required_groups(user, &required)
+            {
+                return Decision::Deny(ACCESS_NOT_PERMITTED.to_string());
+            }
+            if !own_service_account {
+                let access = Attributes {
+                    user: Some(user),
+                    cluster,
+                    verb: "access",
+                    path: "/",
+                    ..Attributes::default()
+                };
+                if !self.rbac.decide(&access).allowed {
+                    return Decision::Deny(ACCESS_NOT_PERMITTED.to_string());
+                }
+            }
+        }
+        // RBAC never denies: no grant is no opinion, which the server answers with 403.
+        if self.rbac.decide(&attrs).allowed {
+            Decision::Allow
+        } else {
+            Decision::NoOpinion
+        }
+    }
+}
+
+impl Authorizer for KcpAuthorizer {
+    fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
+        let anonymous = UserInfo::default();
+        let user = attrs.user.unwrap_or(&anonymous);
+        if user.groups.iter().any(|g| g == SYSTEM_MASTERS) {
+            return Decision::Allow;
+        }
+        let user = scope_user(user, attrs.cluster);
+        let key = cache_key(&user, attrs);
+        let generation = self.generation();
+        if let Some(decision) = self.cached(&key, generation) {
+            return decision;
+        }
+        let decision = self.decide(attrs, &user);
+        self.remember(key, generation, &decision);
+        decision
+    }
+}
+
+/// A ServiceAccount in the logical cluster it belongs to.
+fn is_own_service_account(user: &UserInfo, cluster: &str) -> bool {
+    user.name.starts_with("system:serviceaccount:")
+        && user
+            .extra
+            .get(crate::authz::scope::CLUSTER_NAME_EXTRA)
+            .is_some_and(|c| c.iter().any(|c| c == cluster))
+}
+
+/// Whether `user` holds every group of at least one `,`-separated set in `required`
+/// (`;`-separated alternatives).
+fn holds_required_groups(user: &UserInfo, required: &str) -> bool {
+    let mut alternatives = required.split(';').map(str::trim).filter(|a| !a.is_empty());
+    let mut any = false;
+    let held = alternatives.any(|alternative| {
+        any = true;
+        alternative
+            .split(',')
+            .map(str::trim)
+            .filter(|g| !g.is_empty())
+            .all(|g| user.groups.iter().any(|held| held == g))
+    });
+    // An empty annotation requires nothing.
+    held || !any
+}
+
+/// Everything a decision depends on besides the policy: the identity and the attributes.
+fn cache_key(user: &UserInfo, a: &Attributes<'_>) -> String {
+    let mut key = String::with_capacity(160);
+    for part in [
+        user.name.as_str(),
+        a.cluster,
+        a.verb,
+        a.api_group,
+        a.resource,
+        a.subresource,
+        a.namespace,
+        a.name,
+    ] {
+        key.push_str(part);
+        key.push('\u{0}');
+    }
+    if !a.resource_request {
+        key.push_str(a.path);
+    }
+    key.push('\u{1}');
+    for group in &user.groups {
+        key.push_str(group);
+        key.push('\u{0}');
+    }
+    // Extras matter to ServiceAccount scoping and subject matching.
+    for (k, values) in &user.extra {
+        key.push_str(k);
+        key.push('=');
+        for v in values {
+            key.push_str(v);
+            key.push(',');
+        }
+    }
+    key
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
+mod tests {
+    use super::*;
+    use serde_json::json;
+    use std::collections::BTreeMap;
+
+    struct Required(&'static str, &'static str);
+    impl ClusterFacts for Required {
+        fn required_groups(&self, cluster: &str) -> Option<String> {
+            (cluster == self.0).then(|| self.1.to_string())
+        }
+    }
+
+    fn user(name: &str, groups: &[&str]) -> UserInfo {
+        UserInfo {
+            name: name.into(),
+            groups: groups.iter().map(|g| g.to_string()).collect(),
+            ..UserInfo::default()
+        }
+    }
+
+    fn index() -> Arc<RbacIndex> {
+        let index = Arc::new(RbacIndex::new());
+        crate::authz::rbac::bootstrap::load(&index).unwrap();
+        index
+    }
+
+    fn bind_cluster_role(index: &RbacIndex, cluster: &str, role: &str, kind: &str, who: &str) {
+        index
+            .apply_object(
+                cluster,
+                &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+                    "metadata": {"name": format!("{role}-{who}")},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                    "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": who}]}),
+            )
+            .unwrap();
+    }
+
+    fn get(user: &UserInfo, cluster: &'static str) -> Decision {
+        let authz = KcpAuthorizer::new(index_with_grants(), Arc::new(NoRequiredGroups));
+        authz.authorize(&configmaps(user, cluster, "list"))
+    }
+
+    fn configmaps<'a>(user: &'a UserInfo, cluster: &'a str, verb: &'a str) -> Attributes<'a> {
+        Attributes {
+            user: Some(user),
+            cluster,
+            verb,
+            resource_request: true,
+            api_version: "v1",
+            resource: "configmaps",
+            namespace: "default",
+            ..Attributes::default()
+        }
+    }
+
+    /// `alice` may enter and read in `a` (view); `bob` may enter `a` but holds nothing else.
+    fn index_with_grants() -> Arc<RbacIndex> {
+        let index = index();
+        bind_cluster_role(&index, "a", "system:kcp:workspace:access", "User", "bob");
+        bind_cluster_role(&index, "a", "view", "User", "alice");
+        bind_cluster_role(&index, "a", "system:kcp:workspace:access", "User", "alice");
+        index
+    }
+
+    #[test]
+    fn masters_pass_everywhere_others_not_in_wildcard_or_system_clusters() {
+        let root = user("root", &[SYSTEM_MASTERS]);
+        assert_eq!(get(&root, "*"), Decision::Allow);
+        assert_eq!(get(&root, "nowhere"), Decision::Allow);
+        let admin = user("kcp-admin", &["system:kcp:admin"]);
+        assert_eq!(get(&admin, "a"), Decision::Allow);
+        assert_eq!(get(&admin, "*"), Decision::Deny(PRIVILEGED_ONLY.into()));
+        assert_eq!(
+            get(&admin, "system:admin"),
+            Decision::Deny(PRIVILEGED_ONLY.into())
+        );
+    }
+
+    #[test]
+    fn access_gate_then_rbac() {
+        let alice = user("alice", &["system:authenticated"]);
+        assert_eq!(get(&alice, "a"), Decision::Allow);
+        // Not allowed in: the same answer whether `b` exists or not.
+        assert_eq!(
+            get(&alice, "b"),
+            Decision::Deny(ACCESS_NOT_PERMITTED.into())
+        );
+        let bob = user("bob", &["system:authenticated"]);
+        assert_eq!(get(&bob, "a"), Decision::NoOpinion);
+    }
+
+    #[test]
+    fn required_groups_gate() {
+        let authz = KcpAuthorizer::new(
+            index_with_grants(),
+            Arc::new(Required("a", "team-x,team-y;ops")),
+        );
+        let alice = user("alice", &["system:authenticated"]);
+        assert_eq!(
+            authz.authorize(&configmaps(&alice, "a", "list")),
+            Decision::Deny(ACCESS_NOT_PERMITTED.into())
+        );
+        let alice = user("alice", &["team-x", "team-y"]);
+        assert_eq!(
+            authz.authorize(&configmaps(&alice, "a", "list")),
+            Decision::Allow
+        );
+        let alice = user("alice", &["ops"]);
+        assert_eq!(
+            authz.authorize(&configmaps(&alice, "a", "list")),
+            Decision::Allow
+        );
+        assert!(holds_required_groups(&alice, " ; "));
+    }
+
+    #[test]
+    fn service_accounts_enter_their_own_cluster_and_are_foreigners_elsewhere() {
+        let index = index();
+        // An SA of `a` may read configmaps in `a` through a binding naming it, without `access`.
+        index
+            .apply_object(
+                "a",
+                &json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+                    "metadata": {"name": "sa-view", "namespace": "default"},
+                    "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "view"},
+                    "subjects": [{"kind": "ServiceAccount", "name": "robot", "namespace": "default"}]}),
+            )
+            .unwrap();
+        let authz = KcpAuthorizer::new(index.clone(), Arc::new(NoRequiredGroups));
+        let sa = UserInfo {
+            name: "system:serviceaccount:default:robot".into(),
+            groups: vec![
+                "system:serviceaccounts".into(),
+                "system:authenticated".into(),
+            ],
+            extra: BTreeMap::from([(
+                crate::authz::scope::CLUSTER_NAME_EXTRA.to_string(),
+                vec!["a".to_string()],
+            )]),
+            ..UserInfo::default()
+        };
+        assert_eq!(
+            authz.authorize(&configmaps(&sa, "a", "list")),
+            Decision::Allow
+        );
+        assert_eq!(
+            authz.authorize(&configmaps(&sa, "b", "list")),
+            Decision::Deny(ACCESS_NOT_PERMITTED.into())
+        );
+        // `b` grants the foreign SA by its kcp name; the cached refusal is forgotten.
+        bind_cluster_role(
+            &index,
+            "b",
+            "system:kcp:workspace:access",
+            "User",
+            "system:kcp:serviceaccount:a:default:robot",
+        );
+        bind_cluster_role(&index, "b", "view", "Group", "system:cluster:a");
+        assert_eq!(
+            authz.authorize(&configmaps(&sa, "b", "list")),
+            Decision::Allow
+        );
+        assert_eq!(
+            authz.authorize(&configmaps(&sa, "b", "create")),
+            Decision::NoOpinion
+        );
+    }
+}

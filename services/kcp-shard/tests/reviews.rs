@@ -1,0 +1,582 @@
+//! The review APIs, TokenRequest and impersonation on a running shard, with static-token users:
+//! `root` (system:masters), `admin` (system:kcp:admin) and `alice` (no groups). Authorization is
+//! still admin-only, so alice is refused everything; the reviews must say so without failing.
+#![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on unexpected input
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use clap::Parser;
+use http::StatusCode;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
+use kcp_shard::Options;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, ServerName};
+use serde_json::{Value, json};
+use tokio::task::JoinHandle;
+use tokio_rustls::TlsConnector;
+use tokio_util::sync::CancellationToken;
+
+const TOKENS: &str = "root-token,root,uid-root,\"system:masters\"\n\
+                      admin-token,admin,uid-admin,\"system:kcp:admin\"\n\
+                      alice-token,alice,uid-alice\n";
+const ROOT: &str = "/clusters/root";
+const ISSUER: &str = "https://kcp.default.svc";
+
+struct Shard {
+    base_url: String,
+    ca: String,
+    shutdown: CancellationToken,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Shard {
+    async fn start(dir: &Path) -> Shard {
+        let root = dir.join("kcp");
+        let tokens = dir.join("tokens.csv");
+        std::fs::write(&tokens, TOKENS).unwrap();
+        let options = Options::try_parse_from([
+            "kcp-shard",
+            "--root-directory",
+            root.to_str().unwrap(),
+            "--secure-port",
+            "0",
+            "--token-auth-file",
+            tokens.to_str().unwrap(),
+        ])
+        .unwrap();
+        let kubeconfig_path = root.join("admin.kubeconfig");
+        let shutdown = CancellationToken::new();
+        let task = tokio::spawn(kcp_shard::run(options, shutdown.clone()));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while !kubeconfig_path.exists() {
+            assert!(!task.is_finished(), "the shard stopped early");
+            assert!(Instant::now() < deadline, "no kubeconfig after 30s");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        let kubeconfig: kcp_shard::kubeconfig::Config =
+            serde_saphyr::from_str(&std::fs::read_to_string(&kubeconfig_path).unwrap()).unwrap();
+        let base_url = kubeconfig
+            .clusters
+            .iter()
+            .find(|c| c.name == "base")
+            .unwrap()
+            .cluster
+            .server
+            .clone();
+        Shard {
+            base_url,
+            ca: std::fs::read_to_string(root.join("ca.crt")).unwrap(),
+            shutdown,
+            task,
+        }
+    }
+
+    async fn stop(self) {
+        self.shutdown.cancel();
+        tokio::time::timeout(Duration::from_secs(15), self.task)
+            .await
+            .expect("the shard did not stop within 15s")
+            .unwrap()
+            .unwrap();
+    }
+
+    /// Sends one request with `token` and `headers`; the status and the body as JSON (Null if not).
+    async fn send(
+        &self,
+        method: http::Method,
+        path: &str,
+        token: &str,
+        headers: &[(&str, &str)],
+        body: Option<Value>,
+    ) -> (StatusCode, Value) {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_slice(self.ca.as_bytes()).unwrap())
+            .unwrap();
+        let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+        let authority = self.base_url.strip_prefix("https://").unwrap();
+        let tcp = tokio::net::TcpStream::connect(authority).await.unwrap();
+        let stream = TlsConnector::from(Arc::new(tls))
+            .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)
+            .await
+            .unwrap();
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let mut request = http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base_url))
+            .header("Host", authority)
+            .header("Authorization", format!("Bearer {token}"));
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        let body = match body {
+            Some(body) => {
+                request = request.header("Content-Type", "application/json");
+                Bytes::from(serde_json::to_vec(&body).unwrap())
+            }
+            None => Bytes::new(),
+        };
+        let response = sender
+            .send_request(request.body(Full::new(body)).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, serde_json::from_slice(&body).unwrap_or(Value::Null))
+    }
+
+    async fn post(&self, path: &str, token: &str, body: Value) -> (StatusCode, Value) {
+        self.send(http::Method::POST, path, token, &[], Some(body))
+            .await
+    }
+
+    async fn get_as(
+        &self,
+        path: &str,
+        token: &str,
+        headers: &[(&str, &str)],
+    ) -> (StatusCode, Value) {
+        self.send(http::Method::GET, path, token, headers, None)
+            .await
+    }
+}
+
+fn ssar(verb: &str, resource: &str, namespace: &str) -> Value {
+    json!({
+        "apiVersion": "authorization.k8s.io/v1",
+        "kind": "SelfSubjectAccessReview",
+        "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "namespace": namespace}},
+    })
+}
+
+fn sar(kind: &str, spec: Value) -> Value {
+    json!({"apiVersion": "authorization.k8s.io/v1", "kind": kind, "spec": spec})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn access_and_rules_reviews() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = Shard::start(dir.path()).await;
+    let ssars = format!("{ROOT}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews");
+
+    // `kubectl auth can-i`: yes for the admin, no for alice (denied by the admin-only chain).
+    let (status, body) = shard
+        .post(
+            &ssars,
+            "admin-token",
+            ssar("create", "configmaps", "default"),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["kind"], "SelfSubjectAccessReview");
+    assert_eq!(body["status"]["allowed"], true, "{body}");
+    // Alice may not even ask until RBAC grants everyone `system:basic-user`; once it does, the
+    // answer must be no.
+    let (status, body) = shard
+        .post(
+            &ssars,
+            "alice-token",
+            ssar("create", "configmaps", "default"),
+        )
+        .await;
+    assert!(
+        status == StatusCode::FORBIDDEN
+            || (status == StatusCode::CREATED && body["status"]["allowed"] == false),
+        "{status}: {body}"
+    );
+    // Neither kind of attributes, or both: invalid.
+    let (status, body) = shard
+        .post(
+            &ssars,
+            "admin-token",
+            sar("SelfSubjectAccessReview", json!({})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let both = json!({"resourceAttributes": {"verb": "get"}, "nonResourceAttributes": {"verb": "get", "path": "/x"}});
+    let (status, _) = shard
+        .post(&ssars, "admin-token", sar("SelfSubjectAccessReview", both))
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY);
+
+    // SubjectAccessReview: about someone else, evaluated in this cluster's chain.
+    let sars = format!("{ROOT}/apis/authorization.k8s.io/v1/subjectaccessreviews");
+    let about_alice =
+        json!({"user": "alice", "resourceAttributes": {"verb": "list", "resource": "namespaces"}});
+    let (status, body) = shard
+        .post(
+            &sars,
+            "admin-token",
+            sar("SubjectAccessReview", about_alice.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["allowed"], false, "{body}");
+    // Without system:authenticated alice may not even enter root.
+    assert_eq!(
+        body["status"]["reason"], "workspace access not permitted",
+        "{body}"
+    );
+    // Authenticated, she enters root, but no RBAC grants her namespaces: not allowed, not denied.
+    let authenticated = json!({"user": "alice", "groups": ["system:authenticated"], "resourceAttributes": {"verb": "list", "resource": "namespaces"}});
+    let (status, body) = shard
+        .post(
+            &sars,
+            "admin-token",
+            sar("SubjectAccessReview", authenticated),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["allowed"], false, "{body}");
+    assert!(body["status"].get("denied").is_none(), "{body}");
+    let about_admins = json!({"user": "x", "groups": ["system:kcp:admin"], "nonResourceAttributes": {"verb": "get", "path": "/healthz"}});
+    let (status, body) = shard
+        .post(
+            &sars,
+            "root-token",
+            sar("SubjectAccessReview", about_admins),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["allowed"], true, "{body}");
+    let (status, body) = shard
+        .post(
+            &sars,
+            "root-token",
+            sar(
+                "SubjectAccessReview",
+                json!({"resourceAttributes": {"verb": "get"}}),
+            ),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("at least one of user or group"),
+        "{body}"
+    );
+    // Alice may not ask about others (creating SubjectAccessReviews is itself authorized).
+    let (status, _) = shard
+        .post(
+            &sars,
+            "alice-token",
+            sar("SubjectAccessReview", about_alice),
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // LocalSubjectAccessReview: the spec's namespace must be the object's, which is the path's.
+    let lsars =
+        format!("{ROOT}/apis/authorization.k8s.io/v1/namespaces/default/localsubjectaccessreviews");
+    let local = |ns: &str| json!({"user": "alice", "resourceAttributes": {"verb": "get", "resource": "pods", "namespace": ns}});
+    let (status, body) = shard
+        .post(
+            &lsars,
+            "admin-token",
+            sar("LocalSubjectAccessReview", local("default")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["metadata"]["namespace"], "default", "{body}");
+    assert_eq!(body["status"]["allowed"], false, "{body}");
+    let (status, body) = shard
+        .post(
+            &lsars,
+            "admin-token",
+            sar("LocalSubjectAccessReview", local("other")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    let mut elsewhere = sar("LocalSubjectAccessReview", local("other"));
+    elsewhere["metadata"] = json!({"namespace": "other"});
+    let (status, body) = shard.post(&lsars, "admin-token", elsewhere).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    // Cluster-scoped path: no such resource.
+    let (status, _) = shard
+        .post(
+            &format!("{ROOT}/apis/authorization.k8s.io/v1/localsubjectaccessreviews"),
+            "admin-token",
+            sar("LocalSubjectAccessReview", local("default")),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND);
+
+    // SelfSubjectRulesReview (`kubectl auth can-i --list`): everything for system:masters.
+    let ssrr = json!({"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectRulesReview", "spec": {"namespace": "default"}});
+    let rules = format!("{ROOT}/apis/authorization.k8s.io/v1/selfsubjectrulesreviews");
+    let (status, body) = shard.post(&rules, "root-token", ssrr.clone()).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(
+        body["status"]["resourceRules"][0]["resources"],
+        json!(["*"]),
+        "{body}"
+    );
+    assert_eq!(body["status"]["incomplete"], false, "{body}");
+    let (status, body) = shard.post(&rules, "admin-token", ssrr).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert!(body["status"]["resourceRules"].is_array(), "{body}");
+
+    // Nothing was stored: the kinds cannot be read back.
+    let (status, _) = shard.get_as(&ssars, "root-token", &[]).await;
+    assert_eq!(status, StatusCode::METHOD_NOT_ALLOWED);
+
+    shard.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_request_and_token_review() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = Shard::start(dir.path()).await;
+    let (status, body) = shard
+        .post(
+            &format!("{ROOT}/api/v1/namespaces"),
+            "root-token",
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "robots"}}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+    let (status, body) = shard
+        .post(
+            &format!("{ROOT}/api/v1/namespaces/robots/serviceaccounts"),
+            "root-token",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "r2"}}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+
+    let token_path = format!("{ROOT}/api/v1/namespaces/robots/serviceaccounts/r2/token");
+    let request = |spec: Value| json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec});
+    let (status, body) = shard
+        .post(&token_path, "admin-token", request(json!({})))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["kind"], "TokenRequest");
+    assert_eq!(body["spec"]["expirationSeconds"], 3600, "{body}");
+    assert_eq!(body["spec"]["audiences"], json!([ISSUER]), "{body}");
+    assert!(
+        body["status"]["expirationTimestamp"]
+            .as_str()
+            .unwrap()
+            .ends_with('Z'),
+        "{body}"
+    );
+    let token = body["status"]["token"].as_str().unwrap().to_string();
+
+    let (status, body) = shard
+        .post(
+            &token_path,
+            "admin-token",
+            request(json!({"expirationSeconds": 599})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::UNPROCESSABLE_ENTITY, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("less than 10 minutes"),
+        "{body}"
+    );
+    let (status, body) = shard
+        .post(
+            &format!("{ROOT}/api/v1/namespaces/robots/serviceaccounts/nobody/token"),
+            "admin-token",
+            request(json!({})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    let mut other = request(json!({}));
+    other["metadata"] = json!({"name": "c3po"});
+    let (status, body) = shard.post(&token_path, "admin-token", other).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+    let (status, _) = shard
+        .post(&token_path, "alice-token", request(json!({})))
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN);
+
+    // The token authenticates as the account (403: a ServiceAccount is no admin); the account
+    // reaches the authenticator through the watch cache, so give it a moment.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (status, body) = loop {
+        let (status, body) = shard
+            .get_as(&format!("{ROOT}/api/v1/namespaces"), &token, &[])
+            .await;
+        if status != StatusCode::UNAUTHORIZED || Instant::now() > deadline {
+            break (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("system:serviceaccount:robots:r2"),
+        "{body}"
+    );
+
+    // TokenReview.
+    let reviews = format!("{ROOT}/apis/authentication.k8s.io/v1/tokenreviews");
+    let review = |token: &str, audiences: &[&str]| json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenReview", "spec": {"token": token, "audiences": audiences}});
+    let (status, body) = shard
+        .post(&reviews, "root-token", review(&token, &[]))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(
+        body["status"]["user"]["username"], "system:serviceaccount:robots:r2",
+        "{body}"
+    );
+    assert_eq!(
+        body["status"]["user"]["extra"]["authentication.kcp.io/cluster-name"],
+        json!(["root"]),
+        "{body}"
+    );
+    assert_eq!(body["status"]["audiences"], json!([ISSUER]), "{body}");
+    let (_, body) = shard
+        .post(&reviews, "root-token", review(&token, &["vault"]))
+        .await;
+    assert_eq!(body["status"]["authenticated"], false, "{body}");
+    assert!(body["status"]["error"].is_string(), "{body}");
+    let (_, body) = shard
+        .post(&reviews, "root-token", review("alice-token", &[]))
+        .await;
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(body["status"]["user"]["username"], "alice", "{body}");
+    let (_, body) = shard
+        .post(&reviews, "root-token", review("guessed", &[]))
+        .await;
+    assert_eq!(body["status"]["authenticated"], false, "{body}");
+    let (status, _) = shard.post(&reviews, "root-token", review("", &[])).await;
+    assert_eq!(status, StatusCode::BAD_REQUEST);
+
+    shard.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn impersonation() {
+    let dir = tempfile::tempdir().unwrap();
+    let shard = Shard::start(dir.path()).await;
+    let namespaces = format!("{ROOT}/api/v1/namespaces");
+    let whoami = format!("{ROOT}/apis/authentication.k8s.io/v1/selfsubjectreviews");
+    let ssr = json!({"apiVersion": "authentication.k8s.io/v1", "kind": "SelfSubjectReview"});
+
+    // Without impersonation, whoami reports the caller.
+    let (status, body) = shard.post(&whoami, "admin-token", ssr.clone()).await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["userInfo"]["username"], "admin", "{body}");
+    assert_eq!(
+        body["status"]["userInfo"]["groups"],
+        json!(["system:kcp:admin", "system:authenticated"]),
+        "{body}"
+    );
+
+    // The admin may impersonate alice, who then may not list namespaces.
+    let (status, body) = shard
+        .get_as(&namespaces, "admin-token", &[("Impersonate-User", "alice")])
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("User \"alice\" cannot list"),
+        "{body}"
+    );
+    // ...and as alice with groups (the admin may pass on its own admin group, which also lets
+    // alice ask): scoped to this cluster, authenticated.
+    let (status, body) = shard
+        .send(
+            http::Method::POST,
+            &whoami,
+            "admin-token",
+            &[
+                ("Impersonate-User", "alice"),
+                ("Impersonate-Group", "system:kcp:admin"),
+                ("Impersonate-Group", "team"),
+                ("Impersonate-Uid", "u-1"),
+                ("Impersonate-Extra-Example.com%2FColor", "blue"),
+            ],
+            Some(ssr.clone()),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let info = &body["status"]["userInfo"];
+    assert_eq!(info["username"], "alice", "{body}");
+    assert_eq!(info["uid"], "u-1", "{body}");
+    assert_eq!(
+        info["groups"],
+        json!(["system:kcp:admin", "team", "system:authenticated"]),
+        "{body}"
+    );
+    assert_eq!(
+        info["extra"]["example.com/color"],
+        json!(["blue"]),
+        "{body}"
+    );
+    assert_eq!(
+        info["extra"]["authentication.kcp.io/scopes"],
+        json!(["cluster:root"]),
+        "{body}"
+    );
+
+    // Alice may not impersonate anyone.
+    let (status, body) = shard
+        .get_as(&namespaces, "alice-token", &[("Impersonate-User", "bob")])
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert_eq!(
+        body["message"],
+        "users \"bob\" is forbidden: User \"alice\" cannot impersonate resource \"users\" in API group \"\" at the cluster scope",
+    );
+    // A group without a user is a bad request.
+    let (status, body) = shard
+        .get_as(&namespaces, "admin-token", &[("Impersonate-Group", "team")])
+        .await;
+    assert_eq!(status, StatusCode::BAD_REQUEST, "{body}");
+
+    // Gatekeeper: system:masters is out of the kcp admin's reach, not of system:masters itself.
+    let masters = [
+        ("Impersonate-User", "mallory"),
+        ("Impersonate-Group", "system:masters"),
+    ];
+    let (status, body) = shard.get_as(&namespaces, "admin-token", &masters).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let (status, body) = shard.get_as(&namespaces, "root-token", &masters).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let scopes = [
+        ("Impersonate-User", "alice"),
+        (
+            "Impersonate-Extra-Authentication.kcp.io%2Fscopes",
+            "cluster:other",
+        ),
+    ];
+    let (status, body) = shard.get_as(&namespaces, "admin-token", &scopes).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    // Impersonation needs a cluster to scope to.
+    let (status, body) = shard
+        .get_as(
+            "/clusters/*/api/v1/namespaces",
+            "admin-token",
+            &[("Impersonate-User", "alice")],
+        )
+        .await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+
+    shard.stop().await;
+}
