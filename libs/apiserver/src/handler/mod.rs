@@ -108,10 +108,13 @@ impl ApiServer {
                 ..Default::default()
             },
         };
+        // Refusals name the caller as it acts here: a ServiceAccount outside its own logical
+        // cluster is not the ServiceAccount of this one.
+        let acting = || kcp_auth::authz::scope_user(user, attrs.cluster);
         match self.decide(&attrs) {
             Decision::Allow => Ok(()),
-            Decision::Deny(reason) => Err(forbidden(user, &attrs, &reason)),
-            Decision::NoOpinion => Err(forbidden(user, &attrs, "")),
+            Decision::Deny(reason) => Err(forbidden(&acting(), &attrs, &reason)),
+            Decision::NoOpinion => Err(forbidden(&acting(), &attrs, "")),
         }
     }
 
