@@ -49,7 +49,7 @@ pub(super) fn to_cel_fields(value: &Json, node: &Node, wanted: &[String]) -> Val
                 let Some(escaped) = escape(name) else {
                     continue;
                 };
-                if !wanted.iter().any(|w| *w == escaped) {
+                if !wanted.contains(&escaped) {
                     continue;
                 }
                 if let Some(property) = node.properties.get(name) {
