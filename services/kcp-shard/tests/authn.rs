@@ -5,86 +5,32 @@
 //! caller is.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on unexpected input
 
-use std::path::{Path, PathBuf};
+mod common;
+
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use clap::Parser;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use kcp_shard::Options;
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair,
 };
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
-use tokio_util::sync::CancellationToken;
 
 const NAMESPACES: &str = "/clusters/root/api/v1/namespaces";
 
-struct Shard {
-    root: PathBuf,
-    base_url: String,
-    shutdown: CancellationToken,
-    task: JoinHandle<anyhow::Result<()>>,
+type Shard = common::Running;
+
+trait ShardFiles {
+    fn file(&self, name: &str) -> String;
+    fn user_certificate(&self, cn: &str, org: Option<&str>) -> Identity;
 }
 
-impl Shard {
-    async fn start(root: &Path, extra_args: &[&str]) -> Shard {
-        let mut args = vec![
-            "kcp-shard",
-            "--root-directory",
-            root.to_str().unwrap(),
-            "--secure-port",
-            "0",
-        ];
-        args.extend_from_slice(extra_args);
-        let options = Options::try_parse_from(args).unwrap();
-        let kubeconfig_path = root.join("admin.kubeconfig");
-        let _ = std::fs::remove_file(&kubeconfig_path);
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn(kcp_shard::run(options, shutdown.clone()));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !kubeconfig_path.exists() {
-            assert!(
-                !task.is_finished(),
-                "the shard stopped early: {:?}",
-                task.await
-            );
-            assert!(Instant::now() < deadline, "no kubeconfig after 30s");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let kubeconfig: kcp_shard::kubeconfig::Config =
-            serde_saphyr::from_str(&std::fs::read_to_string(&kubeconfig_path).unwrap()).unwrap();
-        let base_url = kubeconfig
-            .clusters
-            .iter()
-            .find(|c| c.name == "base")
-            .unwrap()
-            .cluster
-            .server
-            .clone();
-        Shard {
-            root: root.to_path_buf(),
-            base_url,
-            shutdown,
-            task,
-        }
-    }
-
-    async fn stop(self) {
-        self.shutdown.cancel();
-        tokio::time::timeout(Duration::from_secs(15), self.task)
-            .await
-            .expect("the shard did not stop within 15s")
-            .unwrap()
-            .unwrap();
-    }
-
+impl ShardFiles for Shard {
     fn file(&self, name: &str) -> String {
         std::fs::read_to_string(self.root.join(name)).unwrap()
     }

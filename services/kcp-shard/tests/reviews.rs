@@ -3,22 +3,20 @@
 //! still admin-only, so alice is refused everything; the reviews must say so without failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on unexpected input
 
+mod common;
+
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
-use clap::Parser;
 use http::StatusCode;
 use http_body_util::{BodyExt, Full};
 use hyper_util::rt::TokioIo;
-use kcp_shard::Options;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, ServerName};
 use serde_json::{Value, json};
-use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
-use tokio_util::sync::CancellationToken;
 
 const TOKENS: &str = "root-token,root,uid-root,\"system:masters\"\n\
                       admin-token,admin,uid-admin,\"system:kcp:admin\"\n\
@@ -27,10 +25,9 @@ const ROOT: &str = "/clusters/root";
 const ISSUER: &str = "https://kcp.default.svc";
 
 struct Shard {
+    running: common::Running,
     base_url: String,
     ca: String,
-    shutdown: CancellationToken,
-    task: JoinHandle<anyhow::Result<()>>,
 }
 
 impl Shard {
@@ -38,50 +35,17 @@ impl Shard {
         let root = dir.join("kcp");
         let tokens = dir.join("tokens.csv");
         std::fs::write(&tokens, TOKENS).unwrap();
-        let options = Options::try_parse_from([
-            "kcp-shard",
-            "--root-directory",
-            root.to_str().unwrap(),
-            "--secure-port",
-            "0",
-            "--token-auth-file",
-            tokens.to_str().unwrap(),
-        ])
-        .unwrap();
-        let kubeconfig_path = root.join("admin.kubeconfig");
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn(kcp_shard::run(options, shutdown.clone()));
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !kubeconfig_path.exists() {
-            assert!(!task.is_finished(), "the shard stopped early");
-            assert!(Instant::now() < deadline, "no kubeconfig after 30s");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let kubeconfig: kcp_shard::kubeconfig::Config =
-            serde_saphyr::from_str(&std::fs::read_to_string(&kubeconfig_path).unwrap()).unwrap();
-        let base_url = kubeconfig
-            .clusters
-            .iter()
-            .find(|c| c.name == "base")
-            .unwrap()
-            .cluster
-            .server
-            .clone();
+        let running =
+            common::Running::start(&root, &["--token-auth-file", tokens.to_str().unwrap()]).await;
         Shard {
-            base_url,
+            base_url: running.base_url.clone(),
             ca: std::fs::read_to_string(root.join("ca.crt")).unwrap(),
-            shutdown,
-            task,
+            running,
         }
     }
 
     async fn stop(self) {
-        self.shutdown.cancel();
-        tokio::time::timeout(Duration::from_secs(15), self.task)
-            .await
-            .expect("the shard did not stop within 15s")
-            .unwrap()
-            .unwrap();
+        self.running.stop().await;
     }
 
     /// Sends one request with `token` and `headers`; the status and the body as JSON (Null if not).

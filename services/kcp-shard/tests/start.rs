@@ -6,6 +6,8 @@
 //! arrived".
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on unexpected input
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
@@ -14,75 +16,38 @@ use std::time::{Duration, Instant};
 use base64::Engine;
 use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
-use clap::Parser;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use kcp_shard::Options;
 use kcp_shard::kubeconfig::Config;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tokio::task::JoinHandle;
 use tokio_rustls::TlsConnector;
-use tokio_util::sync::CancellationToken;
 
 struct Shard {
-    shutdown: CancellationToken,
-    task: JoinHandle<anyhow::Result<()>>,
+    running: common::Running,
     kubeconfig_path: PathBuf,
     admin: Admin,
 }
 
-/// What a client learns from `admin.kubeconfig`.
-struct Admin {
-    kubeconfig: Config,
-}
-
 impl Shard {
     async fn start(root: &Path) -> Shard {
-        let options = Options::try_parse_from([
-            "kcp-shard",
-            "--root-directory",
-            root.to_str().unwrap(),
-            "--secure-port",
-            "0",
-        ])
-        .unwrap();
-        // The shard deletes a stale kubeconfig itself, but a poller started at the same moment could
-        // still read the old one (and its old port); harnesses restarting a shard must do this too.
-        let kubeconfig_path = root.join("admin.kubeconfig");
-        let _ = std::fs::remove_file(&kubeconfig_path);
-        let shutdown = CancellationToken::new();
-        let task = tokio::spawn(kcp_shard::run(options, shutdown.clone()));
-
-        // The kubeconfig appears once the shard listens; it holds the real port.
-        let deadline = Instant::now() + Duration::from_secs(30);
-        while !kubeconfig_path.exists() {
-            assert!(
-                !task.is_finished(),
-                "the shard stopped early: {:?}",
-                task.await
-            );
-            assert!(Instant::now() < deadline, "no kubeconfig after 30s");
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-        let text = std::fs::read_to_string(&kubeconfig_path).unwrap();
-        let kubeconfig: Config = serde_saphyr::from_str(&text).unwrap();
+        let running = common::Running::start(root, &[]).await;
         Shard {
-            shutdown,
-            task,
-            kubeconfig_path,
-            admin: Admin { kubeconfig },
+            kubeconfig_path: running.kubeconfig_path.clone(),
+            admin: Admin {
+                kubeconfig: running.kubeconfig.clone(),
+            },
+            running,
         }
     }
 
     async fn stop(self) {
-        self.shutdown.cancel();
-        let result = tokio::time::timeout(Duration::from_secs(15), self.task)
-            .await
-            .expect("the shard did not stop within 15s")
-            .unwrap();
-        result.unwrap();
+        self.running.stop().await;
     }
+}
+
+struct Admin {
+    kubeconfig: Config,
 }
 
 impl Admin {
