@@ -311,7 +311,6 @@ pub fn version() -> serde_json::Value {
     })
 }
 
-/// Kubernetes' wording of an authorization refusal.
 /// The namespace a request is authorized in. As in kube-apiserver, a Namespace object is in
 /// itself: a RoleBinding in namespace `x` may grant `get` on namespace `x`.
 fn authorized_namespace(r: &crate::request_info::ResourceRequest) -> &str {
@@ -326,6 +325,7 @@ fn is_rbac(info: &RequestInfo) -> bool {
     matches!(&info.target, Target::Resource(r) if r.group == "rbac.authorization.k8s.io")
 }
 
+/// Kubernetes' wording of an authorization refusal.
 fn forbidden(user: &UserInfo, attrs: &Attributes<'_>, reason: &str) -> ApiError {
     let who = format!("User {:?}", user.name);
     let mut detail = if attrs.resource_request {
