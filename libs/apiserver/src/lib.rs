@@ -28,7 +28,9 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
-use kcp_auth::{Authenticator, Authorizer, KcpAuthorizer, RbacIndex, ServiceAccountTokens};
+use kcp_auth::{
+    Authenticator, Authorizer, AuthorizerChain, KcpAuthorizer, RbacIndex, ServiceAccountTokens,
+};
 use kcp_store::Store;
 use tokio_util::sync::CancellationToken;
 
@@ -82,8 +84,8 @@ pub struct ApiServer {
     server_address: String,
     shutdown: CancellationToken,
     namespaces: lifecycle::NamespaceFinalizer,
-    /// kcp's authorizer chain, fed by the watch cache.
-    authorizer: Arc<KcpAuthorizer>,
+    /// The configured authorizers, then kcp's chain (fed by the watch cache).
+    authorizers: AuthorizerChain,
 }
 
 impl ApiServer {
@@ -98,6 +100,9 @@ impl ApiServer {
             config.rbac.clone(),
             authorizer.clone(),
         )));
+        let mut chain = config.authorizers.clone();
+        chain.push(authorizer);
+        let authorizers = AuthorizerChain::new(chain);
         let registry = Registry::new(
             config.store.clone(),
             cache.clone(),
@@ -129,7 +134,7 @@ impl ApiServer {
             server_address,
             shutdown: CancellationToken::new(),
             namespaces,
-            authorizer,
+            authorizers,
         });
         lifecycle::spawn_namespace_finalizer(server.clone(), queue);
         lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);

@@ -1,6 +1,5 @@
 //! Authorization: may this user do this, in this logical cluster?
 
-pub mod admin;
 pub mod chain;
 pub mod kcp;
 pub mod rbac;
@@ -8,7 +7,11 @@ pub mod scope;
 
 use crate::authn::UserInfo;
 
-pub use admin::{AdminAuthorizer, KCP_ADMIN, SYSTEM_MASTERS};
+/// Kubernetes' superuser group: always allowed.
+pub const SYSTEM_MASTERS: &str = "system:masters";
+/// kcp's administrator group, bound to cluster-admin in every logical cluster by the bootstrap policy.
+pub const KCP_ADMIN: &str = "system:kcp:admin";
+
 pub use chain::{AuthorizerChain, authorize_chain};
 pub use kcp::{ClusterFacts, KcpAuthorizer, NoRequiredGroups};
 pub use rbac::{RbacAuthorizer, RbacIndex};

@@ -9,6 +9,6 @@ pub use authn::{
     TokenFileAuthenticator, TokenIssuer, UserInfo, X509Authenticator,
 };
 pub use authz::{
-    AdminAuthorizer, Attributes, Authorizer, AuthorizerChain, ClusterFacts, Decision,
-    KcpAuthorizer, NoRequiredGroups, RbacAuthorizer, RbacIndex,
+    Attributes, Authorizer, AuthorizerChain, ClusterFacts, Decision, KcpAuthorizer,
+    NoRequiredGroups, RbacAuthorizer, RbacIndex,
 };

@@ -11,8 +11,8 @@ use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_auth::authn::AUTHENTICATED_GROUP;
 use kcp_auth::authn::request_header::percent_decode;
 use kcp_auth::authn::service_account::SCOPES_EXTRA;
-use kcp_auth::authz::admin::forbidden_reason;
-use kcp_auth::{Attributes, Decision, UserInfo};
+use kcp_auth::authz::SYSTEM_MASTERS;
+use kcp_auth::{Attributes, UserInfo};
 
 use crate::ApiServer;
 use crate::request_info::{ClusterTarget, RequestInfo};
@@ -22,7 +22,6 @@ const GROUP_HEADER: &str = "impersonate-group";
 const UID_HEADER: &str = "impersonate-uid";
 const EXTRA_PREFIX: &str = "impersonate-extra-";
 
-const SYSTEM_MASTERS: &str = "system:masters";
 const ANONYMOUS: &str = "system:anonymous";
 const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
 const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
@@ -202,19 +201,7 @@ impl ApiServer {
                 name,
                 path: &info.path,
             };
-            match self.decide(&attrs) {
-                Decision::Allow => {}
-                Decision::Deny(reason) => {
-                    // The admin authorizer's reason repeats the message; say it once.
-                    let reason = if reason == forbidden_reason(&attrs) {
-                        String::new()
-                    } else {
-                        reason
-                    };
-                    return Err(super::forbidden(&user, &attrs, &reason));
-                }
-                Decision::NoOpinion => return Err(super::forbidden(&user, &attrs, "")),
-            }
+            self.check(&user, &attrs)?;
             match w {
                 Wanted::User(name) => out.name = name.clone(),
                 Wanted::ServiceAccount { namespace, name } => {

@@ -108,25 +108,24 @@ impl ApiServer {
                 ..Default::default()
             },
         };
-        // Refusals name the caller as it acts here: a ServiceAccount outside its own logical
-        // cluster is not the ServiceAccount of this one.
+        self.check(user, &attrs)
+    }
+
+    /// Whether the chain allows `attrs`; a refusal is the 403 Kubernetes words, naming the caller
+    /// as it acts here (a ServiceAccount outside its own logical cluster is not the
+    /// ServiceAccount of this one).
+    pub(crate) fn check(&self, user: &UserInfo, attrs: &Attributes<'_>) -> Result<(), ApiError> {
         let acting = || kcp_auth::authz::scope_user(user, attrs.cluster);
-        match self.decide(&attrs) {
+        match self.decide(attrs) {
             Decision::Allow => Ok(()),
-            Decision::Deny(reason) => Err(forbidden(&acting(), &attrs, &reason)),
-            Decision::NoOpinion => Err(forbidden(&acting(), &attrs, "")),
+            Decision::Deny(reason) => Err(forbidden(&acting(), attrs, &reason)),
+            Decision::NoOpinion => Err(forbidden(&acting(), attrs, "")),
         }
     }
 
     /// The whole authorizer chain: the configured authorizers, then kcp's.
     pub(crate) fn decide(&self, attrs: &Attributes<'_>) -> Decision {
-        for authz in &self.config.authorizers {
-            match authz.authorize(attrs) {
-                Decision::NoOpinion => continue,
-                decided => return decided,
-            }
-        }
-        self.authorizer.authorize(attrs)
+        self.authorizers.authorize(attrs)
     }
 
     async fn serve(

@@ -2,11 +2,10 @@
 
 use std::sync::Arc;
 
-use crate::authz::admin::forbidden_reason;
 use crate::authz::{Attributes, Authorizer, Decision};
 
 /// Runs `authorizers` in order: the first Allow or Deny decides. When all have no opinion the request is
-/// refused (never [`Decision::NoOpinion`]), with kube-apiserver's reason.
+/// refused (never [`Decision::NoOpinion`]) with no reason: the server words the refusal.
 pub fn authorize_chain(authorizers: &[Arc<dyn Authorizer>], attrs: &Attributes<'_>) -> Decision {
     for authorizer in authorizers {
         match authorizer.authorize(attrs) {
@@ -14,7 +13,7 @@ pub fn authorize_chain(authorizers: &[Arc<dyn Authorizer>], attrs: &Attributes<'
             decided => return decided,
         }
     }
-    Decision::Deny(forbidden_reason(attrs))
+    Decision::Deny(String::new())
 }
 
 /// A list of authorizers that is itself an [`Authorizer`]. Unlike [`authorize_chain`] it answers

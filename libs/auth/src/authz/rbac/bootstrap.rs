@@ -9,10 +9,10 @@
 use serde_json::{Value, json};
 
 use crate::authn::AUTHENTICATED_GROUP;
-use crate::authz::admin::{KCP_ADMIN, SYSTEM_MASTERS};
 use crate::authz::rbac::authorizer::UNAUTHENTICATED_GROUP;
 use crate::authz::rbac::index::RbacIndex;
 use crate::authz::rbac::object::RbacObjectError;
+use crate::authz::{KCP_ADMIN, SYSTEM_MASTERS};
 
 pub const CLUSTER_ADMIN: &str = "cluster-admin";
 pub const ADMIN: &str = "admin";
