@@ -125,6 +125,22 @@ fn cell(s: Option<&Summary>) -> String {
     text
 }
 
+/// The explanations of missed targets after a targets table, or `all_met` when there are none.
+fn missed_notes(out: &mut String, notes: &[String], all_met: &str) {
+    if notes.is_empty() {
+        let _ = writeln!(out, "{all_met}\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Where a target is missed, and what the run says about why:\n"
+    );
+    for note in notes {
+        let _ = writeln!(out, "- {note}");
+    }
+    let _ = writeln!(out);
+}
+
 fn met(ok: bool) -> &'static str {
     if ok { "met" } else { "**missed**" }
 }
@@ -433,18 +449,7 @@ impl Report {
             }
         }
         let _ = writeln!(out);
-        if notes.is_empty() {
-            let _ = writeln!(out, "Every target was met in this run.\n");
-        } else {
-            let _ = writeln!(
-                out,
-                "Where a target is missed, and what the run says about why:\n"
-            );
-            for note in notes {
-                let _ = writeln!(out, "- {note}");
-            }
-            let _ = writeln!(out);
-        }
+        missed_notes(out, &notes, "Every target was met in this run.");
     }
 
     /// A data-based explanation of a throughput: CPU per operation of each process, and the ceiling

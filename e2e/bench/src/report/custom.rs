@@ -220,18 +220,11 @@ impl Report {
             }
         }
         let _ = writeln!(out);
-        if notes.is_empty() {
-            let _ = writeln!(out, "Every target of this section was met in this run.\n");
-        } else {
-            let _ = writeln!(
-                out,
-                "Where a target is missed, and what the run says about why:\n"
-            );
-            for note in notes {
-                let _ = writeln!(out, "- {note}");
-            }
-            let _ = writeln!(out);
-        }
+        super::missed_notes(
+            out,
+            &notes,
+            "Every target of this section was met in this run.",
+        );
     }
 
     fn custom_tables(&self, out: &mut String) {
