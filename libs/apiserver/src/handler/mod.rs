@@ -25,7 +25,7 @@ use crate::{ApiServer, Body, response};
 
 /// Groups that may do anything in any logical cluster, existing or not (the foundation's authorization;
 /// RBAC narrows what `system:kcp:admin` may do later).
-const PRIVILEGED_GROUPS: &[&str] = &["system:masters", "system:kcp:admin"];
+const PRIVILEGED_GROUPS: &[&str] = &[kcp_auth::authz::SYSTEM_MASTERS, kcp_auth::authz::KCP_ADMIN];
 
 /// Everything a handler needs about the request being served.
 pub struct RequestContext {
