@@ -754,7 +754,7 @@ impl Report {
         let _ = writeln!(out, "## Memory per logical cluster\n");
         let _ = writeln!(
             out,
-            "A fresh shard; {} warm-up logical clusters; then N logical clusters, each created with its `LogicalCluster` (the shard adds namespace `default`) and one ConfigMap ({} B of data), 64 clients. RSS is `VmRSS` of the shard, read 3 s after the warm-up and 3 s after the last create; bytes per LC = (after − before) ÷ N.\n",
+            "A fresh shard; {} warm-up logical clusters; then N logical clusters, each created with its `LogicalCluster` (the shard adds namespace `default`) and one ConfigMap ({} B of data), 64 clients. RSS is `VmRSS` of the shard, read once the shard is idle (at least 3 s, then until it uses under 3 % of a core for a second) after the warm-up and after the last create; bytes per LC = (after − before) ÷ N.\n",
             200, self.plan.payload_bytes
         );
         let _ = writeln!(

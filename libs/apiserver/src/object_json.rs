@@ -1,10 +1,11 @@
-//! The JSON of a cached object, with its largest field shared between identical objects.
+//! The JSON of a cached object, with its large repeated values shared between objects.
 //!
 //! kcp's logical clusters often hold the same objects: the same CRD (or APIResourceSchema, RBAC
 //! role, ...) in thousands of workspaces. Their `spec`s are byte-identical; only metadata differs.
-//! So the cache keeps an object's JSON as up to three pieces: the bytes before its largest
-//! top-level field's value, that value (interned: one copy for every object that has it), and the
-//! bytes after. Serving copies the pieces out, as it copied the single buffer before.
+//! Objects written by the same client also repeat their managedFields' field sets (`fieldsV1`),
+//! whatever their other content. So the cache keeps an object's JSON as its own bytes with those
+//! values cut out, plus the values themselves (interned: one copy for every object that has
+//! them) and where they go. Serving copies the pieces out, as it copied one buffer before.
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
@@ -14,69 +15,128 @@ use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::Value;
 
-/// Values smaller than this are not worth a table entry.
-const SHARE_AT_LEAST: usize = 1024;
+/// Top-level fields smaller than this are not worth a table entry.
+const SHARE_FIELD_AT_LEAST: usize = 1024;
+/// `fieldsV1` of a managedFields entry: smaller, but repeated by every object one client writes.
+const SHARE_FIELD_SET_AT_LEAST: usize = 128;
 
 /// An object's JSON as served.
 #[derive(Clone, Debug)]
 pub struct ObjectJson {
-    head: Bytes,
-    shared: Option<(Arc<[u8]>, Bytes)>,
+    /// The object's own bytes, shared values cut out.
+    own: Bytes,
+    /// Shared values, each with the offset in `own` it is spliced in at, in offset order.
+    shared: Box<[(usize, Arc<[u8]>)]>,
+}
+
+/// Builds an [`ObjectJson`]: compact JSON exactly as serde_json writes it, big values set apart.
+struct Encoder {
+    own: Vec<u8>,
+    shared: Vec<(usize, Arc<[u8]>)>,
+}
+
+impl Encoder {
+    fn plain<T: serde::Serialize + ?Sized>(&mut self, v: &T) -> serde_json::Result<()> {
+        serde_json::to_writer(&mut self.own, v)
+    }
+
+    fn share(&mut self, v: &Value) -> serde_json::Result<()> {
+        let bytes = exact(serde_json::to_vec(v)?);
+        self.shared.push((self.own.len(), intern(bytes)));
+        Ok(())
+    }
+
+    /// `{"k":v,...}` with `field` writing each value.
+    fn object(
+        &mut self,
+        map: &serde_json::Map<String, Value>,
+        mut field: impl FnMut(&mut Self, &str, &Value) -> serde_json::Result<()>,
+    ) -> serde_json::Result<()> {
+        self.own.push(b'{');
+        for (i, (k, v)) in map.iter().enumerate() {
+            if i > 0 {
+                self.own.push(b',');
+            }
+            self.plain(k)?;
+            self.own.push(b':');
+            field(self, k, v)?;
+        }
+        self.own.push(b'}');
+        Ok(())
+    }
+
+    fn top_level(&mut self, key: &str, v: &Value) -> serde_json::Result<()> {
+        match v {
+            Value::Object(meta) if key == "metadata" => self.object(meta, |e, k, v| match v {
+                Value::Array(entries) if k == "managedFields" => e.managed_fields(entries),
+                _ => e.plain(v),
+            }),
+            _ if encoded_len_at_least(v, SHARE_FIELD_AT_LEAST) => self.share(v),
+            _ => self.plain(v),
+        }
+    }
+
+    fn managed_fields(&mut self, entries: &[Value]) -> serde_json::Result<()> {
+        self.own.push(b'[');
+        for (i, entry) in entries.iter().enumerate() {
+            if i > 0 {
+                self.own.push(b',');
+            }
+            match entry {
+                Value::Object(map) => self.object(map, |e, k, v| {
+                    if k == "fieldsV1" && encoded_len_at_least(v, SHARE_FIELD_SET_AT_LEAST) {
+                        e.share(v)
+                    } else {
+                        e.plain(v)
+                    }
+                })?,
+                _ => self.plain(entry)?,
+            }
+        }
+        self.own.push(b']');
+        Ok(())
+    }
+}
+
+/// Whether anything in `map` (an object's top level) would be shared.
+fn has_shareable(map: &serde_json::Map<String, Value>) -> bool {
+    map.iter().any(|(k, v)| {
+        if k != "metadata" {
+            return encoded_len_at_least(v, SHARE_FIELD_AT_LEAST);
+        }
+        v.get("managedFields")
+            .and_then(Value::as_array)
+            .is_some_and(|entries| {
+                entries.iter().any(|e| {
+                    e.get("fieldsV1")
+                        .is_some_and(|f| encoded_len_at_least(f, SHARE_FIELD_SET_AT_LEAST))
+                })
+            })
+    })
 }
 
 impl ObjectJson {
-    /// Serializes `value` (compactly, exactly as `serde_json::to_vec` would), sharing its largest
-    /// top-level field when that is big.
+    /// Serializes `value` (compactly, exactly as `serde_json::to_vec` would), sharing its large
+    /// top-level fields and large managedFields field sets.
     pub fn encode(value: &Value) -> serde_json::Result<ObjectJson> {
-        let Some(map) = value.as_object() else {
-            return Ok(ObjectJson::from(exact(serde_json::to_vec(value)?)));
-        };
-        let largest = map
-            .iter()
-            .filter(|(k, _)| k.as_str() != "metadata")
-            .map(|(k, v)| (k, encoded_len_at_least(v, SHARE_AT_LEAST)))
-            .filter(|(_, big)| *big)
-            .map(|(k, _)| k)
-            .next();
-        let Some(shared_key) = largest else {
+        let Some(map) = value.as_object().filter(|m| has_shareable(m)) else {
             let mut out = Vec::with_capacity(512);
             serde_json::to_writer(&mut out, value)?;
             return Ok(ObjectJson::from(exact(out)));
         };
-        let mut head = Vec::with_capacity(512);
-        let mut tail = Vec::new();
-        let mut middle = None;
-        head.push(b'{');
-        for (i, (k, v)) in map.iter().enumerate() {
-            let out = if middle.is_some() {
-                &mut tail
-            } else {
-                &mut head
-            };
-            if i > 0 {
-                out.push(b',');
-            }
-            serde_json::to_writer(&mut *out, k)?;
-            out.push(b':');
-            if k == shared_key {
-                middle = Some(intern(serde_json::to_vec(v)?));
-            } else {
-                serde_json::to_writer(&mut *out, v)?;
-            }
-        }
-        tail.push(b'}');
+        let mut encoder = Encoder {
+            own: Vec::with_capacity(512),
+            shared: Vec::new(),
+        };
+        encoder.object(map, Encoder::top_level)?;
         Ok(ObjectJson {
-            head: Bytes::from(exact(head)),
-            shared: middle.map(|m| (m, Bytes::from(exact(tail)))),
+            own: Bytes::from(exact(encoder.own)),
+            shared: encoder.shared.into_boxed_slice(),
         })
     }
 
     pub fn len(&self) -> usize {
-        self.head.len()
-            + self
-                .shared
-                .as_ref()
-                .map_or(0, |(middle, tail)| middle.len() + tail.len())
+        self.own.len() + self.shared.iter().map(|(_, v)| v.len()).sum::<usize>()
     }
 
     pub fn is_empty(&self) -> bool {
@@ -85,17 +145,19 @@ impl ObjectJson {
 
     /// Appends the JSON to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(&self.head);
-        if let Some((middle, tail)) = &self.shared {
-            out.extend_from_slice(middle);
-            out.extend_from_slice(tail);
+        let mut at = 0;
+        for (offset, value) in self.shared.iter() {
+            out.extend_from_slice(&self.own[at..*offset]);
+            out.extend_from_slice(value);
+            at = *offset;
         }
+        out.extend_from_slice(&self.own[at..]);
     }
 
-    /// The JSON in one buffer (no copy when it is not split).
+    /// The JSON in one buffer (no copy when nothing is shared).
     pub fn to_bytes(&self) -> Bytes {
-        if self.shared.is_none() {
-            return self.head.clone();
+        if self.shared.is_empty() {
+            return self.own.clone();
         }
         let mut out = Vec::with_capacity(self.len());
         self.write_to(&mut out);
@@ -103,23 +165,23 @@ impl ObjectJson {
     }
 
     pub fn parse<T: serde::de::DeserializeOwned>(&self) -> serde_json::Result<T> {
-        match &self.shared {
-            None => serde_json::from_slice(&self.head),
-            Some(_) => serde_json::from_slice(&self.to_bytes()),
+        if self.shared.is_empty() {
+            serde_json::from_slice(&self.own)
+        } else {
+            serde_json::from_slice(&self.to_bytes())
         }
     }
 
-    /// Whether the largest field is kept apart, in the table of shared values.
+    /// Whether some values are kept apart, in the table of shared values.
     pub fn is_split(&self) -> bool {
-        self.shared.is_some()
+        !self.shared.is_empty()
     }
 
-    /// Whether both hold the same shared value (one copy in memory).
+    /// Whether both hold one same shared value (one copy in memory).
     pub fn shares_with(&self, other: &ObjectJson) -> bool {
-        match (&self.shared, &other.shared) {
-            (Some((a, _)), Some((b, _))) => Arc::ptr_eq(a, b),
-            _ => false,
-        }
+        self.shared
+            .iter()
+            .any(|(_, a)| other.shared.iter().any(|(_, b)| Arc::ptr_eq(a, b)))
     }
 }
 
@@ -130,8 +192,11 @@ impl From<Vec<u8>> for ObjectJson {
 }
 
 impl From<Bytes> for ObjectJson {
-    fn from(head: Bytes) -> Self {
-        ObjectJson { head, shared: None }
+    fn from(own: Bytes) -> Self {
+        ObjectJson {
+            own,
+            shared: Box::default(),
+        }
     }
 }
 
@@ -231,12 +296,41 @@ mod tests {
         json!({"schema": "x".repeat(2000), "names": {"plural": "widgets"}})
     }
 
+    /// A field set of managedFields as large as a real object's.
+    fn big_field_set(prefix: &str) -> Value {
+        let fields: serde_json::Map<String, Value> = (0..20)
+            .map(|i| (format!("f:{prefix}{i}"), json!({})))
+            .collect();
+        json!({"f:spec": fields})
+    }
+
+    #[test]
+    fn field_sets_are_shared_between_objects() {
+        let entry = |time: &str| json!([{"manager": "kubectl", "fieldsType": "FieldsV1", "fieldsV1": big_field_set("x"), "time": time}]);
+        let a = json!({"metadata": {"name": "a", "managedFields": entry("1")}, "spec": {"a": 1}});
+        let b = json!({"metadata": {"name": "b", "managedFields": entry("2")}, "spec": {"a": 2}});
+        let (a, b) = (
+            ObjectJson::encode(&a).unwrap(),
+            ObjectJson::encode(&b).unwrap(),
+        );
+        assert!(a.shares_with(&b));
+        // A small field set stays inline.
+        let small = json!({"metadata": {"managedFields": [{"fieldsV1": {"f:a": {}}}]}});
+        assert!(!ObjectJson::encode(&small).unwrap().is_split());
+    }
+
     #[test]
     fn encodes_exactly_as_serde_json() {
         for value in [
             json!({"metadata": {"name": "a"}, "data": {"k": "v"}}),
             json!({"apiVersion": "v1", "metadata": {"name": "a", "uid": "1"}, "spec": big_spec(), "status": {"x": 1}}),
             json!({"spec": big_spec()}),
+            json!({"metadata": {"name": "a", "managedFields": [
+                {"manager": "m", "fieldsType": "FieldsV1", "fieldsV1": big_field_set("f"), "time": "t"},
+                {"manager": "n", "fieldsV1": {"f:a": {}}},
+                "not an entry",
+            ]}, "spec": big_spec(), "status": {"s": "\u{2603}\"q"}}),
+            json!({"metadata": {"managedFields": "not a list"}}),
             json!([1, 2, 3]),
             json!({}),
         ] {
@@ -260,10 +354,7 @@ mod tests {
             ObjectJson::encode(&b).unwrap(),
         );
         assert!(a.is_split() && b.is_split());
-        let (Some((ma, _)), Some((mb, _))) = (&a.shared, &b.shared) else {
-            unreachable!()
-        };
-        assert!(Arc::ptr_eq(ma, mb));
+        assert!(a.shares_with(&b));
         // Small objects stay whole.
         let small = ObjectJson::encode(&json!({"metadata": {}, "spec": {"a": 1}})).unwrap();
         assert!(!small.is_split());
@@ -273,7 +364,7 @@ mod tests {
     fn shared_values_die_with_their_objects() {
         let spec = json!({"unique": "y".repeat(3000)});
         let obj = ObjectJson::encode(&json!({"spec": spec})).unwrap();
-        let Some((middle, _)) = &obj.shared else {
+        let [(_, middle)] = &*obj.shared else {
             unreachable!()
         };
         let weak = Arc::downgrade(middle);

@@ -343,7 +343,7 @@ impl Report {
         let _ = writeln!(out, "### Memory per logical cluster with one CRD\n");
         let _ = writeln!(
             out,
-            "Two fresh shards per store: one creates N logical clusters (their `LogicalCluster` only), the other N logical clusters each with the same CRD (`widgets.bench.example.com`, created and polled until `Established`). As in the memory phase above: {} warm-up logical clusters of the same kind first, 64 clients, `VmRSS` read 3 s after the warm-up and 3 s after the last one; bytes per LC = (after − before) ÷ N.\n",
+            "Two fresh shards per store: one creates N logical clusters (their `LogicalCluster` only), the other N logical clusters each with the same CRD (`widgets.bench.example.com`, created and polled until `Established`). As in the memory phase above: {} warm-up logical clusters of the same kind first, 64 clients, `VmRSS` read once the shard is idle (at least 3 s, then until it uses under 3 % of a core for a second) after the warm-up and after the last one; bytes per LC = (after − before) ÷ N.\n",
             crate::lc_memory::WARM_UP_LCS
         );
         let _ = writeln!(
