@@ -306,7 +306,7 @@ fn record_update<T: TypeView>(
     if !req.reset_fields.is_empty() {
         gained = gained.recursive_difference(req.reset_fields);
     }
-    let gained = gained.difference(stripped_fields());
+    gained.remove_all(stripped_fields());
     if !gained.is_empty() {
         let fields = match managers.remove(&id) {
             Some(previous) => gained.union(&previous.fields),

@@ -151,6 +151,21 @@ impl FieldSet {
         self.minus(other, false)
     }
 
+    /// [`FieldSet::difference`] in place: no copy of the parts `other` does not touch.
+    pub fn remove_all(&mut self, other: &FieldSet) {
+        for pe in &other.members {
+            self.members.remove(pe);
+        }
+        for (pe, theirs) in &other.children {
+            if let Some(mine) = self.children.get_mut(pe) {
+                mine.remove_all(theirs);
+                if mine.is_empty() {
+                    self.children.remove(pe);
+                }
+            }
+        }
+    }
+
     /// Like [`FieldSet::difference`], but a path of `other` also removes everything below it.
     pub fn recursive_difference(&self, other: &FieldSet) -> FieldSet {
         self.minus(other, true)
@@ -439,6 +454,17 @@ mod tests {
             for p in &paths {
                 prop_assert!(back.has(p));
             }
+        }
+
+        #[test]
+        fn remove_all_is_difference(
+            a in prop::collection::vec(prop::collection::vec(arb_element(), 1..4), 0..12),
+            b in prop::collection::vec(prop::collection::vec(arb_element(), 1..4), 0..12),
+        ) {
+            let (a, b) = (FieldSet::from_paths(a), FieldSet::from_paths(b));
+            let mut in_place = a.clone();
+            in_place.remove_all(&b);
+            prop_assert_eq!(in_place, a.difference(&b));
         }
     }
 }

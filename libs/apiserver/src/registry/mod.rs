@@ -182,14 +182,20 @@ impl Registry {
                     .ok_or_else(|| ApiError::not_found("", "namespaces", namespace))?
             }
         };
+        // Read the one field into a typed struct: no Value tree for every create.
+        #[derive(serde::Deserialize)]
+        struct Deletion {
+            #[serde(rename = "deletionTimestamp")]
+            deletion_timestamp: Option<serde::de::IgnoredAny>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Namespace {
+            metadata: Deletion,
+        }
         let terminating = ns
-            .value()
-            .ok()
-            .and_then(|v| {
-                v.pointer("/metadata/deletionTimestamp")
-                    .map(|t| !t.is_null())
-            })
-            .unwrap_or(false);
+            .json
+            .parse::<Namespace>()
+            .is_ok_and(|n| n.metadata.deletion_timestamp.is_some());
         if terminating {
             let message = format!(
                 "unable to create new content in namespace {namespace} because it is being terminated"

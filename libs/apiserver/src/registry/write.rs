@@ -63,13 +63,54 @@ fn served(object: Value, revision: Option<Revision>) -> Result<Written, ApiError
 
 /// The bytes the store keeps: the stored form, without resourceVersion (the revision is the version).
 fn stored_bytes(def: &ResourceDef, obj: &Value) -> Result<Bytes, ApiError> {
-    let mut obj = super::to_storage(def, obj.clone());
-    if let Some(m) = meta_mut(&mut obj) {
-        m.remove("resourceVersion");
+    let mut out = Vec::with_capacity(512);
+    let written = if def.shared_storage.is_some() {
+        let stored = super::to_storage(def, obj.clone());
+        serde_json::to_writer(&mut out, &WithoutResourceVersion(&stored))
+    } else {
+        // No conversion: serialized straight from the request's object, not from a copy.
+        serde_json::to_writer(&mut out, &WithoutResourceVersion(obj))
+    };
+    written.map_err(ApiError::internal)?;
+    Ok(Bytes::from(out))
+}
+
+/// An object serialized without `metadata.resourceVersion` (the store's revision is the version).
+struct WithoutResourceVersion<'a>(&'a Value);
+
+impl serde::Serialize for WithoutResourceVersion<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let Value::Object(fields) = self.0 else {
+            return self.0.serialize(serializer);
+        };
+        let mut map = serializer.serialize_map(Some(fields.len()))?;
+        for (k, v) in fields {
+            match v {
+                Value::Object(meta) if k == "metadata" => {
+                    map.serialize_entry(k, &WithoutKey(meta, "resourceVersion"))?
+                }
+                _ => map.serialize_entry(k, v)?,
+            }
+        }
+        map.end()
     }
-    serde_json::to_vec(&obj)
-        .map(Bytes::from)
-        .map_err(ApiError::internal)
+}
+
+/// A JSON object serialized without one of its keys.
+struct WithoutKey<'a>(&'a serde_json::Map<String, Value>, &'static str);
+
+impl serde::Serialize for WithoutKey<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = serializer.serialize_map(None)?;
+        for (k, v) in self.0 {
+            if k != self.1 {
+                map.serialize_entry(k, v)?;
+            }
+        }
+        map.end()
+    }
 }
 
 /// Fields the kind's schema requires, absent from `obj`: 422 causes, as Kubernetes' validation reports them.
@@ -462,4 +503,27 @@ fn deletion_may_finish(def: &ResourceDef, obj: &Value) -> bool {
     metadata::is_deleting(obj)
         && metadata::finalizers(obj).is_empty()
         && !def.strategy.blocks_deletion(obj)
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
+mod stored_form_tests {
+    use super::*;
+
+    #[test]
+    fn stored_form_is_the_object_without_its_resource_version() {
+        for obj in [
+            json!({"apiVersion": "v1", "metadata": {"name": "a", "resourceVersion": "7", "uid": "u"}, "data": {"k": "v"}}),
+            json!({"metadata": {"resourceVersion": "7"}}),
+            json!({"kind": "K"}),
+        ] {
+            let mut expected = obj.clone();
+            if let Some(m) = expected.get_mut("metadata").and_then(Value::as_object_mut) {
+                m.remove("resourceVersion");
+            }
+            let mut out = Vec::new();
+            serde_json::to_writer(&mut out, &WithoutResourceVersion(&obj)).unwrap();
+            assert_eq!(out, serde_json::to_vec(&expected).unwrap());
+        }
+    }
 }

@@ -65,14 +65,23 @@ impl Walk {
         match new {
             Json::Object(fields) => {
                 for (name, value) in fields {
-                    let (child_rules, child_shape, child_path) = if let (Some(r), Some(s)) =
+                    let (child_rules, child_shape, additional) = if let (Some(r), Some(s)) =
                         (rules.properties.get(name), shape.properties.get(name))
                     {
-                        (r, s, join(path, name))
+                        (r, s, false)
                     } else if let (Some(r), Some(s)) = (&rules.additional, &shape.additional) {
-                        (&**r, &**s, format!("{path}[{name}]"))
+                        (&**r, &**s, true)
                     } else {
                         continue;
+                    };
+                    // Most fields have no rule below them: skip them before building their path.
+                    if !child_rules.has_rules {
+                        continue;
+                    }
+                    let child_path = if additional {
+                        format!("{path}[{name}]")
+                    } else {
+                        join(path, name)
                     };
                     let old_value = old.and_then(|o| o.get(name));
                     let child_unchanged = old_value.map_or(unchanged, |o| o == value);
@@ -90,6 +99,9 @@ impl Walk {
                 let (Some(item_rules), Some(item_shape)) = (&rules.items, &shape.items) else {
                     return;
                 };
+                if !item_rules.has_rules {
+                    return;
+                }
                 let old_items = old.and_then(Json::as_array);
                 let correlate = Correlation::new(shape.list_type.as_ref(), old_items);
                 for (i, item) in items.iter().enumerate() {

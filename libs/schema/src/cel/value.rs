@@ -49,7 +49,7 @@ pub(super) fn to_cel_fields(value: &Json, node: &Node, wanted: &[String]) -> Val
                 let Some(escaped) = escape(name) else {
                     continue;
                 };
-                if !wanted.contains(&escaped) {
+                if !wanted.iter().any(|w| *w == *escaped) {
                     continue;
                 }
                 if let Some(property) = node.properties.get(name) {
@@ -166,9 +166,19 @@ const RESERVED: &[&str] = &[
 ];
 
 /// The CEL name of property `name` (kube-apiserver's escaping), or `None` when it has none.
-pub(super) fn escape(name: &str) -> Option<String> {
+pub(super) fn escape(name: &str) -> Option<Cow<'_, str>> {
     if RESERVED.contains(&name) {
-        return Some(format!("__{name}__"));
+        return Some(Cow::Owned(format!("__{name}__")));
+    }
+    // The common case, a plain identifier, is its own escape: no allocation.
+    let plain = name
+        .chars()
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !name.contains("__");
+    if plain {
+        return Some(Cow::Borrowed(name));
     }
     let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '.' | '-' | '/');
     let mut chars = name.chars();
@@ -194,7 +204,7 @@ pub(super) fn escape(name: &str) -> Option<String> {
         }
         rest = &rest[c.len_utf8()..];
     }
-    Some(out)
+    Some(Cow::Owned(out))
 }
 
 /// `old` with the items of its set and map lists in the order of the matching items of `new`.
