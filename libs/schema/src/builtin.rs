@@ -2,8 +2,7 @@
 //!
 //! k8s-openapi is the single source: its generator output (OpenAPI 3 flavour, refs as
 //! `#/components/schemas/<name>`) is both what we serve in OpenAPI documents and what we
-//! compile for validation. Only kcp's LogicalCluster is written by hand
-//! ([`crate::logical_cluster`]).
+//! compile for validation. Only kcp's own kinds are written by hand ([`crate::kcp`]).
 
 use std::sync::{Arc, LazyLock};
 
@@ -19,7 +18,7 @@ use schemars::JsonSchema;
 use schemars::generate::{SchemaGenerator, SchemaSettings};
 use serde_json::{Map, Value};
 
-use crate::logical_cluster::{LOGICAL_CLUSTER_SCHEMA_NAME, logical_cluster_schema};
+use crate::kcp;
 use crate::structural::{CompileOptions, Schema, SchemaNode, SchemaSet};
 
 /// Component names the OpenAPI documents and validators refer to directly.
@@ -219,16 +218,15 @@ fn build() -> Registry {
         // Upstream publishes it untyped: defaults, examples and enum values may be any JSON.
         json.remove("type");
     }
-    components.insert(
-        LOGICAL_CLUSTER_SCHEMA_NAME.to_owned(),
-        logical_cluster_schema(),
-    );
-    kinds.push(BuiltinKind {
-        group: "core.kcp.io",
-        version: "v1alpha1",
-        kind: "LogicalCluster",
-        schema_name: LOGICAL_CLUSTER_SCHEMA_NAME.to_owned(),
-    });
+    for k in &kcp::KINDS {
+        components.insert(k.schema_name.to_owned(), (k.schema)());
+        kinds.push(BuiltinKind {
+            group: k.group,
+            version: k.version,
+            kind: k.kind,
+            schema_name: k.schema_name.to_owned(),
+        });
+    }
     components.sort_keys();
 
     let set = SchemaSet::compile(
@@ -237,7 +235,7 @@ fn build() -> Registry {
             opaque_empty_objects: true,
         },
     )
-    .expect("schemas generated from k8s-openapi and our own LogicalCluster compile");
+    .expect("schemas generated from k8s-openapi and our own kcp kinds compile");
     let schemas = kinds
         .iter()
         .map(|kind| {
@@ -260,7 +258,7 @@ mod tests {
     use super::*;
     use crate::structural::SchemaType;
 
-    const EXPECTED: [(&str, &str, &str); 26] = [
+    const EXPECTED: [(&str, &str, &str); 29] = [
         ("", "v1", "Namespace"),
         ("", "v1", "ConfigMap"),
         ("", "v1", "Secret"),
@@ -303,6 +301,9 @@ mod tests {
         ("authentication.k8s.io", "v1", "TokenReview"),
         ("apiextensions.k8s.io", "v1", "CustomResourceDefinition"),
         ("core.kcp.io", "v1alpha1", "LogicalCluster"),
+        ("core.kcp.io", "v1alpha1", "Shard"),
+        ("tenancy.kcp.io", "v1alpha1", "Workspace"),
+        ("tenancy.kcp.io", "v1alpha1", "WorkspaceType"),
     ];
 
     #[test]
@@ -415,6 +416,50 @@ mod tests {
             "lastTransitionTime",
         ] {
             assert!(condition.property(field).is_some(), "{field}");
+        }
+    }
+
+    #[test]
+    fn tenancy_schemas_are_structured() {
+        let ws = builtin_schema("tenancy.kcp.io", "v1alpha1", "Workspace").expect("Workspace");
+        let spec = ws.root().property("spec").expect("spec");
+        for field in ["type", "location", "cluster", "URL"] {
+            assert!(spec.property(field).is_some(), "{field}");
+        }
+        let selector = spec
+            .property("location")
+            .and_then(|l| l.property("selector"))
+            .expect("selector");
+        assert!(
+            selector.property("matchLabels").is_some(),
+            "LabelSelector resolved"
+        );
+        let phase = ws
+            .root()
+            .property("status")
+            .and_then(|s| s.property("phase"))
+            .expect("phase");
+        assert!(phase.enum_values().iter().any(|p| p == "Ready"));
+
+        let wt =
+            builtin_schema("tenancy.kcp.io", "v1alpha1", "WorkspaceType").expect("WorkspaceType");
+        let spec = wt.root().property("spec").expect("spec");
+        for field in [
+            "initializer",
+            "terminator",
+            "extend",
+            "defaultChildWorkspaceType",
+            "limitAllowedChildren",
+            "limitAllowedParents",
+            "additionalWorkspaceLabels",
+        ] {
+            assert!(spec.property(field).is_some(), "{field}");
+        }
+
+        let shard = builtin_schema("core.kcp.io", "v1alpha1", "Shard").expect("Shard");
+        let spec = shard.root().property("spec").expect("spec");
+        for field in ["baseURL", "externalURL", "virtualWorkspaceURL"] {
+            assert!(spec.property(field).is_some(), "{field}");
         }
     }
 }

@@ -13,7 +13,7 @@ pub mod cel;
 pub mod constraints;
 pub mod crd;
 mod error;
-pub mod logical_cluster;
+pub mod kcp;
 pub mod openapi;
 pub mod structural;
 pub mod validate;

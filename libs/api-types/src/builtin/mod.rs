@@ -424,6 +424,78 @@ pub fn catalogue() -> Vec<ResourceDef> {
         .strategy(LogicalClusterStrategy)
         .0,
         def(
+            "core.kcp.io",
+            "v1alpha1",
+            "Shard",
+            "shards",
+            false,
+            "io.kcp.core.v1alpha1.Shard",
+        )
+        .status()
+        .categories(&["kcp"])
+        .columns(vec![
+            name_column(),
+            path_column(
+                "Region",
+                "The region of the shard",
+                ".metadata.labels['region']",
+            ),
+            path_column(
+                "URL",
+                "Type URL to directly connect to the shard",
+                ".spec.baseURL",
+            ),
+            path_column(
+                "External URL",
+                "The URL users are given to reach workspaces on the shard",
+                ".spec.externalURL",
+            ),
+            age_column(),
+        ])
+        .0,
+        def(
+            "tenancy.kcp.io",
+            "v1alpha1",
+            "Workspace",
+            "workspaces",
+            false,
+            "io.kcp.tenancy.v1alpha1.Workspace",
+        )
+        .short(&["ws"])
+        .status()
+        .categories(&["kcp"])
+        .names(NameRule::Dns1123Label)
+        .columns(vec![
+            name_column(),
+            path_column("Type", "Type of the workspace", ".spec.type.name"),
+            path_column(
+                "Region",
+                "The region this workspace is in",
+                ".metadata.labels['region']",
+            ),
+            path_column(
+                "Phase",
+                "The current phase (e.g. Scheduling, Initializing, Ready)",
+                ".status.phase",
+            ),
+            path_column("URL", "URL to access the workspace", ".spec.URL"),
+            age_column(),
+        ])
+        .0,
+        def(
+            "tenancy.kcp.io",
+            "v1alpha1",
+            "WorkspaceType",
+            "workspacetypes",
+            false,
+            "io.kcp.tenancy.v1alpha1.WorkspaceType",
+        )
+        .status()
+        .categories(&["kcp"])
+        .names(NameRule::Dns1123Label)
+        .columns(vec![name_column(), age_column()])
+        .0,
+        def(
             "events.k8s.io",
             "v1",
             "Event",
@@ -503,6 +575,9 @@ mod tests {
                 "validatingadmissionpolicybindings",
             ),
             ("core.kcp.io", "logicalclusters"),
+            ("core.kcp.io", "shards"),
+            ("tenancy.kcp.io", "workspaces"),
+            ("tenancy.kcp.io", "workspacetypes"),
             ("authorization.k8s.io", "subjectaccessreviews"),
             ("authorization.k8s.io", "localsubjectaccessreviews"),
             ("authorization.k8s.io", "selfsubjectaccessreviews"),

@@ -1,12 +1,8 @@
-//! The schema of kcp's `core.kcp.io/v1alpha1` LogicalCluster, which k8s-openapi does not have.
-//!
-//! Written here in our own words; only ObjectMeta is borrowed from k8s-openapi (by `$ref`).
-//! Like a CRD's published schema, everything but metadata is inlined in one component.
+//! `core.kcp.io/v1alpha1` LogicalCluster: the object that makes a logical cluster exist.
 
 use serde_json::{Value, json};
 
-/// Component name, in the `<reversed group>.<version>.<Kind>` form kube-apiserver uses for CRDs.
-pub const LOGICAL_CLUSTER_SCHEMA_NAME: &str = "io.kcp.core.v1alpha1.LogicalCluster";
+use super::{api_version, boolean, conditions, kind, object_meta, string, string_list, user_info};
 
 /// The phases a logical cluster moves through.
 pub const LOGICAL_CLUSTER_PHASES: [&str; 7] = [
@@ -18,14 +14,6 @@ pub const LOGICAL_CLUSTER_PHASES: [&str; 7] = [
     "Terminating",
     "Deleting",
 ];
-
-fn string(description: &str) -> Value {
-    json!({"type": "string", "description": description})
-}
-
-fn string_list(description: &str) -> Value {
-    json!({"type": "array", "items": {"type": "string"}, "description": description})
-}
 
 fn owner() -> Value {
     json!({
@@ -44,26 +32,6 @@ fn owner() -> Value {
     })
 }
 
-fn condition() -> Value {
-    json!({
-        "type": "object",
-        "description": "One observation of an aspect of the logical cluster's state.",
-        "required": ["type", "status"],
-        "properties": {
-            "type": string("What aspect this condition is about, in CamelCase."),
-            "status": string("True, False or Unknown."),
-            "severity": string("How bad a False status is: Error, Warning or Info; empty when True."),
-            "reason": string("A machine-readable CamelCase word for the last transition."),
-            "message": string("A human-readable explanation of the last transition."),
-            "lastTransitionTime": {
-                "type": "string",
-                "format": "date-time",
-                "description": "When the status last changed.",
-            },
-        }
-    })
-}
-
 /// The LogicalCluster component schema (OpenAPI v3 JSON).
 pub fn logical_cluster_schema() -> Value {
     json!({
@@ -72,22 +40,19 @@ pub fn logical_cluster_schema() -> Value {
                         initialization and termination, and its phase.",
         "type": "object",
         "properties": {
-            "apiVersion": string("APIVersion of this representation of the object, core.kcp.io/v1alpha1."),
-            "kind": string("Kind of the object, LogicalCluster."),
-            "metadata": {
-                "description": "Standard object metadata.",
-                "allOf": [{"$ref": "#/components/schemas/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"}],
-            },
+            "apiVersion": api_version("core.kcp.io/v1alpha1"),
+            "kind": kind("LogicalCluster"),
+            "metadata": object_meta(),
             "spec": {
                 "type": "object",
                 "description": "Desired state of the logical cluster.",
                 "properties": {
-                    "directlyDeletable": {
-                        "type": "boolean",
-                        "description": "Whether a user may delete this object directly instead of \
-                                        through its owner.",
-                    },
+                    "directlyDeletable": boolean(
+                        "Whether a user may delete this object directly instead of through its owner."),
                     "owner": owner(),
+                    "createdBy": user_info(
+                        "Who asked for the logical cluster; bound to cluster-admin in it by the \
+                         workspace-admin ClusterRoleBinding."),
                     "initializers": string_list(
                         "Initializers that must each finish their work before the cluster becomes Ready; \
                          copied into status when the cluster is created."),
@@ -106,11 +71,7 @@ pub fn logical_cluster_schema() -> Value {
                         "description": "Where the logical cluster is in its life.",
                         "enum": LOGICAL_CLUSTER_PHASES,
                     },
-                    "conditions": {
-                        "type": "array",
-                        "description": "The latest observations of the logical cluster's state.",
-                        "items": condition(),
-                    },
+                    "conditions": conditions("logical cluster"),
                     "initializers": string_list("Initializers that have not finished yet."),
                     "terminators": string_list("Terminators that have not finished yet."),
                 },
