@@ -1,5 +1,6 @@
 //! The handler chain: parse → authenticate → authorize → dispatch, with one log line per request.
 
+mod authentication;
 mod impersonation;
 mod resource;
 mod review;
@@ -13,7 +14,7 @@ use std::time::Instant;
 
 use http::{Method, Request, Response, StatusCode, header};
 use kcp_apimachinery::status::ApiError;
-use kcp_auth::{Attributes, AuthnResult, Authorizer, Decision, UserInfo};
+use kcp_auth::{Attributes, Authorizer, Decision, UserInfo};
 use serde_json::json;
 
 use crate::codec::{Output, Produces, negotiate};
@@ -59,24 +60,6 @@ impl ApiServer {
             "request"
         );
         resp
-    }
-
-    fn authenticate(
-        &self,
-        parts: &http::request::Parts,
-        peer: &PeerInfo,
-    ) -> Result<UserInfo, ApiError> {
-        for authn in &self.config.authenticators {
-            match authn.authenticate(parts, &peer.certificates) {
-                AuthnResult::Authenticated(user) => return Ok(user),
-                AuthnResult::NoCredential => continue,
-                AuthnResult::Invalid(reason) => {
-                    tracing::debug!(%reason, "authentication failed");
-                    return Err(ApiError::unauthorized());
-                }
-            }
-        }
-        Err(ApiError::unauthorized())
     }
 
     fn authorize(
@@ -133,7 +116,7 @@ impl ApiServer {
         req: Request<hyper::body::Incoming>,
         peer: &PeerInfo,
     ) -> Result<Response<Body>, ApiError> {
-        let (parts, body) = req.into_parts();
+        let (mut parts, body) = req.into_parts();
         let query = Query::parse(parts.uri.query());
         let watch = query.flag("watch")?;
         let info = request_info::parse(&parts.method, parts.uri.path(), VerbHints { watch });
@@ -141,7 +124,12 @@ impl ApiServer {
             // Health endpoints need no credentials.
             return Ok(response::text(StatusCode::OK, "ok"));
         }
-        let user = self.authenticate(&parts, peer)?;
+        let user = authentication::authenticate(
+            &self.config.authenticators,
+            &self.config.identity_headers,
+            &mut parts,
+            &peer.certificates,
+        )?;
         let user = self.impersonate(&parts, user, &info)?;
         if let ClusterTarget::Name(name) = &info.cluster
             && !kcp_apimachinery::names::is_valid_cluster_name(name)
