@@ -412,16 +412,75 @@ async fn token_request_and_token_review() {
         "{body}"
     );
     assert_eq!(body["status"]["audiences"], json!([ISSUER]), "{body}");
-    let (_, body) = shard
+    // A review for an audience the token was not minted for: answered (201), not authenticated.
+    let (status, body) = shard
         .post(&reviews, "root-token", review(&token, &["vault"]))
         .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["status"]["authenticated"], false, "{body}");
-    assert!(body["status"]["error"].is_string(), "{body}");
+    assert!(
+        body["status"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("is invalid for the target audiences"),
+        "{body}"
+    );
     let (_, body) = shard
         .post(&reviews, "root-token", review("alice-token", &[]))
         .await;
     assert_eq!(body["status"]["authenticated"], true, "{body}");
     assert_eq!(body["status"]["user"]["username"], "alice", "{body}");
+    assert_eq!(body["status"]["audiences"], json!([ISSUER]), "{body}");
+    // A static token is good for the server's own audience only.
+    let (_, body) = shard
+        .post(&reviews, "root-token", review("alice-token", &["vault"]))
+        .await;
+    assert_eq!(body["status"]["authenticated"], false, "{body}");
+
+    // A token minted for another audience (vault) is valid for vault's review, and only there.
+    let (status, body) = shard
+        .post(
+            &token_path,
+            "admin-token",
+            request(json!({"audiences": ["vault"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let vault_token = body["status"]["token"].as_str().unwrap().to_string();
+    let (status, body) = shard
+        .post(&reviews, "root-token", review(&vault_token, &["vault"]))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(body["status"]["audiences"], json!(["vault"]), "{body}");
+    assert_eq!(
+        body["status"]["user"]["username"], "system:serviceaccount:robots:r2",
+        "{body}"
+    );
+    let (status, body) = shard
+        .post(&reviews, "root-token", review(&vault_token, &[]))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["authenticated"], false, "{body}");
+    assert!(body["status"]["error"].is_string(), "{body}");
+    let (status, _) = shard
+        .get_as(&format!("{ROOT}/api/v1/namespaces"), &vault_token, &[])
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // Several audiences: the review reports the ones asked for that the token names.
+    let (_, body) = shard
+        .post(
+            &token_path,
+            "admin-token",
+            request(json!({"audiences": ["vault", ISSUER]})),
+        )
+        .await;
+    let both = body["status"]["token"].as_str().unwrap().to_string();
+    let (_, body) = shard
+        .post(&reviews, "root-token", review(&both, &["other", "vault"]))
+        .await;
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(body["status"]["audiences"], json!(["vault"]), "{body}");
     let (_, body) = shard
         .post(&reviews, "root-token", review("guessed", &[]))
         .await;
