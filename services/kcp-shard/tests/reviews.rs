@@ -603,3 +603,96 @@ async fn impersonation() {
 
     shard.stop().await;
 }
+
+/// Creates logical cluster `name` (as `root`, who may address clusters that do not exist yet).
+async fn create_logical_cluster(shard: &Shard, name: &str) {
+    let (status, body) = shard
+        .post(
+            &format!("/clusters/{name}/apis/core.kcp.io/v1alpha1/logicalclusters"),
+            "root-token",
+            json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+}
+
+/// Binds ClusterRole `role` to `subject` across logical cluster `cluster`.
+async fn bind_cluster_role(shard: &Shard, cluster: &str, name: &str, role: &str, subject: Value) {
+    let (status, body) = shard
+        .post(
+            &format!("/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+            "root-token",
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [subject],
+            }),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_subject_access_reviews() {
+    const LC: &str = "deep-a";
+    const DEEP: &str = "X-Kcp-Internal-Deep-SubjectAccessReview";
+    let dir = tempfile::tempdir().unwrap();
+    let shard = Shard::start(dir.path()).await;
+    create_logical_cluster(&shard, LC).await;
+    // alice may read everything in the LC, but may not enter it (no `access`).
+    bind_cluster_role(
+        &shard,
+        LC,
+        "alice-view",
+        "view",
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}),
+    )
+    .await;
+    let sars = format!("/clusters/{LC}/apis/authorization.k8s.io/v1/subjectaccessreviews");
+    // An ordinary review goes through the access gate.
+    let status = ask(&shard, &sars, "root-token", "list", &[]).await;
+    assert_eq!(status["allowed"], false, "{status}");
+    assert!(
+        status["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("workspace access not permitted"),
+        "{status}"
+    );
+    // Deep, from system:masters: the LC's RBAC alone decides.
+    let status = ask(&shard, &sars, "root-token", "list", &[(DEEP, "true")]).await;
+    assert_eq!(status["allowed"], true, "{status}");
+    let status = ask(&shard, &sars, "root-token", "create", &[(DEEP, "true")]).await;
+    assert_eq!(status["allowed"], false, "{status}");
+    // Only the exact value counts.
+    let status = ask(&shard, &sars, "root-token", "list", &[(DEEP, "1")]).await;
+    assert_eq!(status["allowed"], false, "{status}");
+    // A caller outside system:masters (kcp-admin is cluster-admin here) cannot make it deep.
+    let status = ask(&shard, &sars, "admin-token", "list", &[(DEEP, "true")]).await;
+    assert_eq!(status["allowed"], false, "{status}");
+
+    shard.stop().await;
+}
+
+/// Posts a SubjectAccessReview to `path` asking whether alice may `verb` configmaps in `default`;
+/// the review's status.
+async fn ask(
+    shard: &Shard,
+    path: &str,
+    token: &str,
+    verb: &str,
+    headers: &[(&str, &str)],
+) -> Value {
+    let review = sar(
+        "SubjectAccessReview",
+        json!({"user": "alice", "groups": ["system:authenticated"],
+            "resourceAttributes": {"verb": verb, "resource": "configmaps", "namespace": "default"}}),
+    );
+    let (status, body) = shard
+        .send(http::Method::POST, path, token, headers, Some(review))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["status"].clone()
+}

@@ -36,6 +36,8 @@ pub struct RequestContext {
     pub accept: Option<String>,
     pub content_type: Option<String>,
     pub user_agent: Option<String>,
+    /// A SubjectAccessReview a `system:masters` caller asked to be deep ([`is_deep_review`]).
+    pub deep_review: bool,
 }
 
 impl ApiServer {
@@ -82,6 +84,7 @@ impl ApiServer {
                 namespace: authorized_namespace(r),
                 name: r.name.as_deref().unwrap_or_default(),
                 path: &info.path,
+                deep_review: false,
             },
             _ => Attributes {
                 user: Some(user),
@@ -131,6 +134,7 @@ impl ApiServer {
             &peer.certificates,
         )?;
         let user = self.impersonate(&parts, user, &info)?;
+        let deep_review = is_deep_review(&parts.headers, &user, &info);
         if let ClusterTarget::Name(name) = &info.cluster
             && !kcp_apimachinery::names::is_valid_cluster_name(name)
         {
@@ -154,6 +158,7 @@ impl ApiServer {
             info,
             query,
             user,
+            deep_review,
         };
         let is_read = matches!(parts.method, Method::GET | Method::HEAD);
         match &ctx.info.target {
@@ -306,6 +311,23 @@ fn authorized_namespace(r: &crate::request_info::ResourceRequest) -> &str {
         (None, Some(name)) if r.group.is_empty() && r.resource == "namespaces" => name,
         _ => "",
     }
+}
+
+/// kcp's deep SubjectAccessReview: a `SubjectAccessReview` (not the local or self kinds) whose
+/// caller, as it acts after impersonation, is in `system:masters` and which carries
+/// `X-Kcp-Internal-Deep-SubjectAccessReview: true`. Anyone else's header means nothing.
+fn is_deep_review(headers: &http::HeaderMap, user: &UserInfo, info: &RequestInfo) -> bool {
+    let asked = headers
+        .get(kcp_auth::authz::DEEP_SAR_HEADER)
+        .is_some_and(|v| v.as_bytes() == b"true");
+    let is_sar = matches!(&info.target, Target::Resource(r)
+        if r.group == "authorization.k8s.io" && r.resource == "subjectaccessreviews");
+    asked
+        && is_sar
+        && user
+            .groups
+            .iter()
+            .any(|g| g == kcp_auth::authz::SYSTEM_MASTERS)
 }
 
 fn is_rbac(info: &RequestInfo) -> bool {

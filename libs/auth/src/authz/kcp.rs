@@ -11,6 +11,8 @@
 //!
 //! ServiceAccounts are scoped first ([`scope_user`]). Decisions are cached until the RBAC objects or
 //! the logical clusters' annotations change.
+//! A deep SubjectAccessReview ([`Attributes::deep_review`]) skips steps 3 and 4.
+//!
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -119,7 +121,9 @@ impl KcpAuthorizer {
             user: Some(user),
             ..attrs.clone()
         };
-        if !cluster.is_empty() {
+        // A deep review asks what the LC's RBAC alone grants (kcp's admission asks "may U bind X in
+        // L" without U being allowed into L); the privileged-only rule above still holds.
+        if !cluster.is_empty() && !attrs.deep_review {
             let own_service_account = is_own_service_account(user, cluster);
             if !own_service_account
                 && !user
@@ -217,7 +221,7 @@ fn cache_key(user: &UserInfo, a: &Attributes<'_>) -> String {
     if !a.resource_request {
         key.push_str(a.path);
     }
-    key.push('\u{1}');
+    key.push(if a.deep_review { '\u{2}' } else { '\u{1}' });
     for group in &user.groups {
         key.push_str(group);
         key.push('\u{0}');
@@ -326,6 +330,51 @@ mod tests {
         );
         let bob = user("bob", &["system:authenticated"]);
         assert_eq!(get(&bob, "a"), Decision::NoOpinion);
+    }
+
+    #[test]
+    fn deep_reviews_ask_only_rbac() {
+        let index = index();
+        // carol holds `view` in `a` but may not enter it; `a` also requires a group she lacks.
+        bind_cluster_role(&index, "a", "view", "User", "carol");
+        let authz = KcpAuthorizer::new(index, Arc::new(Required("a", "team-x")));
+        let carol = user("carol", &["system:authenticated"]);
+        let shallow = configmaps(&carol, "a", "list");
+        assert_eq!(
+            authz.authorize(&shallow),
+            Decision::Deny(ACCESS_NOT_PERMITTED.into())
+        );
+        let deep = Attributes {
+            deep_review: true,
+            ..shallow.clone()
+        };
+        assert_eq!(authz.authorize(&deep), Decision::Allow);
+        // The shallow answer is not served from the deep one's cache entry, nor the reverse.
+        assert_eq!(
+            authz.authorize(&shallow),
+            Decision::Deny(ACCESS_NOT_PERMITTED.into())
+        );
+        // RBAC still decides: carol may not create, and nobody else gains anything.
+        let create = Attributes {
+            deep_review: true,
+            ..configmaps(&carol, "a", "create")
+        };
+        assert_eq!(authz.authorize(&create), Decision::NoOpinion);
+        let dave = user("dave", &["system:authenticated"]);
+        let dave_deep = Attributes {
+            deep_review: true,
+            ..configmaps(&dave, "a", "list")
+        };
+        assert_eq!(authz.authorize(&dave_deep), Decision::NoOpinion);
+        // Wildcard and system LCs stay privileged-only.
+        let system = Attributes {
+            deep_review: true,
+            ..configmaps(&carol, "system:admin", "list")
+        };
+        assert_eq!(
+            authz.authorize(&system),
+            Decision::Deny(PRIVILEGED_ONLY.into())
+        );
     }
 
     #[test]
