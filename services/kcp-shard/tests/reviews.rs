@@ -635,6 +635,114 @@ async fn bind_cluster_role(shard: &Shard, cluster: &str, name: &str, role: &str,
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_cluster_service_accounts() {
+    const LC: &str = "in-cluster-a";
+    let dir = tempfile::tempdir().unwrap();
+    let shard = Shard::start(dir.path()).await;
+    let lc = format!("/clusters/{LC}");
+    create_logical_cluster(&shard, LC).await;
+    // A ConfigMap in the LC and one in root, each in `default`.
+    for (prefix, name) in [(lc.as_str(), "mine"), (ROOT, "theirs")] {
+        let (status, body) = shard
+            .post(
+                &format!("{prefix}/api/v1/namespaces"),
+                "root-token",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
+            )
+            .await;
+        assert!(
+            status.is_success() || status == StatusCode::CONFLICT,
+            "{status}: {body}"
+        );
+        let (status, body) = shard
+            .post(
+                &format!("{prefix}/api/v1/namespaces/default/configmaps"),
+                "root-token",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+            )
+            .await;
+        assert!(status.is_success(), "{status}: {body}");
+    }
+    let (status, body) = shard
+        .post(
+            &format!("{lc}/api/v1/namespaces/default/serviceaccounts"),
+            "root-token",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+    let (status, body) = shard
+        .post(
+            &format!("{lc}/api/v1/namespaces/default/serviceaccounts/robot/token"),
+            "root-token",
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let token = body["status"]["token"].as_str().unwrap().to_string();
+
+    // The path an in-cluster client uses: no `/clusters/<name>`. Without a grant the account is
+    // refused as itself (its own LC, no foreign name); the account reaches the authenticator
+    // through the watch cache, so give it a moment.
+    let bare = "/api/v1/namespaces/default/configmaps";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (status, body) = loop {
+        let (status, body) = shard.get_as(bare, &token, &[]).await;
+        if status != StatusCode::UNAUTHORIZED || Instant::now() > deadline {
+            break (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("User \"system:serviceaccount:default:robot\""),
+        "{message}"
+    );
+
+    bind_cluster_role(
+        &shard,
+        LC,
+        "robot-view",
+        "view",
+        json!({"kind": "ServiceAccount", "name": "robot", "namespace": "default"}),
+    )
+    .await;
+    let (status, body) = shard.get_as(bare, &token, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let names: Vec<&str> = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|cm| cm["metadata"]["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"mine") && !names.contains(&"theirs"),
+        "{names:?}"
+    );
+    // Reading one object and discovery work the same way.
+    let (status, body) = shard.get_as(&format!("{bare}/mine"), &token, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["metadata"]["name"], "mine", "{body}");
+
+    // Anyone else on a path without a cluster keeps the top-level view (no resources there).
+    let (status, body) = shard.get_as(bare, "root-token", &[]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    // The account addressing root explicitly is a foreigner there, as before.
+    let (status, body) = shard.get_as(&format!("{ROOT}{bare}"), &token, &[]).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("system:kcp:serviceaccount:in-cluster-a:default:robot"),
+        "{body}"
+    );
+
+    shard.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deep_subject_access_reviews() {
     const LC: &str = "deep-a";
     const DEEP: &str = "X-Kcp-Internal-Deep-SubjectAccessReview";

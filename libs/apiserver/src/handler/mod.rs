@@ -2,6 +2,7 @@
 
 mod authentication;
 mod impersonation;
+mod in_cluster;
 mod resource;
 mod review;
 mod scale;
@@ -133,6 +134,7 @@ impl ApiServer {
             &mut parts,
             &peer.certificates,
         )?;
+        let info = self.in_cluster(&parts, &user, info, VerbHints { watch });
         let user = self.impersonate(&parts, user, &info)?;
         let deep_review = is_deep_review(&parts.headers, &user, &info);
         if let ClusterTarget::Name(name) = &info.cluster
