@@ -1,6 +1,7 @@
 //! Authorization: may this user do this, in this logical cluster?
 
 pub mod chain;
+pub mod generations;
 pub mod kcp;
 pub mod rbac;
 pub mod scope;
