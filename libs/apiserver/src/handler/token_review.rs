@@ -93,16 +93,13 @@ impl ApiServer {
             AuthnResult::Invalid(reason) => Ok(json!({"authenticated": false, "error": reason})),
             AuthnResult::Authenticated(user) => {
                 // Other tokens (static ones) carry no audience: they are good for the server's own
-                // audiences only, as Kubernetes' audience-agnostic authenticators.
-                let granted: Vec<String> = if implicit.is_empty() {
-                    targets.clone()
-                } else {
-                    targets
-                        .iter()
-                        .filter(|a| implicit.contains(a))
-                        .cloned()
-                        .collect()
-                };
+                // audiences only, as Kubernetes' audience-agnostic authenticators (a server without
+                // audiences of its own accepts them only for reviews that name none).
+                let granted: Vec<String> = targets
+                    .iter()
+                    .filter(|a| implicit.contains(a))
+                    .cloned()
+                    .collect();
                 if !targets.is_empty() && granted.is_empty() {
                     return Ok(json!({
                         "authenticated": false,
