@@ -1,10 +1,16 @@
 //! kubectl's auth commands against a shard, on both stores: `auth whoami`, `auth can-i` (and
-//! `--list`), `create token`, and `--as` impersonation. The admin context is kcp-admin
+//! `--list`), `create token`, `--as` impersonation, and an in-cluster client (a ServiceAccount
+//! token against the server's base URL, without `/clusters/<name>`). The admin context is kcp-admin
 //! (`system:kcp:admin`); until RBAC lands, everybody else is refused everything.
 
 use kcp_e2e::{Shard, StoreKind, on_both_stores};
 
-on_both_stores!(auth_commands, create_token, impersonation);
+on_both_stores!(
+    auth_commands,
+    create_token,
+    impersonation,
+    in_cluster_client
+);
 
 /// `kubectl get --raw` takes the path from the host, past the kubeconfig's `/clusters/root`.
 const NAMESPACES: &str = "/clusters/root/api/v1/namespaces";
@@ -131,4 +137,74 @@ fn impersonation(store: StoreKind) {
     // A group without a user: kubectl refuses locally or the server answers 400.
     let output = shard.kubectl(&["get", "ns", "--as-group", "team"]);
     assert!(!output.status.success());
+}
+
+/// kubectl configured as client-go's in-cluster configuration is: the server's base URL (no
+/// `/clusters/<name>`) and a ServiceAccount token. The shard serves it in the account's own LC,
+/// discovery included, as that account.
+fn in_cluster_client(store: StoreKind) {
+    const LC: &str = "in-cluster-e2e";
+    let shard = Shard::start(store);
+    let lc = shard.write_file(
+        "lc.json",
+        r#"{"apiVersion":"core.kcp.io/v1alpha1","kind":"LogicalCluster","metadata":{"name":"cluster"}}"#,
+    );
+    shard
+        .kubectl_cmd()
+        .context("system:admin")
+        .cluster(LC)
+        .ok(&["create", "-f", lc.to_str().expect("utf-8")]);
+    let admin = || shard.kubectl_cmd().cluster(LC);
+    shard.eventually("namespace default in the new LC", || {
+        admin()
+            .run(&["get", "ns", "default"])
+            .status
+            .success()
+            .then_some(())
+    });
+    admin().ok(&["create", "configmap", "mine", "-n", "default"]);
+    shard.kubectl_ok(&["create", "configmap", "theirs", "-n", "default"]);
+    admin().ok(&["create", "serviceaccount", "robot", "-n", "default"]);
+    admin().ok(&[
+        "create",
+        "clusterrolebinding",
+        "robot-view",
+        "--clusterrole=view",
+        "--serviceaccount=default:robot",
+    ]);
+    let token = admin().ok(&["create", "token", "robot", "-n", "default"]);
+    let ca = shard.root_directory().join("ca.crt");
+    let kubeconfig = shard.write_file(
+        "in-cluster.kubeconfig",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: in-cluster\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: robot\n  user:\n    token: {}\ncontexts:\n- name: in-cluster\n  context: {{cluster: in-cluster, user: robot}}\ncurrent-context: in-cluster\n",
+            shard.base_url(),
+            ca.display(),
+            token.trim()
+        ),
+    );
+    let robot = || shard.kubectl_cmd().kubeconfig(&kubeconfig);
+    // The account reaches the authenticator through the watch cache: wait for it.
+    let listed = shard.eventually("the ServiceAccount's token to work", || {
+        let output = robot().run(&["get", "configmaps", "-n", "default", "-o", "name"]);
+        output
+            .status
+            .success()
+            .then(|| String::from_utf8_lossy(&output.stdout).into_owned())
+    });
+    assert!(
+        listed.contains("configmap/mine") && !listed.contains("configmap/theirs"),
+        "{listed}"
+    );
+    let whoami = robot().ok(&["auth", "whoami", "-o", "json"]);
+    assert!(
+        whoami.contains("system:serviceaccount:default:robot") && whoami.contains(LC),
+        "{whoami}"
+    );
+    // What the account may not do is refused as itself.
+    let err = robot().fails(&["create", "configmap", "nope", "-n", "default"]);
+    assert!(
+        err.contains("User \"system:serviceaccount:default:robot\" cannot create"),
+        "{err}"
+    );
 }

@@ -1,5 +1,5 @@
 //! Keeps kcp's authorizer in step with the watch cache: RBAC objects feed the [`RbacIndex`] and
-//! changes to logical clusters (their required groups) drop cached decisions. Both happen inside the
+//! changes to logical clusters (their required groups) drop that LC's cached decisions. Both happen inside the
 //! cache's own event loop ([`CacheObserver`]), so once the cache has applied a write, authorization
 //! sees it: a client whose RoleBinding was acknowledged is never refused by a stale index.
 
@@ -86,7 +86,7 @@ impl AuthorizationFeed {
 
     fn apply(&self, object: &CachedObject, deleted: bool) {
         if object.key.starts_with(&self.logical_clusters) {
-            self.authorizer.clusters_changed();
+            self.authorizer.cluster_changed(&object.cluster);
             return;
         }
         let Some(kind) = self.rbac_kind(&object.key) else {

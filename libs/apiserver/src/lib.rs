@@ -29,7 +29,8 @@ use std::sync::Arc;
 use bytes::Bytes;
 use http_body_util::combinators::UnsyncBoxBody;
 use kcp_auth::{
-    Authenticator, Authorizer, AuthorizerChain, KcpAuthorizer, RbacIndex, ServiceAccountTokens,
+    Authenticator, Authorizer, AuthorizerChain, IdentityHeaders, KcpAuthorizer, RbacIndex,
+    ServiceAccountTokens,
 };
 use kcp_store::Store;
 use tokio_util::sync::CancellationToken;
@@ -63,6 +64,9 @@ pub struct ApiServerConfig {
     /// The RBAC objects of every logical cluster, which the server keeps current from its watch
     /// cache; the RBAC authorizer in `authorizers` and SelfSubjectRulesReview read it.
     pub rbac: Arc<RbacIndex>,
+    /// The identity headers (`X-Remote-*` and the configured `--requestheader-*` names) removed
+    /// from every request once it is authenticated.
+    pub identity_headers: IdentityHeaders,
 }
 
 #[derive(Debug, thiserror::Error)]

@@ -40,6 +40,7 @@ pub async fn server(store: Arc<dyn Store>) -> Arc<ApiServer> {
         authorizers: vec![],
         service_account_tokens: None,
         rbac: Default::default(),
+        identity_headers: Default::default(),
     })
     .await
     .expect("the API server starts")

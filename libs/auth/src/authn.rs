@@ -3,6 +3,7 @@
 pub mod bearer;
 pub mod ca_bundle;
 pub mod chain;
+pub mod identity_headers;
 pub mod request_header;
 pub mod service_account;
 pub mod token_file;
@@ -14,6 +15,7 @@ use rustls_pki_types::CertificateDer;
 
 pub use ca_bundle::{CaBundle, CaBundleError};
 pub use chain::{AuthenticatorChain, authenticate_chain};
+pub use identity_headers::IdentityHeaders;
 pub use request_header::{RequestHeaderAuthenticator, RequestHeaderError, RequestHeaderNames};
 pub use service_account::{
     ServiceAccountAuthenticator, ServiceAccountError, ServiceAccountIdentity, ServiceAccountLookup,

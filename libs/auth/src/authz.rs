@@ -1,6 +1,7 @@
 //! Authorization: may this user do this, in this logical cluster?
 
 pub mod chain;
+pub mod generations;
 pub mod kcp;
 pub mod rbac;
 pub mod scope;
@@ -9,6 +10,8 @@ use crate::authn::UserInfo;
 
 /// Kubernetes' superuser group: always allowed.
 pub const SYSTEM_MASTERS: &str = "system:masters";
+/// The header that makes a SubjectAccessReview of a `system:masters` caller deep (kcp's name).
+pub const DEEP_SAR_HEADER: &str = "X-Kcp-Internal-Deep-SubjectAccessReview";
 /// kcp's administrator group, bound to cluster-admin in every logical cluster by the bootstrap policy.
 pub const KCP_ADMIN: &str = "system:kcp:admin";
 
@@ -35,6 +38,10 @@ pub struct Attributes<'a> {
     pub name: &'a str,
     /// The path, for non-resource requests.
     pub path: &'a str,
+    /// A deep SubjectAccessReview (kcp): only the RBAC of the logical cluster decides, without the
+    /// required-groups and workspace-access steps. Set only for reviews a privileged caller asked
+    /// for with [`DEEP_SAR_HEADER`].
+    pub deep_review: bool,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]

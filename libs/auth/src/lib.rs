@@ -4,9 +4,9 @@ pub mod authn;
 pub mod authz;
 
 pub use authn::{
-    Authenticator, AuthenticatorChain, AuthnResult, CaBundle, RequestHeaderAuthenticator,
-    ServiceAccountAuthenticator, ServiceAccountLookup, ServiceAccountTokens,
-    TokenFileAuthenticator, TokenIssuer, UserInfo, X509Authenticator,
+    Authenticator, AuthenticatorChain, AuthnResult, CaBundle, IdentityHeaders,
+    RequestHeaderAuthenticator, ServiceAccountAuthenticator, ServiceAccountLookup,
+    ServiceAccountTokens, TokenFileAuthenticator, TokenIssuer, UserInfo, X509Authenticator,
 };
 pub use authz::{
     Attributes, Authorizer, AuthorizerChain, ClusterFacts, Decision, KcpAuthorizer,

@@ -16,8 +16,9 @@ use kcp_auth::authn::request_header::{
 };
 use kcp_auth::authn::service_account::DEFAULT_ISSUER;
 use kcp_auth::{
-    Authenticator, Authorizer, CaBundle, RequestHeaderAuthenticator, ServiceAccountAuthenticator,
-    ServiceAccountTokens, TokenFileAuthenticator, TokenIssuer, X509Authenticator,
+    Authenticator, Authorizer, CaBundle, IdentityHeaders, RequestHeaderAuthenticator,
+    ServiceAccountAuthenticator, ServiceAccountTokens, TokenFileAuthenticator, TokenIssuer,
+    X509Authenticator,
 };
 use kcp_store::StoreConfig;
 use tokio_util::sync::CancellationToken;
@@ -144,6 +145,8 @@ struct Authentication {
     tls_client_cas: String,
     service_account_tokens: ServiceAccountTokens,
     service_accounts: Arc<service_accounts::StoredServiceAccounts>,
+    /// Stripped from every request after authentication, whether or not a proxy is configured.
+    identity_headers: IdentityHeaders,
 }
 
 impl Authentication {
@@ -160,15 +163,17 @@ impl Authentication {
         }
         let mut tls_client_cas = client_cas.clone();
 
+        let names = RequestHeaderNames {
+            username_headers: options.requestheader_username_headers.clone(),
+            group_headers: options.requestheader_group_headers.clone(),
+            extra_headers_prefixes: options.requestheader_extra_headers_prefix.clone(),
+        };
+        let identity_headers =
+            IdentityHeaders::new(&names).context("--requestheader-* header names")?;
         if let Some(path) = &options.requestheader_client_ca_file {
             let pem = read(path)?;
             let ca = CaBundle::from_pem(pem.as_bytes())
                 .with_context(|| format!("--requestheader-client-ca-file {}", path.display()))?;
-            let names = RequestHeaderNames {
-                username_headers: options.requestheader_username_headers.clone(),
-                group_headers: options.requestheader_group_headers.clone(),
-                extra_headers_prefixes: options.requestheader_extra_headers_prefix.clone(),
-            };
             authenticators.push(Arc::new(
                 RequestHeaderAuthenticator::new(
                     ca,
@@ -220,6 +225,7 @@ impl Authentication {
                 authenticator: sa_authenticator,
             },
             service_accounts,
+            identity_headers,
         })
     }
 }
@@ -284,6 +290,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         authorizers,
         service_account_tokens: Some(authn.service_account_tokens),
         rbac: Default::default(),
+        identity_headers: authn.identity_headers,
     })
     .await
     .context("starting the API server")?;

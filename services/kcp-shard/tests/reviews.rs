@@ -412,16 +412,75 @@ async fn token_request_and_token_review() {
         "{body}"
     );
     assert_eq!(body["status"]["audiences"], json!([ISSUER]), "{body}");
-    let (_, body) = shard
+    // A review for an audience the token was not minted for: answered (201), not authenticated.
+    let (status, body) = shard
         .post(&reviews, "root-token", review(&token, &["vault"]))
         .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
     assert_eq!(body["status"]["authenticated"], false, "{body}");
-    assert!(body["status"]["error"].is_string(), "{body}");
+    assert!(
+        body["status"]["error"]
+            .as_str()
+            .unwrap()
+            .contains("is invalid for the target audiences"),
+        "{body}"
+    );
     let (_, body) = shard
         .post(&reviews, "root-token", review("alice-token", &[]))
         .await;
     assert_eq!(body["status"]["authenticated"], true, "{body}");
     assert_eq!(body["status"]["user"]["username"], "alice", "{body}");
+    assert_eq!(body["status"]["audiences"], json!([ISSUER]), "{body}");
+    // A static token is good for the server's own audience only.
+    let (_, body) = shard
+        .post(&reviews, "root-token", review("alice-token", &["vault"]))
+        .await;
+    assert_eq!(body["status"]["authenticated"], false, "{body}");
+
+    // A token minted for another audience (vault) is valid for vault's review, and only there.
+    let (status, body) = shard
+        .post(
+            &token_path,
+            "admin-token",
+            request(json!({"audiences": ["vault"]})),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let vault_token = body["status"]["token"].as_str().unwrap().to_string();
+    let (status, body) = shard
+        .post(&reviews, "root-token", review(&vault_token, &["vault"]))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(body["status"]["audiences"], json!(["vault"]), "{body}");
+    assert_eq!(
+        body["status"]["user"]["username"], "system:serviceaccount:robots:r2",
+        "{body}"
+    );
+    let (status, body) = shard
+        .post(&reviews, "root-token", review(&vault_token, &[]))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    assert_eq!(body["status"]["authenticated"], false, "{body}");
+    assert!(body["status"]["error"].is_string(), "{body}");
+    let (status, _) = shard
+        .get_as(&format!("{ROOT}/api/v1/namespaces"), &vault_token, &[])
+        .await;
+    assert_eq!(status, StatusCode::UNAUTHORIZED);
+    // Several audiences: the review reports the ones asked for that the token names.
+    let (_, body) = shard
+        .post(
+            &token_path,
+            "admin-token",
+            request(json!({"audiences": ["vault", ISSUER]})),
+        )
+        .await;
+    let both = body["status"]["token"].as_str().unwrap().to_string();
+    let (_, body) = shard
+        .post(&reviews, "root-token", review(&both, &["other", "vault"]))
+        .await;
+    assert_eq!(body["status"]["authenticated"], true, "{body}");
+    assert_eq!(body["status"]["audiences"], json!(["vault"]), "{body}");
     let (_, body) = shard
         .post(&reviews, "root-token", review("guessed", &[]))
         .await;
@@ -543,4 +602,205 @@ async fn impersonation() {
     assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
 
     shard.stop().await;
+}
+
+/// Creates logical cluster `name` (as `root`, who may address clusters that do not exist yet).
+async fn create_logical_cluster(shard: &Shard, name: &str) {
+    let (status, body) = shard
+        .post(
+            &format!("/clusters/{name}/apis/core.kcp.io/v1alpha1/logicalclusters"),
+            "root-token",
+            json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+}
+
+/// Binds ClusterRole `role` to `subject` across logical cluster `cluster`.
+async fn bind_cluster_role(shard: &Shard, cluster: &str, name: &str, role: &str, subject: Value) {
+    let (status, body) = shard
+        .post(
+            &format!("/clusters/{cluster}/apis/rbac.authorization.k8s.io/v1/clusterrolebindings"),
+            "root-token",
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "ClusterRoleBinding",
+                "metadata": {"name": name},
+                "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role},
+                "subjects": [subject],
+            }),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn in_cluster_service_accounts() {
+    const LC: &str = "in-cluster-a";
+    let dir = tempfile::tempdir().unwrap();
+    let shard = Shard::start(dir.path()).await;
+    let lc = format!("/clusters/{LC}");
+    create_logical_cluster(&shard, LC).await;
+    // A ConfigMap in the LC and one in root, each in `default`.
+    for (prefix, name) in [(lc.as_str(), "mine"), (ROOT, "theirs")] {
+        let (status, body) = shard
+            .post(
+                &format!("{prefix}/api/v1/namespaces"),
+                "root-token",
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}),
+            )
+            .await;
+        assert!(
+            status.is_success() || status == StatusCode::CONFLICT,
+            "{status}: {body}"
+        );
+        let (status, body) = shard
+            .post(
+                &format!("{prefix}/api/v1/namespaces/default/configmaps"),
+                "root-token",
+                json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}}),
+            )
+            .await;
+        assert!(status.is_success(), "{status}: {body}");
+    }
+    let (status, body) = shard
+        .post(
+            &format!("{lc}/api/v1/namespaces/default/serviceaccounts"),
+            "root-token",
+            json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "robot"}}),
+        )
+        .await;
+    assert!(status.is_success(), "{status}: {body}");
+    let (status, body) = shard
+        .post(
+            &format!("{lc}/api/v1/namespaces/default/serviceaccounts/robot/token"),
+            "root-token",
+            json!({"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": {}}),
+        )
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    let token = body["status"]["token"].as_str().unwrap().to_string();
+
+    // The path an in-cluster client uses: no `/clusters/<name>`. Without a grant the account is
+    // refused as itself (its own LC, no foreign name); the account reaches the authenticator
+    // through the watch cache, so give it a moment.
+    let bare = "/api/v1/namespaces/default/configmaps";
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let (status, body) = loop {
+        let (status, body) = shard.get_as(bare, &token, &[]).await;
+        if status != StatusCode::UNAUTHORIZED || Instant::now() > deadline {
+            break (status, body);
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    let message = body["message"].as_str().unwrap();
+    assert!(
+        message.contains("User \"system:serviceaccount:default:robot\""),
+        "{message}"
+    );
+
+    bind_cluster_role(
+        &shard,
+        LC,
+        "robot-view",
+        "view",
+        json!({"kind": "ServiceAccount", "name": "robot", "namespace": "default"}),
+    )
+    .await;
+    let (status, body) = shard.get_as(bare, &token, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    let names: Vec<&str> = body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|cm| cm["metadata"]["name"].as_str())
+        .collect();
+    assert!(
+        names.contains(&"mine") && !names.contains(&"theirs"),
+        "{names:?}"
+    );
+    // Reading one object and discovery work the same way.
+    let (status, body) = shard.get_as(&format!("{bare}/mine"), &token, &[]).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["metadata"]["name"], "mine", "{body}");
+
+    // Anyone else on a path without a cluster keeps the top-level view (no resources there).
+    let (status, body) = shard.get_as(bare, "root-token", &[]).await;
+    assert_eq!(status, StatusCode::NOT_FOUND, "{body}");
+    // The account addressing root explicitly is a foreigner there, as before.
+    let (status, body) = shard.get_as(&format!("{ROOT}{bare}"), &token, &[]).await;
+    assert_eq!(status, StatusCode::FORBIDDEN, "{body}");
+    assert!(
+        body["message"]
+            .as_str()
+            .unwrap()
+            .contains("system:kcp:serviceaccount:in-cluster-a:default:robot"),
+        "{body}"
+    );
+
+    shard.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_subject_access_reviews() {
+    const LC: &str = "deep-a";
+    const DEEP: &str = "X-Kcp-Internal-Deep-SubjectAccessReview";
+    let dir = tempfile::tempdir().unwrap();
+    let shard = Shard::start(dir.path()).await;
+    create_logical_cluster(&shard, LC).await;
+    // alice may read everything in the LC, but may not enter it (no `access`).
+    bind_cluster_role(
+        &shard,
+        LC,
+        "alice-view",
+        "view",
+        json!({"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "alice"}),
+    )
+    .await;
+    let sars = format!("/clusters/{LC}/apis/authorization.k8s.io/v1/subjectaccessreviews");
+    // An ordinary review goes through the access gate.
+    let status = ask(&shard, &sars, "root-token", "list", &[]).await;
+    assert_eq!(status["allowed"], false, "{status}");
+    assert!(
+        status["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("workspace access not permitted"),
+        "{status}"
+    );
+    // Deep, from system:masters: the LC's RBAC alone decides.
+    let status = ask(&shard, &sars, "root-token", "list", &[(DEEP, "true")]).await;
+    assert_eq!(status["allowed"], true, "{status}");
+    let status = ask(&shard, &sars, "root-token", "create", &[(DEEP, "true")]).await;
+    assert_eq!(status["allowed"], false, "{status}");
+    // Only the exact value counts.
+    let status = ask(&shard, &sars, "root-token", "list", &[(DEEP, "1")]).await;
+    assert_eq!(status["allowed"], false, "{status}");
+    // A caller outside system:masters (kcp-admin is cluster-admin here) cannot make it deep.
+    let status = ask(&shard, &sars, "admin-token", "list", &[(DEEP, "true")]).await;
+    assert_eq!(status["allowed"], false, "{status}");
+
+    shard.stop().await;
+}
+
+/// Posts a SubjectAccessReview to `path` asking whether alice may `verb` configmaps in `default`;
+/// the review's status.
+async fn ask(
+    shard: &Shard,
+    path: &str,
+    token: &str,
+    verb: &str,
+    headers: &[(&str, &str)],
+) -> Value {
+    let review = sar(
+        "SubjectAccessReview",
+        json!({"user": "alice", "groups": ["system:authenticated"],
+            "resourceAttributes": {"verb": verb, "resource": "configmaps", "namespace": "default"}}),
+    );
+    let (status, body) = shard
+        .send(http::Method::POST, path, token, headers, Some(review))
+        .await;
+    assert_eq!(status, StatusCode::CREATED, "{body}");
+    body["status"].clone()
 }

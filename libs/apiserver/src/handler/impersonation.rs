@@ -200,6 +200,7 @@ impl ApiServer {
                 namespace,
                 name,
                 path: &info.path,
+                deep_review: false,
             };
             self.check(&user, &attrs)?;
             match w {

@@ -42,6 +42,7 @@ impl Asked {
             namespace: &self.namespace,
             name: &self.name,
             path: &self.path,
+            deep_review: false,
         }
     }
 }
@@ -74,7 +75,11 @@ impl ApiServer {
             "SubjectAccessReview" => {
                 let user = spec_user(def, &obj)?;
                 let asked = asked(def, &obj)?;
-                self.access_status(&asked.attributes(&user, cluster))
+                let attrs = Attributes {
+                    deep_review: ctx.deep_review,
+                    ..asked.attributes(&user, cluster)
+                };
+                self.access_status(&attrs)
             }
             "LocalSubjectAccessReview" => {
                 let namespace = path_namespace(ctx)?;

@@ -1,11 +1,12 @@
 //! TokenReview (`authentication.k8s.io/v1`): is this bearer token valid here, and whose is it?
-//! The token goes through the server's own authenticators, as if a request had carried it.
+//! A ServiceAccount token is checked against the audiences the review names (Kubernetes' semantics:
+//! valid for at least one of them, `status.audiences` the ones it is valid for); any other token
+//! goes through the server's own authenticators, as if a request had carried it. An invalid token
+//! is a review that says so (`authenticated: false` and an `error`), not a failed request.
 
-use base64::Engine as _;
-use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::ApiError;
-use kcp_auth::AuthnResult;
+use kcp_auth::{AuthnResult, authn::TokenValidation};
 use serde_json::{Value, json};
 
 use super::review::user_json;
@@ -38,18 +39,38 @@ impl ApiServer {
                     .collect()
             })
             .unwrap_or_default();
-        // The server's own audience: its ServiceAccount issuer (kcp's `--api-audiences` default).
+        // The server's own audiences: what its ServiceAccount tokens must name to authenticate
+        // requests (kcp's `--api-audiences`, by default the issuer).
         let implicit: Vec<String> = self
             .config
             .service_account_tokens
             .iter()
-            .map(|t| t.authenticator.issuer().to_string())
+            .flat_map(|t| t.authenticator.audiences().iter().cloned())
             .collect();
+        // As Kubernetes: the audiences asked for, or else the server's own.
         let targets = if requested.is_empty() {
             implicit.clone()
         } else {
             requested
         };
+
+        // ServiceAccount tokens know their audiences: valid when they name one of the targets,
+        // which need not be ours (a token minted for another service is reviewed for it).
+        if let Some(tokens) = &self.config.service_account_tokens {
+            match tokens.authenticator.validate_for(token, &targets) {
+                TokenValidation::Valid(identity) => {
+                    return Ok(json!({
+                        "authenticated": true,
+                        "user": user_json(&identity.user_info()),
+                        "audiences": identity.audiences,
+                    }));
+                }
+                TokenValidation::Invalid(reason) => {
+                    return Ok(json!({"authenticated": false, "error": reason}));
+                }
+                TokenValidation::NotOurs => {}
+            }
+        }
 
         // A token that cannot be a header value cannot be anyone's credential.
         let Ok(value) = http::HeaderValue::from_str(&format!("Bearer {token}")) else {
@@ -71,63 +92,22 @@ impl ApiServer {
             AuthnResult::NoCredential => Ok(json!({"authenticated": false})),
             AuthnResult::Invalid(reason) => Ok(json!({"authenticated": false, "error": reason})),
             AuthnResult::Authenticated(user) => {
-                // A JWT is valid for the audiences it names (its signature and audience were
-                // checked by its authenticator); an opaque token for the server's own.
-                let valid_for = jwt_audiences(token).unwrap_or(implicit);
-                let granted: Vec<String> = if targets.is_empty() {
-                    valid_for.clone()
-                } else {
-                    targets
-                        .iter()
-                        .filter(|a| valid_for.contains(a))
-                        .cloned()
-                        .collect()
-                };
+                // Other tokens (static ones) carry no audience: they are good for the server's own
+                // audiences only, as Kubernetes' audience-agnostic authenticators (a server without
+                // audiences of its own accepts them only for reviews that name none).
+                let granted: Vec<String> = targets
+                    .iter()
+                    .filter(|a| implicit.contains(a))
+                    .cloned()
+                    .collect();
                 if !targets.is_empty() && granted.is_empty() {
                     return Ok(json!({
                         "authenticated": false,
-                        "error": format!("token audiences {valid_for:?} is invalid for the target audiences {targets:?}"),
+                        "error": format!("the token is not valid for the target audiences {targets:?}"),
                     }));
                 }
                 Ok(json!({"authenticated": true, "user": user_json(&user), "audiences": granted}))
             }
         }
-    }
-}
-
-/// The `aud` claim of a JWT (a string or a list), read without verification: only called once an
-/// authenticator has accepted the token.
-fn jwt_audiences(token: &str) -> Option<Vec<String>> {
-    let payload = token.split('.').nth(1)?;
-    let claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(payload).ok()?).ok()?;
-    match claims.get("aud")? {
-        Value::String(s) => Some(vec![s.clone()]),
-        Value::Array(a) => Some(
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect(),
-        ),
-        _ => None,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn audiences_of_a_jwt() {
-        let payload = URL_SAFE_NO_PAD.encode(br#"{"aud":["a","b"]}"#);
-        assert_eq!(
-            jwt_audiences(&format!("h.{payload}.s")),
-            Some(vec!["a".to_string(), "b".to_string()])
-        );
-        let payload = URL_SAFE_NO_PAD.encode(br#"{"aud":"a"}"#);
-        assert_eq!(
-            jwt_audiences(&format!("h.{payload}.s")),
-            Some(vec!["a".to_string()])
-        );
-        assert_eq!(jwt_audiences("opaque-static-token"), None);
     }
 }

@@ -4,8 +4,9 @@
 //!
 //! Only a client whose certificate chain leads to the request-header CA — not the ordinary client CA —
 //! and whose CN is one of the allowed names (when any are configured) may assert an identity this way.
-//! Anyone else's headers are ignored here, and the handler may remove them with
-//! [`RequestHeaderAuthenticator::strip_headers`] before they reach anything that would trust them.
+//! Anyone else's headers are ignored here; the server removes them from every request once it is
+//! authenticated ([`IdentityHeaders`](crate::authn::IdentityHeaders)), so nothing after
+//! authentication can trust them.
 
 use std::collections::BTreeMap;
 

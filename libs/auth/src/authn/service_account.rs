@@ -74,6 +74,8 @@ pub struct ServiceAccountIdentity {
     pub uid: String,
     /// The token's `jti`.
     pub token_id: String,
+    /// The token's audiences that were asked for (Kubernetes' `status.audiences` of a TokenReview).
+    pub audiences: Vec<String>,
 }
 
 impl ServiceAccountIdentity {

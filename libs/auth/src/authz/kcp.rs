@@ -9,16 +9,18 @@
 //!    whether or not the logical cluster exists.
 //! 5. RBAC of the logical cluster, united with the bootstrap policy (see [`RbacIndex`]).
 //!
-//! ServiceAccounts are scoped first ([`scope_user`]). Decisions are cached until the RBAC objects or
-//! the logical clusters' annotations change.
+//! A deep SubjectAccessReview ([`Attributes::deep_review`]) skips steps 3 and 4.
+//!
+//! ServiceAccounts are scoped first ([`scope_user`]). Decisions about LC X are cached until X's RBAC
+//! objects, X's LogicalCluster or the bootstrap policy change; changes in other LCs keep them.
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::RwLock;
 
 use crate::authn::UserInfo;
+use crate::authz::generations::Generations;
 use crate::authz::rbac::{RbacAuthorizer, RbacIndex};
 use crate::authz::scope::scope_user;
 use crate::authz::{Attributes, Authorizer, Decision, SYSTEM_MASTERS};
@@ -56,24 +58,22 @@ impl ClusterFacts for NoRequiredGroups {
 pub struct KcpAuthorizer {
     rbac: RbacAuthorizer,
     clusters: Arc<dyn ClusterFacts>,
-    /// Bumped when logical clusters change (their required groups); RBAC has its own generation.
-    cluster_generation: AtomicU64,
-    cache: RwLock<DecisionCache>,
+    /// Changes of logical clusters (their required groups), per LC; RBAC has its own.
+    cluster_changes: Generations,
+    cache: RwLock<HashMap<String, (Tag, Decision)>>,
 }
 
-#[derive(Default)]
-struct DecisionCache {
-    generation: (u64, u64),
-    decisions: HashMap<String, Decision>,
-}
+/// What a cached decision about LC X was made from: the generations of X's RBAC, of the
+/// bootstrap policy's and of X's LogicalCluster. A change elsewhere leaves it valid.
+type Tag = (u64, u64, u64);
 
 impl KcpAuthorizer {
     pub fn new(index: Arc<RbacIndex>, clusters: Arc<dyn ClusterFacts>) -> Self {
         KcpAuthorizer {
             rbac: RbacAuthorizer::new(index),
             clusters,
-            cluster_generation: AtomicU64::new(0),
-            cache: RwLock::new(DecisionCache::default()),
+            cluster_changes: Generations::new(),
+            cache: RwLock::new(HashMap::new()),
         }
     }
 
@@ -81,33 +81,42 @@ impl KcpAuthorizer {
         &self.rbac
     }
 
-    /// Forgets cached decisions that depended on logical clusters (call when one changes).
-    pub fn clusters_changed(&self) {
-        self.cluster_generation.fetch_add(1, Ordering::AcqRel);
+    /// Forgets cached decisions about `cluster` that its LogicalCluster (required groups) may
+    /// change (call when it changes).
+    pub fn cluster_changed(&self, cluster: &str) {
+        self.cluster_changes.bump(cluster);
     }
 
-    fn generation(&self) -> (u64, u64) {
+    /// Forgets every cached decision that depended on logical clusters (after a full reload).
+    pub fn clusters_changed(&self) {
+        self.cluster_changes.bump_all();
+    }
+
+    /// Read before deciding, so a decision made from a state that changes meanwhile carries an
+    /// old tag and is never served.
+    fn tag(&self, cluster: &str) -> Tag {
+        let index = self.rbac.index();
         (
-            self.rbac.index().generation(),
-            self.cluster_generation.load(Ordering::Acquire),
+            index.generation_of(cluster),
+            index.generation_of(index.bootstrap_cluster()),
+            self.cluster_changes.of(cluster),
         )
     }
 
-    fn cached(&self, key: &str, generation: (u64, u64)) -> Option<Decision> {
-        let cache = self.cache.read();
-        if cache.generation != generation {
-            return None;
+    fn cached(&self, key: &str, tag: Tag) -> Option<Decision> {
+        match self.cache.read().get(key) {
+            Some((cached_tag, decision)) if *cached_tag == tag => Some(decision.clone()),
+            _ => None,
         }
-        cache.decisions.get(key).cloned()
     }
 
-    fn remember(&self, key: String, generation: (u64, u64), decision: &Decision) {
+    fn remember(&self, key: String, tag: Tag, decision: &Decision) {
         let mut cache = self.cache.write();
-        if cache.generation != generation || cache.decisions.len() >= CACHE_ENTRIES {
-            cache.decisions.clear();
-            cache.generation = generation;
+        // Outdated entries are replaced as they are met; the bound catches the rest.
+        if cache.len() >= CACHE_ENTRIES && !cache.contains_key(&key) {
+            cache.clear();
         }
-        cache.decisions.insert(key, decision.clone());
+        cache.insert(key, (tag, decision.clone()));
     }
 
     fn decide(&self, attrs: &Attributes<'_>, user: &UserInfo) -> Decision {
@@ -119,7 +128,9 @@ impl KcpAuthorizer {
             user: Some(user),
             ..attrs.clone()
         };
-        if !cluster.is_empty() {
+        // A deep review asks what the LC's RBAC alone grants (kcp's admission asks "may U bind X in
+        // L" without U being allowed into L); the privileged-only rule above still holds.
+        if !cluster.is_empty() && !attrs.deep_review {
             let own_service_account = is_own_service_account(user, cluster);
             if !own_service_account
                 && !user
@@ -162,12 +173,12 @@ impl Authorizer for KcpAuthorizer {
         }
         let user = scope_user(user, attrs.cluster);
         let key = cache_key(&user, attrs);
-        let generation = self.generation();
-        if let Some(decision) = self.cached(&key, generation) {
+        let tag = self.tag(attrs.cluster);
+        if let Some(decision) = self.cached(&key, tag) {
             return decision;
         }
         let decision = self.decide(attrs, &user);
-        self.remember(key, generation, &decision);
+        self.remember(key, tag, &decision);
         decision
     }
 }
@@ -217,7 +228,7 @@ fn cache_key(user: &UserInfo, a: &Attributes<'_>) -> String {
     if !a.resource_request {
         key.push_str(a.path);
     }
-    key.push('\u{1}');
+    key.push(if a.deep_review { '\u{2}' } else { '\u{1}' });
     for group in &user.groups {
         key.push_str(group);
         key.push('\u{0}');
@@ -326,6 +337,122 @@ mod tests {
         );
         let bob = user("bob", &["system:authenticated"]);
         assert_eq!(get(&bob, "a"), Decision::NoOpinion);
+    }
+
+    #[test]
+    fn deep_reviews_ask_only_rbac() {
+        let index = index();
+        // carol holds `view` in `a` but may not enter it; `a` also requires a group she lacks.
+        bind_cluster_role(&index, "a", "view", "User", "carol");
+        let authz = KcpAuthorizer::new(index, Arc::new(Required("a", "team-x")));
+        let carol = user("carol", &["system:authenticated"]);
+        let shallow = configmaps(&carol, "a", "list");
+        assert_eq!(
+            authz.authorize(&shallow),
+            Decision::Deny(ACCESS_NOT_PERMITTED.into())
+        );
+        let deep = Attributes {
+            deep_review: true,
+            ..shallow.clone()
+        };
+        assert_eq!(authz.authorize(&deep), Decision::Allow);
+        // The shallow answer is not served from the deep one's cache entry, nor the reverse.
+        assert_eq!(
+            authz.authorize(&shallow),
+            Decision::Deny(ACCESS_NOT_PERMITTED.into())
+        );
+        // RBAC still decides: carol may not create, and nobody else gains anything.
+        let create = Attributes {
+            deep_review: true,
+            ..configmaps(&carol, "a", "create")
+        };
+        assert_eq!(authz.authorize(&create), Decision::NoOpinion);
+        let dave = user("dave", &["system:authenticated"]);
+        let dave_deep = Attributes {
+            deep_review: true,
+            ..configmaps(&dave, "a", "list")
+        };
+        assert_eq!(authz.authorize(&dave_deep), Decision::NoOpinion);
+        // Wildcard and system LCs stay privileged-only.
+        let system = Attributes {
+            deep_review: true,
+            ..configmaps(&carol, "system:admin", "list")
+        };
+        assert_eq!(
+            authz.authorize(&system),
+            Decision::Deny(PRIVILEGED_ONLY.into())
+        );
+    }
+
+    /// No required groups, counting how often `cluster` is asked about: once per decision that was
+    /// not served from the cache.
+    #[derive(Default)]
+    struct Counting(std::sync::atomic::AtomicUsize);
+    impl ClusterFacts for Counting {
+        fn required_groups(&self, _cluster: &str) -> Option<String> {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+            None
+        }
+    }
+
+    #[test]
+    fn changes_forget_the_decisions_of_their_cluster_only() {
+        let index = index_with_grants();
+        bind_cluster_role(&index, "b", "system:kcp:workspace:access", "User", "bob");
+        let facts = Arc::new(Counting::default());
+        let authz = KcpAuthorizer::new(index.clone(), facts.clone());
+        let asked = || facts.0.load(std::sync::atomic::Ordering::SeqCst);
+        let alice = user("alice", &["system:authenticated"]);
+        let bob = user("bob", &["system:authenticated"]);
+        let in_a = configmaps(&alice, "a", "list");
+        let in_b = configmaps(&bob, "b", "list");
+        // Checked so the test means what it says (distinct stripes for `a` and `b`).
+        let stripes = Generations::new();
+        let before = stripes.of("a");
+        stripes.bump("b");
+        assert_eq!(stripes.of("a"), before);
+
+        assert_eq!(authz.authorize(&in_a), Decision::Allow);
+        assert_eq!(authz.authorize(&in_b), Decision::NoOpinion);
+        assert_eq!(asked(), 2);
+        assert_eq!(authz.authorize(&in_a), Decision::Allow);
+        assert_eq!(asked(), 2, "served from the cache");
+
+        // RBAC of `b` changes: b's decision is made again (and sees the grant), a's is kept.
+        bind_cluster_role(&index, "b", "view", "User", "bob");
+        assert_eq!(authz.authorize(&in_b), Decision::Allow);
+        assert_eq!(asked(), 3);
+        assert_eq!(authz.authorize(&in_a), Decision::Allow);
+        assert_eq!(asked(), 3, "a change in b keeps a's decisions");
+
+        // b's LogicalCluster changes: the same.
+        authz.cluster_changed("b");
+        authz.authorize(&in_b);
+        authz.authorize(&in_a);
+        assert_eq!(asked(), 4);
+
+        // A change of a's RBAC forgets a's decisions.
+        bind_cluster_role(&index, "a", "edit", "User", "carol");
+        authz.authorize(&in_a);
+        assert_eq!(asked(), 5);
+
+        // The bootstrap policy applies everywhere: its change forgets everything.
+        bind_cluster_role(
+            &index,
+            crate::authz::rbac::BOOTSTRAP_CLUSTER,
+            "view",
+            "User",
+            "dave",
+        );
+        authz.authorize(&in_a);
+        authz.authorize(&in_b);
+        assert_eq!(asked(), 7);
+
+        // As does a full reload of logical clusters.
+        authz.clusters_changed();
+        authz.authorize(&in_a);
+        authz.authorize(&in_b);
+        assert_eq!(asked(), 9);
     }
 
     #[test]

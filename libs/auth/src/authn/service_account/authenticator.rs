@@ -35,6 +35,8 @@ struct VerificationKey {
 /// Authenticates `Authorization: Bearer <ServiceAccount JWT>`.
 pub struct ServiceAccountAuthenticator {
     issuer: String,
+    /// The audiences a request's token must name one of (the API server's own).
+    audiences: Vec<String>,
     keys: Vec<VerificationKey>,
     validation: Validation,
     lookup: Arc<dyn ServiceAccountLookup>,
@@ -76,14 +78,18 @@ impl ServiceAccountAuthenticator {
         validation.leeway = LEEWAY_SECS;
         validation.validate_nbf = true;
         validation.set_issuer(&[&issuer]);
-        if audiences.is_empty() {
-            validation.set_audience(&[&issuer]);
-        } else {
-            validation.set_audience(audiences);
-        }
+        // Checked after decoding against the audiences the caller wants (a request: ours; a
+        // TokenReview: those it names), which also yields the audiences the token is valid for.
+        validation.validate_aud = false;
         validation.set_required_spec_claims(&["exp", "iss", "aud", "sub"]);
+        let audiences = if audiences.is_empty() {
+            vec![issuer.clone()]
+        } else {
+            audiences.to_vec()
+        };
         Ok(ServiceAccountAuthenticator {
             issuer,
+            audiences,
             keys,
             validation,
             lookup,
@@ -94,8 +100,21 @@ impl ServiceAccountAuthenticator {
         &self.issuer
     }
 
-    /// Checks `token` completely: signature, claims, and the ServiceAccount's existence.
+    /// The audiences a token must name one of to authenticate a request here.
+    pub fn audiences(&self) -> &[String] {
+        &self.audiences
+    }
+
+    /// Checks `token` completely: signature, claims, audience (one of ours), and the
+    /// ServiceAccount's existence.
     pub fn validate(&self, token: &str) -> TokenValidation {
+        self.validate_for(token, &self.audiences)
+    }
+
+    /// As [`validate`](Self::validate), but the token must name one of `audiences` instead of ours
+    /// (a TokenReview's `spec.audiences`). A valid identity carries the audiences it was accepted
+    /// for: the token's that are in `audiences`.
+    pub fn validate_for(&self, token: &str, audiences: &[String]) -> TokenValidation {
         // Upstream only answers for tokens naming its issuer; anything else (static tokens, other
         // issuers' JWTs) is left to the other authenticators. The peek is unverified, and decides
         // nothing beyond "whose".
@@ -139,10 +158,23 @@ impl ServiceAccountAuthenticator {
                 last_error.map_or_else(|| "no key".to_string(), |e| describe(&e)),
             );
         };
-        self.check_account(claims)
+        let accepted: Vec<String> = claims
+            .aud
+            .iter()
+            .filter(|a| audiences.contains(a))
+            .cloned()
+            .collect();
+        if accepted.is_empty() {
+            // Kubernetes' wording.
+            return TokenValidation::Invalid(format!(
+                "token audiences {:?} is invalid for the target audiences {audiences:?}",
+                claims.aud
+            ));
+        }
+        self.check_account(claims, accepted)
     }
 
-    fn check_account(&self, claims: Claims) -> TokenValidation {
+    fn check_account(&self, claims: Claims, audiences: Vec<String>) -> TokenValidation {
         let k = claims.kubernetes;
         let sa = k.serviceaccount;
         if k.cluster_name.is_empty() || k.namespace.is_empty() || sa.name.is_empty() {
@@ -170,6 +202,7 @@ impl ServiceAccountAuthenticator {
                 name: sa.name,
                 uid: sa.uid,
                 token_id: claims.jti,
+                audiences,
             }),
         }
     }
@@ -448,6 +481,52 @@ mod tests {
             .unwrap()
             .token;
         assert!(invalid(s.authn.validate(&token)).contains("audience"));
+        assert!(matches!(
+            s.authn.authenticate(&request(&token), &[]),
+            AuthnResult::Invalid(_)
+        ));
+    }
+
+    #[test]
+    fn reviews_name_the_audiences_they_accept() {
+        let s = setup();
+        let both = vec![DEFAULT_ISSUER.to_string(), "vault".to_string()];
+        let token = s
+            .issuer
+            .issue("lc1", "default", "builder", "uid-1", &both, hour())
+            .unwrap()
+            .token;
+        let valid = |v: TokenValidation| match v {
+            TokenValidation::Valid(identity) => identity.audiences,
+            other => panic!("expected valid, got {other:?}"),
+        };
+        assert_eq!(valid(s.authn.validate(&token)), [DEFAULT_ISSUER]);
+        assert_eq!(
+            valid(
+                s.authn
+                    .validate_for(&token, &["vault".to_string(), "other".to_string()])
+            ),
+            ["vault"]
+        );
+        let reason = invalid(s.authn.validate_for(&token, &aud("other")));
+        assert!(
+            reason.contains("is invalid for the target audiences"),
+            "{reason}"
+        );
+        // A vault-only token is good for vault's review, not for requests here.
+        let vault = s
+            .issuer
+            .issue("lc1", "default", "builder", "uid-1", &aud("vault"), hour())
+            .unwrap()
+            .token;
+        assert_eq!(
+            valid(s.authn.validate_for(&vault, &aud("vault"))),
+            ["vault"]
+        );
+        assert!(matches!(
+            s.authn.validate(&vault),
+            TokenValidation::Invalid(_)
+        ));
     }
 
     #[test]

@@ -11,6 +11,7 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::authn::UserInfo;
+use crate::authz::generations::Generations;
 use crate::authz::rbac::BOOTSTRAP_CLUSTER;
 use crate::authz::rbac::aggregation;
 use crate::authz::rbac::object::{
@@ -49,6 +50,8 @@ pub struct RbacIndex {
     bootstrap_cluster: String,
     clusters: RwLock<HashMap<String, ClusterPolicy>>,
     generation: AtomicU64,
+    /// Per-LC change counters, for caches of decisions about one LC.
+    changes: Generations,
 }
 
 impl Default for RbacIndex {
@@ -118,6 +121,7 @@ impl RbacIndex {
             bootstrap_cluster: bootstrap_cluster.into(),
             clusters: RwLock::new(HashMap::new()),
             generation: AtomicU64::new(0),
+            changes: Generations::new(),
         }
     }
 
@@ -128,6 +132,12 @@ impl RbacIndex {
     /// Changes whenever the index changes, so callers can cache decisions keyed by it.
     pub fn generation(&self) -> u64 {
         self.generation.load(Ordering::Acquire)
+    }
+
+    /// Changes whenever the RBAC objects of `cluster` change (or all are reloaded). A decision
+    /// about a request in LC X depends on X's objects and the bootstrap LC's only.
+    pub fn generation_of(&self, cluster: &str) -> u64 {
+        self.changes.of(cluster)
     }
 
     /// Number of LCs that hold at least one RBAC object.
@@ -185,8 +195,10 @@ impl RbacIndex {
                 None => false,
             },
         };
+        drop(clusters);
         if changed {
             self.generation.fetch_add(1, Ordering::AcqRel);
+            self.changes.bump(cluster);
         }
         result
     }
@@ -212,12 +224,14 @@ impl RbacIndex {
     pub fn clear(&self) {
         self.clusters.write().clear();
         self.generation.fetch_add(1, Ordering::AcqRel);
+        self.changes.bump_all();
     }
 
     /// Forgets every RBAC object of a logical cluster (the LC was deleted).
     pub fn remove_cluster(&self, cluster: &str) {
         if self.clusters.write().remove(cluster).is_some() {
             self.generation.fetch_add(1, Ordering::AcqRel);
+            self.changes.bump(cluster);
         }
     }
 

@@ -849,6 +849,7 @@ mod properties {
                 namespace: &self.namespace,
                 name: &self.name,
                 path: &self.path,
+                deep_review: false,
             }
         }
     }
