@@ -9,6 +9,7 @@ pub mod builtin;
 pub mod custom;
 pub mod jsonpath;
 pub mod resource;
+pub mod tenancy;
 
 pub use resource::{
     Column, ColumnValue, FieldSelectorDef, FieldSource, NameRule, ResourceDef, ResourceKind,

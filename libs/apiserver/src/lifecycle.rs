@@ -76,7 +76,7 @@ impl ApiServer {
     }
 
     /// Creates what a fresh shard needs: the `root` and `system:admin` logical clusters, each with its
-    /// `default` namespace.
+    /// `default` namespace, the bootstrap RBAC policy, workspace types and this shard's Shard object.
     pub(crate) async fn bootstrap(self: &Arc<Self>) -> Result<(), ApiServerError> {
         let lc = self
             .builtin("core.kcp.io", "logicalclusters")
@@ -115,6 +115,28 @@ impl ApiServer {
             ignore_exists(
                 self.registry
                     .create(&def, cluster, None, object, WriteOptions::default())
+                    .await,
+            )
+            .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+        }
+        // kcp's tenancy: the bootstrap workspace types, and this shard registered in `root`.
+        // Created once; an operator's later changes to them are kept.
+        let shard = kcp_api_types::tenancy::shard(
+            &self.config.shard_name,
+            &self.config.external_url,
+            &self.config.external_url,
+        );
+        let tenancy = kcp_api_types::tenancy::bootstrap_workspace_types()
+            .into_iter()
+            .map(|o| (("tenancy.kcp.io", "workspacetypes"), o))
+            .chain([(("core.kcp.io", "shards"), shard)]);
+        for ((group, plural), object) in tenancy {
+            let def = self
+                .builtin(group, plural)
+                .ok_or_else(|| ApiServerError::Bootstrap(format!("{plural} kind missing")))?;
+            ignore_exists(
+                self.registry
+                    .create(&def, ROOT_CLUSTER, None, object, WriteOptions::default())
                     .await,
             )
             .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;

@@ -99,6 +99,18 @@ impl Def {
         self.0.strategy = Arc::new(strategy);
         self
     }
+    /// Validated against its own published schema (kcp's kinds).
+    fn schema_checked(self) -> Def {
+        let (group, version, kind) = (
+            self.0.group.clone(),
+            self.0.version.clone(),
+            self.0.kind.clone(),
+        );
+        match SchemaStrategy::of(&group, &version, &kind) {
+            Some(strategy) => self.strategy(strategy),
+            None => self,
+        }
+    }
     /// Served from another resource's stored objects through a conversion.
     fn stored_as(
         mut self,
@@ -432,6 +444,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
             "io.kcp.core.v1alpha1.Shard",
         )
         .status()
+        .schema_checked()
         .categories(&["kcp"])
         .columns(vec![
             name_column(),
@@ -463,6 +476,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
         )
         .short(&["ws"])
         .status()
+        .schema_checked()
         .categories(&["kcp"])
         .names(NameRule::Dns1123Label)
         .columns(vec![
@@ -491,6 +505,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
             "io.kcp.tenancy.v1alpha1.WorkspaceType",
         )
         .status()
+        .schema_checked()
         .categories(&["kcp"])
         .names(NameRule::Dns1123Label)
         .columns(vec![name_column(), age_column()])

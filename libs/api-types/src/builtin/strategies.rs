@@ -338,3 +338,37 @@ mod tests {
         assert_eq!(lc["status"]["URL"], "https://localhost:6443/clusters/root");
     }
 }
+
+/// kcp's own kinds (tenancy and shards): their rules are the constraints of the schema we publish
+/// for them (patterns, enums, required fields), checked on every write. Kubernetes' kinds are
+/// checked by hand-written rules instead, as kube-apiserver's are.
+pub struct SchemaStrategy {
+    schema: std::sync::Arc<kcp_schema::Schema>,
+}
+
+impl SchemaStrategy {
+    /// The strategy of a kind whose schema is in [`kcp_schema::builtin_schema`].
+    pub fn of(group: &str, version: &str, kind: &str) -> Option<SchemaStrategy> {
+        kcp_schema::builtin_schema(group, version, kind).map(|schema| SchemaStrategy { schema })
+    }
+}
+
+impl Strategy for SchemaStrategy {
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        kcp_schema::validate_value(&self.schema, obj)
+            .iter()
+            .map(crate::custom::field_cause)
+            .collect()
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        kcp_schema::validate_value_update(&self.schema, new, old)
+            .iter()
+            .map(crate::custom::field_cause)
+            .collect()
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}

@@ -26,6 +26,9 @@ pub const PUBLIC_INFO_VIEWER: &str = "system:public-info-viewer";
 pub const WORKSPACE_ACCESS: &str = "system:kcp:workspace:access";
 /// The binding in `root` that lets every authenticated user in.
 pub const ROOT_ACCESS_BINDING: &str = "system:kcp:authenticated:access";
+/// The role (and its binding in `root`) letting every authenticated user create workspaces of the
+/// general-purpose types.
+pub const WORKSPACE_TYPE_USE: &str = "system:kcp:universal-workspacetype-use";
 /// The binding that makes kcp's admin group cluster-admin in every LC.
 pub const KCP_ADMIN_BINDING: &str = "system:kcp:admin:cluster-admin";
 
@@ -153,13 +156,29 @@ pub fn cluster_roles() -> Vec<Value> {
     ]
 }
 
-/// What `root` holds besides: every authenticated user may enter it, as in kcp.
+/// What `root` holds besides: every authenticated user may enter it and use the general-purpose
+/// workspace types, as in kcp.
 pub fn root_objects() -> Vec<Value> {
-    vec![binding(
-        ROOT_ACCESS_BINDING,
-        WORKSPACE_ACCESS,
-        &[AUTHENTICATED_GROUP],
-    )]
+    let mut use_types = cluster_role(WORKSPACE_TYPE_USE, &[], Vec::new());
+    use_types["rules"] = json!([{
+        "apiGroups": ["tenancy.kcp.io"],
+        "resources": ["workspacetypes"],
+        "resourceNames": ["universal", "organization", "team"],
+        "verbs": ["use"],
+    }]);
+    vec![
+        binding(
+            ROOT_ACCESS_BINDING,
+            WORKSPACE_ACCESS,
+            &[AUTHENTICATED_GROUP],
+        ),
+        use_types,
+        binding(
+            WORKSPACE_TYPE_USE,
+            WORKSPACE_TYPE_USE,
+            &[AUTHENTICATED_GROUP],
+        ),
+    ]
 }
 
 /// The default ClusterRoleBindings, including kcp's `system:kcp:admin` → `cluster-admin`.

@@ -1,0 +1,97 @@
+//! kcp's tenancy kinds through kubectl, on both stores: the bootstrap WorkspaceTypes and this
+//! shard's Shard in `root`, Workspace and WorkspaceType served with kcp's schema and printer
+//! columns, and the `use` grant of the general-purpose types to every authenticated user.
+
+use kcp_e2e::{Shard, StoreKind, on_both_stores};
+
+on_both_stores!(bootstrap_types_and_shard, workspaces_are_validated);
+
+fn bootstrap_types_and_shard(store: StoreKind) {
+    let shard = Shard::start(store);
+
+    let types = shard.kubectl_ok(&["get", "workspacetypes", "-o", "name"]);
+    for name in ["universal", "root", "home", "organization", "team"] {
+        assert!(
+            types.contains(&format!("workspacetype.tenancy.kcp.io/{name}\n")),
+            "{name} in:\n{types}"
+        );
+    }
+    let root = shard.kubectl_json(&["get", "workspacetype", "root", "-o", "json"]);
+    assert_eq!(root["spec"]["limitAllowedParents"]["none"], true, "{root}");
+    assert_eq!(
+        root["spec"]["defaultChildWorkspaceType"]["name"], "organization",
+        "{root}"
+    );
+    let universal = shard.kubectl_json(&["get", "workspacetype", "universal", "-o", "json"]);
+    assert_eq!(universal["spec"]["initializer"], true, "{universal}");
+
+    // The shard registered itself, reachable at its own URL.
+    let shards = shard.kubectl_ok(&["get", "shards"]);
+    let header = shards.lines().next().unwrap_or_default();
+    for column in ["NAME", "REGION", "URL", "EXTERNAL URL", "AGE"] {
+        assert!(header.contains(column), "{column} in {header}");
+    }
+    let root_shard = shard.kubectl_json(&["get", "shard", "root", "-o", "json"]);
+    assert_eq!(
+        root_shard["spec"]["baseURL"],
+        shard.base_url(),
+        "{root_shard}"
+    );
+    assert_eq!(
+        root_shard["metadata"]["labels"]["name"], "root",
+        "{root_shard}"
+    );
+
+    // Every authenticated user may use the general-purpose types, not `root` or `home`.
+    for (name, expected) in [
+        ("universal", "yes"),
+        ("organization", "yes"),
+        ("team", "yes"),
+        ("root", "no"),
+        ("home", "no"),
+    ] {
+        let output = shard.kubectl(&[
+            "auth",
+            "can-i",
+            "use",
+            &format!("workspacetypes.tenancy.kcp.io/{name}"),
+            "--as",
+            "alice",
+            "--as-group",
+            "system:authenticated",
+        ]);
+        let answer = String::from_utf8_lossy(&output.stdout);
+        assert_eq!(answer.trim(), expected, "use {name}: {answer}");
+    }
+}
+
+fn workspaces_are_validated(store: StoreKind) {
+    let shard = Shard::start(store);
+
+    let explained = shard.kubectl_ok(&["explain", "workspaces.spec.type"]);
+    assert!(explained.contains("tenancy.kcp.io"), "{explained}");
+    assert!(explained.contains("path"), "{explained}");
+    let resources = shard.kubectl_ok(&["api-resources", "--api-group", "tenancy.kcp.io"]);
+    assert!(
+        resources.contains("workspaces") && resources.contains(" ws "),
+        "{resources}"
+    );
+    assert!(resources.contains("workspacetypes"), "{resources}");
+
+    let bad = shard.write_file(
+        "bad-ws.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: a\nspec:\n  type:\n    name: Not_A_Type\n",
+    );
+    let err = shard.kubectl_fails(&["create", "-f", bad.to_str().unwrap_or_default()]);
+    assert!(err.contains("spec.type.name"), "{err}");
+    let bad_name = shard.write_file(
+        "bad-name.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: a.b\n",
+    );
+    let err = shard.kubectl_fails(&["create", "-f", bad_name.to_str().unwrap_or_default()]);
+    assert!(err.contains("Invalid value"), "{err}");
+
+    // Neither invalid workspace was stored.
+    let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);
+    assert!(listed.trim().is_empty(), "{listed}");
+}

@@ -1,0 +1,106 @@
+//! The objects kcp's tenancy starts from: the workspace types every shard's `root` holds, and the
+//! Shard object a shard registers itself with.
+
+use serde_json::{Value, json};
+
+/// The logical cluster holding the bootstrap workspace types.
+pub const ROOT: &str = "root";
+
+/// A reference to a type in `root`.
+fn root_type(name: &str) -> Value {
+    json!({"name": name, "path": ROOT})
+}
+
+fn workspace_type(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "tenancy.kcp.io/v1alpha1",
+        "kind": "WorkspaceType",
+        "metadata": {"name": name},
+        "spec": spec,
+    })
+}
+
+/// kcp's bootstrap types: `universal` (its initializer creates the `default` namespace), `root`
+/// and `home` (tree tops: no parent allowed), `organization` (under root) and `team` (under an
+/// organization or a team).
+pub fn bootstrap_workspace_types() -> Vec<Value> {
+    let universal = || json!({"with": [root_type("universal")]});
+    vec![
+        workspace_type("universal", json!({"initializer": true})),
+        workspace_type(
+            "root",
+            json!({
+                "extend": universal(),
+                "defaultChildWorkspaceType": root_type("organization"),
+                "limitAllowedParents": {"none": true},
+            }),
+        ),
+        workspace_type(
+            "home",
+            json!({
+                "extend": universal(),
+                "defaultChildWorkspaceType": root_type("universal"),
+                "limitAllowedParents": {"none": true},
+            }),
+        ),
+        workspace_type(
+            "organization",
+            json!({
+                "extend": universal(),
+                "defaultChildWorkspaceType": root_type("universal"),
+                "limitAllowedChildren": {"types": [root_type("universal")]},
+                "limitAllowedParents": {"types": [root_type("root")]},
+            }),
+        ),
+        workspace_type(
+            "team",
+            json!({
+                "extend": universal(),
+                "defaultChildWorkspaceType": root_type("universal"),
+                "limitAllowedParents": {"types": [root_type("organization"), root_type("team")]},
+            }),
+        ),
+    ]
+}
+
+/// The Shard object naming this shard and where it is reached.
+pub fn shard(name: &str, base_url: &str, external_url: &str) -> Value {
+    json!({
+        "apiVersion": "core.kcp.io/v1alpha1",
+        "kind": "Shard",
+        "metadata": {"name": name, "labels": {"name": name}},
+        "spec": {
+            "baseURL": base_url,
+            "externalURL": external_url,
+            "virtualWorkspaceURL": base_url,
+        },
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_bootstrap_type_extends_only_known_types() {
+        let types = bootstrap_workspace_types();
+        let names: Vec<&str> = types
+            .iter()
+            .filter_map(|t| t.pointer("/metadata/name").and_then(Value::as_str))
+            .collect();
+        assert_eq!(names, ["universal", "root", "home", "organization", "team"]);
+        for t in &types {
+            let refs = t
+                .pointer("/spec/extend/with")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .chain(t.pointer("/spec/defaultChildWorkspaceType"));
+            for r in refs {
+                let name = r["name"].as_str().unwrap_or_default();
+                assert!(names.contains(&name), "{name} is a bootstrap type");
+                assert_eq!(r["path"], ROOT);
+            }
+        }
+    }
+}
