@@ -275,6 +275,40 @@ impl Strategy for LogicalClusterStrategy {
     }
 }
 
+/// kcp's own kinds (tenancy and shards): their rules are the constraints of the schema we publish
+/// for them (patterns, enums, required fields), checked on every write. Kubernetes' kinds are
+/// checked by hand-written rules instead, as kube-apiserver's are.
+pub struct SchemaStrategy {
+    schema: std::sync::Arc<kcp_schema::Schema>,
+}
+
+impl SchemaStrategy {
+    /// The strategy of a kind whose schema is in [`kcp_schema::builtin_schema`].
+    pub fn of(group: &str, version: &str, kind: &str) -> Option<SchemaStrategy> {
+        kcp_schema::builtin_schema(group, version, kind).map(|schema| SchemaStrategy { schema })
+    }
+}
+
+impl Strategy for SchemaStrategy {
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        kcp_schema::validate_value(&self.schema, obj)
+            .iter()
+            .map(crate::custom::field_cause)
+            .collect()
+    }
+
+    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
+        kcp_schema::validate_value_update(&self.schema, new, old)
+            .iter()
+            .map(crate::custom::field_cause)
+            .collect()
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -336,39 +370,5 @@ mod tests {
         LogicalClusterStrategy.prepare_for_create(&CTX, &mut lc);
         assert_eq!(lc["status"]["phase"], "Ready");
         assert_eq!(lc["status"]["URL"], "https://localhost:6443/clusters/root");
-    }
-}
-
-/// kcp's own kinds (tenancy and shards): their rules are the constraints of the schema we publish
-/// for them (patterns, enums, required fields), checked on every write. Kubernetes' kinds are
-/// checked by hand-written rules instead, as kube-apiserver's are.
-pub struct SchemaStrategy {
-    schema: std::sync::Arc<kcp_schema::Schema>,
-}
-
-impl SchemaStrategy {
-    /// The strategy of a kind whose schema is in [`kcp_schema::builtin_schema`].
-    pub fn of(group: &str, version: &str, kind: &str) -> Option<SchemaStrategy> {
-        kcp_schema::builtin_schema(group, version, kind).map(|schema| SchemaStrategy { schema })
-    }
-}
-
-impl Strategy for SchemaStrategy {
-    fn validate(&self, obj: &Value) -> Vec<Cause> {
-        kcp_schema::validate_value(&self.schema, obj)
-            .iter()
-            .map(crate::custom::field_cause)
-            .collect()
-    }
-
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        kcp_schema::validate_value_update(&self.schema, new, old)
-            .iter()
-            .map(crate::custom::field_cause)
-            .collect()
-    }
-
-    fn tracks_generation(&self) -> bool {
-        true
     }
 }
