@@ -19,9 +19,25 @@ struct Setup {
 
 impl Setup {
     async fn new(path: &str) -> Setup {
-        let fake = Fake::start().await;
+        Self::with(Fake::start().await, path)
+    }
+
+    fn with(fake: Fake, path: &str) -> Setup {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("ca.pem"), &fake.ca_pem).unwrap();
+        // With a client certificate the user authenticates by it alone; else by token.
+        let user = match &fake.client_cert {
+            Some((cert, key)) => {
+                std::fs::write(dir.path().join("client.crt"), cert).unwrap();
+                std::fs::write(dir.path().join("client.key"), key).unwrap();
+                format!(
+                    "client-certificate: {}\n    client-key: {}",
+                    dir.path().join("client.crt").display(),
+                    dir.path().join("client.key").display()
+                )
+            }
+            None => format!("token: {TOKEN}"),
+        };
         let kubeconfig = format!(
             r#"apiVersion: v1
 kind: Config
@@ -46,7 +62,7 @@ current-context: admin
 users:
 - name: admin
   user:
-    token: {TOKEN}
+    {user}
 preferences: {{}}
 "#,
             base = fake.base,
@@ -341,4 +357,15 @@ async fn through_kubectl() {
         String::from_utf8_lossy(&out.stdout),
         "workspace.kcp.io/current\n"
     );
+}
+
+/// The kubeconfig's client certificate and key authenticate the plugin's requests.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_certificate() {
+    let s = Setup::with(Fake::start_mtls().await, "root:org");
+    assert_eq!(
+        s.ok(WS, &["team"]).await.0,
+        "Current workspace is 'root:org:team' (type root:universal).\n"
+    );
+    assert_eq!(s.ok(WS, &["tree"]).await.0, ".\n└── team\n\n");
 }

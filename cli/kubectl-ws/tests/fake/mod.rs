@@ -42,6 +42,8 @@ struct State {
 pub struct Fake {
     pub base: String,
     pub ca_pem: String,
+    /// With [`Fake::start_mtls`]: a client certificate and key (PEM) the server trusts.
+    pub client_cert: Option<(String, String)>,
     state: Arc<Mutex<State>>,
 }
 
@@ -106,12 +108,47 @@ fn respond(code: StatusCode, body: Value) -> Response<Full<Bytes>> {
 impl Fake {
     /// A tree `root` → `org` → `team` (+ `other` in root), and a home LC with one child `proj`.
     pub async fn start() -> Fake {
+        Self::start_with(false).await
+    }
+
+    /// Like [`Fake::start`], but asking for client certificates signed by a CA of its own; a verified
+    /// certificate authenticates a request as the token does.
+    pub async fn start_mtls() -> Fake {
+        Self::start_with(true).await
+    }
+
+    async fn start_with(mtls: bool) -> Fake {
         let _ = rustls::crypto::ring::default_provider().install_default();
         let ck = rcgen::generate_simple_self_signed(vec!["127.0.0.1".to_owned()]).unwrap();
         let ca_pem = ck.cert.pem();
         let key = rustls::pki_types::PrivateKeyDer::Pkcs8(ck.signing_key.serialize_der().into());
-        let mut config = rustls::ServerConfig::builder()
-            .with_no_client_auth()
+        let builder = rustls::ServerConfig::builder();
+        let (builder, client_cert) = if mtls {
+            let ca_key = rcgen::KeyPair::generate().unwrap();
+            let mut ca = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            ca.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            let ca_cert = ca.self_signed(&ca_key).unwrap();
+            let issuer = rcgen::Issuer::new(ca, ca_key);
+            let client_key = rcgen::KeyPair::generate().unwrap();
+            let mut client = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            client
+                .distinguished_name
+                .push(rcgen::DnType::CommonName, "alice");
+            client.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::ClientAuth];
+            let client_cert = client.signed_by(&client_key, &issuer).unwrap();
+            let mut roots = rustls::RootCertStore::empty();
+            roots.add(ca_cert.der().clone()).unwrap();
+            let verifier = rustls::server::WebPkiClientVerifier::builder(Arc::new(roots))
+                .build()
+                .unwrap();
+            (
+                builder.with_client_cert_verifier(verifier),
+                Some((client_cert.pem(), client_key.serialize_pem())),
+            )
+        } else {
+            (builder.with_no_client_auth(), None)
+        };
+        let mut config = builder
             .with_single_cert(vec![ck.cert.der().clone()], key)
             .unwrap();
         config.alpn_protocols = vec![b"http/1.1".to_vec()];
@@ -145,9 +182,17 @@ impl Fake {
                     let Ok(tls) = acceptor.accept(tcp).await else {
                         return;
                     };
+                    // The verifier only lets verified chains through.
+                    let has_cert = tls
+                        .get_ref()
+                        .1
+                        .peer_certificates()
+                        .is_some_and(|c| !c.is_empty());
                     let svc = hyper::service::service_fn(move |req| {
                         let (s, b) = (s.clone(), b.clone());
-                        async move { Ok::<_, std::convert::Infallible>(handle(&s, &b, req).await) }
+                        async move {
+                            Ok::<_, std::convert::Infallible>(handle(&s, &b, has_cert, req).await)
+                        }
                     });
                     let _ = hyper::server::conn::http1::Builder::new()
                         .serve_connection(TokioIo::new(tls), svc)
@@ -158,6 +203,7 @@ impl Fake {
         Fake {
             base,
             ca_pem,
+            client_cert,
             state,
         }
     }
@@ -175,14 +221,20 @@ impl Fake {
     }
 }
 
-async fn handle(state: &Mutex<State>, base: &str, req: Request<Incoming>) -> Response<Full<Bytes>> {
+async fn handle(
+    state: &Mutex<State>,
+    base: &str,
+    has_cert: bool,
+    req: Request<Incoming>,
+) -> Response<Full<Bytes>> {
     let method = req.method().clone();
     let path = req.uri().path().to_owned();
-    let authorized = req
-        .headers()
-        .get("authorization")
-        .and_then(|v| v.to_str().ok())
-        == Some(&format!("Bearer {TOKEN}"));
+    let authorized = has_cert
+        || req
+            .headers()
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            == Some(&format!("Bearer {TOKEN}"));
     let body = req
         .into_body()
         .collect()
