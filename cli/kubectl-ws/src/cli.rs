@@ -1,0 +1,126 @@
+//! Command-line flags of both plugins, and the dispatch from flags to [`crate::commands`].
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::commands::create::{self, CreateArgs};
+use crate::commands::{Env, Streams, current, tree, use_workspace};
+use crate::error::{Error, Result};
+use crate::kubeconfig;
+
+const WS_CREATE_DEPRECATION: &str = "Command \"create\" is deprecated, install the 'kubectl create workspace' plugin instead, compare https://docs.kcp.io/kcp/latest/setup/kubectl-plugin/.";
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct Global {
+    /// Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config).
+    #[arg(long, global = true)]
+    pub kubeconfig: Option<PathBuf>,
+}
+
+impl Global {
+    pub fn env(&self) -> Result<Env> {
+        let home = std::env::var_os("HOME").map(PathBuf::from);
+        let env_var = std::env::var("KUBECONFIG").ok();
+        let kubeconfig = kubeconfig::locate(
+            self.kubeconfig.as_deref(),
+            env_var.as_deref(),
+            home.as_deref(),
+        )?;
+        Ok(Env {
+            kubeconfig,
+            home_dir: home.and_then(|h| h.to_str().map(str::to_owned)),
+        })
+    }
+}
+
+/// Manages kcp workspaces.
+#[derive(Debug, Parser)]
+#[command(
+    name = "kubectl ws",
+    version,
+    after_help = "Examples:\n  kubectl ws .                  print the current workspace\n  kubectl ws my-workspace       enter a child of the current workspace\n  kubectl ws :root:org:team     enter an absolute path\n  kubectl ws ..                 enter the parent ('..:..' the grand-parent, ':' the root)\n  kubectl ws -                  enter the previous workspace\n  kubectl ws                    go to your home workspace ('~:child' below it)\n  kubectl ws tree               print the tree below the current workspace\n"
+)]
+pub struct WsCli {
+    #[command(flatten)]
+    pub global: Global,
+    /// Print only the workspace path, e.g. for a shell prompt.
+    #[arg(long)]
+    pub short: bool,
+    /// <workspace>|..|.|-|~|:root:absolute:workspace|relative:workspace
+    pub workspace: Option<String>,
+    #[command(subcommand)]
+    pub command: Option<WsCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum WsCommand {
+    /// Uses the given workspace as the current workspace. `-` is the previous workspace, `..` the parent,
+    /// `.` the current one, `~` home.
+    #[command(visible_alias = "cd")]
+    Use {
+        workspace: String,
+        /// Print only the workspace path.
+        #[arg(long)]
+        short: bool,
+    },
+    /// Print the current workspace. Same as 'kubectl ws .'.
+    Current {
+        /// Print only the workspace path.
+        #[arg(long)]
+        short: bool,
+    },
+    /// Print the current workspace tree.
+    Tree {
+        /// Show full workspace names.
+        #[arg(short, long)]
+        full: bool,
+    },
+    /// Creates a new workspace (deprecated: use `kubectl create workspace`).
+    Create(CreateArgs),
+}
+
+/// Creates a new workspace.
+#[derive(Debug, Parser)]
+#[command(name = "kubectl create workspace", version)]
+pub struct CreateCli {
+    #[command(flatten)]
+    pub global: Global,
+    #[command(flatten)]
+    pub args: CreateArgs,
+}
+
+impl WsCli {
+    pub async fn run(self, io: &mut Streams<'_>) -> Result<()> {
+        let env = self.global.env()?;
+        if let (Some(ws), Some(_)) = (&self.workspace, &self.command) {
+            return Err(Error::ExtraArgument(ws.clone()));
+        }
+        match self.command {
+            Some(WsCommand::Use { workspace, short }) => {
+                use_workspace::run(&env, &workspace, short, io).await
+            }
+            Some(WsCommand::Current { short }) => current::run(&env, short, io),
+            Some(WsCommand::Tree { full }) => tree::run(&env, full, io).await,
+            Some(WsCommand::Create(args)) => {
+                writeln!(io.err, "{WS_CREATE_DEPRECATION}")?;
+                create::run(&env, &args, io).await
+            }
+            None => {
+                use_workspace::run(
+                    &env,
+                    self.workspace.as_deref().unwrap_or_default(),
+                    self.short,
+                    io,
+                )
+                .await
+            }
+        }
+    }
+}
+
+impl CreateCli {
+    pub async fn run(self, io: &mut Streams<'_>) -> Result<()> {
+        create::run(&self.global.env()?, &self.args, io).await
+    }
+}

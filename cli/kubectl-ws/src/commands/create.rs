@@ -1,0 +1,115 @@
+//! `kubectl create workspace <name>` (and the deprecated `kubectl ws create`).
+
+use std::time::{Duration, Instant};
+
+use super::{Env, Streams, current_url, use_workspace};
+use crate::error::{Error, Result};
+use crate::path::TypeRef;
+use crate::workspace::Workspace;
+
+/// Flags of the create command, as kcp names them.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct CreateArgs {
+    /// Name of the workspace to create in the current workspace.
+    pub name: String,
+    /// A workspace type (`name` or `path:name`). The default type depends on where this child workspace is
+    /// created.
+    #[arg(long = "type")]
+    pub type_ref: Option<String>,
+    /// Immediately enter the created workspace.
+    #[arg(long)]
+    pub enter: bool,
+    /// Ignore if the workspace already exists. Requires none or absolute type path.
+    #[arg(long)]
+    pub ignore_existing: bool,
+}
+
+/// How long kcp waits for a new workspace to become Ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(60);
+const READY_POLL: Duration = Duration::from_millis(500);
+/// How long a just-created workspace may take to show up in GETs (kcp's list can lag behind the create).
+const VISIBLE_TIMEOUT: Duration = Duration::from_secs(5);
+const VISIBLE_POLL: Duration = Duration::from_millis(100);
+
+pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<()> {
+    let kc = env.load()?;
+    let parent = current_url(&kc)?.path;
+    let type_arg = args.type_ref.as_deref().filter(|t| !t.is_empty());
+    if args.ignore_existing && type_arg.is_some_and(|t| t != "root" && !t.starts_with("root:")) {
+        return Err(Error::IgnoreExistingRelativeType);
+    }
+    let wanted = type_arg.map(TypeRef::parse);
+    let client = env.client(&kc).await?;
+
+    let mut pre_existing = false;
+    let mut ws = match client
+        .create_workspace(
+            &parent,
+            &Workspace::create_request(&args.name, wanted.as_ref()),
+        )
+        .await
+    {
+        Ok(ws) => ws,
+        Err(e) if e.is_already_exists() && args.ignore_existing => {
+            pre_existing = true;
+            client.get_workspace(&parent, &args.name).await?
+        }
+        Err(e) => return Err(e.into()),
+    };
+    let reference = format!("Workspace {:?} (type {})", args.name, ws.type_string());
+
+    if pre_existing {
+        if let Some(w) = &wanted {
+            let existing = ws.spec.type_ref.clone().unwrap_or_default();
+            // kcp's test: a differing non-empty name, or any differing path.
+            if (!existing.name.is_empty() && existing.name != w.name) || existing.path != w.path {
+                return Err(Error::TypeMismatch {
+                    name: args.name.clone(),
+                    wanted: w.to_string(),
+                    existing: ws.type_string(),
+                });
+            }
+        }
+        if ws.is_ready() {
+            writeln!(io.out, "{reference} already exists.")?;
+        } else {
+            writeln!(
+                io.out,
+                "{reference} already exists. Waiting for it to be ready..."
+            )?;
+        }
+    } else if !ws.is_ready() {
+        writeln!(io.out, "{reference} created. Waiting for it to be ready...")?;
+    }
+
+    // Wait until a GET sees it, then until it is Ready.
+    let start = Instant::now();
+    loop {
+        match client.get_workspace(&parent, &args.name).await {
+            Ok(_) => break,
+            Err(e) if e.is_not_found() && start.elapsed() < VISIBLE_TIMEOUT => {
+                tokio::time::sleep(VISIBLE_POLL).await
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    let start = Instant::now();
+    while !ws.is_ready() {
+        if start.elapsed() >= READY_TIMEOUT {
+            return Err(Error::NotReady(reference));
+        }
+        tokio::time::sleep(READY_POLL).await;
+        ws = client.get_workspace(&parent, &args.name).await?;
+    }
+    writeln!(io.out, "{reference} is ready to use.")?;
+
+    if args.enter {
+        let name = if ws.metadata.name.is_empty() {
+            args.name.clone()
+        } else {
+            ws.metadata.name.clone()
+        };
+        return use_workspace::run(env, &name, false, io).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,100 @@
+//! `kubectl ws [<arg>]` and `kubectl ws use <arg>`: switch the kubeconfig to another workspace.
+
+use super::{Env, Streams, current, current_url};
+use crate::client::Client;
+use crate::cluster_url::ClusterUrl;
+use crate::error::{Error, Result};
+use crate::kubeconfig::Kubeconfig;
+use crate::path::{ROOT, Target, WorkspacePath, parse_arg, resolve};
+
+const LEGACY_ROOT_NOTE: &str = "Note: Using 'root:' to define an absolute path is no longer supported. Instead, use ':root' to specify an absolute path.";
+const CD_NOTE: &str = "Note: 'kubectl ws' now matches 'cd' semantics: go to home workspace. 'kubectl ws -' to go back. 'kubectl ws .' to print current workspace.";
+
+pub async fn run(env: &Env, arg: &str, short: bool, io: &mut Streams<'_>) -> Result<()> {
+    let parsed = parse_arg(arg, env.home_dir.as_deref(), short);
+    if parsed.legacy_root {
+        writeln!(io.err, "{LEGACY_ROOT_NOTE}")?;
+    }
+    let mut kc = env.load()?;
+    // As kcp, fail early when the current context is missing, whatever the target.
+    kc.current_context()?;
+
+    let (absolute, path) = match parsed.target {
+        Target::Previous => {
+            let server = kc.swap_previous()?;
+            kc.save()?;
+            return current::print(io.out, &server, short, None);
+        }
+        Target::Current => return current::print(io.out, &kc.current_server()?, short, None),
+        Target::TreeRoot => {
+            let url = current_url(&kc)?;
+            let server = url.with_path(&url.path.tree_root());
+            return commit(&mut kc, &server, short, None, io);
+        }
+        Target::Home { rest } => {
+            let client = env.client(&kc).await?;
+            let home = home_path(&client).await?;
+            (true, format!("{home}{rest}"))
+        }
+        Target::Path { absolute, path } => (absolute, path),
+    };
+
+    let url = current_url(&kc)?;
+    let target = resolve(&url.path, absolute, &path)?;
+    let client = env.client(&kc).await?;
+    let type_ref = check_exists(&client, &target).await?;
+    commit(
+        &mut kc,
+        &url.with_path(&target),
+        short,
+        type_ref.as_deref(),
+        io,
+    )?;
+    if parsed.no_arg && !short {
+        writeln!(io.err, "{CD_NOTE}")?;
+    }
+    Ok(())
+}
+
+/// Switches the kubeconfig to `server` and reports the new workspace.
+fn commit(
+    kc: &mut Kubeconfig,
+    server: &str,
+    short: bool,
+    type_ref: Option<&str>,
+    io: &mut Streams<'_>,
+) -> Result<()> {
+    kc.enter(server)?;
+    kc.save()?;
+    current::print(io.out, server, short, type_ref)
+}
+
+/// The path of the caller's home workspace, from the `spec.URL` of `root`'s `~` Workspace.
+pub async fn home_path(client: &Client) -> Result<WorkspacePath> {
+    let home = client.home_workspace().await?;
+    ClusterUrl::parse(&home.spec.url)
+        .map(|u| u.path)
+        .ok_or(Error::HomeUrl(home.spec.url))
+}
+
+/// kcp's existence check: discovery in the target (403 or nothing served means denied), then the Workspace
+/// object in the parent (404 means it does not exist; 403 there is no obstacle). Returns the type to print.
+async fn check_exists(client: &Client, target: &WorkspacePath) -> Result<Option<String>> {
+    let denied = client.discovery_groups(target).await? == 0;
+    let mut not_found = false;
+    let mut type_ref = None;
+    if target.to_string() == ROOT {
+        type_ref = Some(ROOT.to_owned());
+    } else if let Some(parent) = target.parent() {
+        match client.get_workspace(&parent, target.base()).await {
+            Ok(ws) => type_ref = Some(ws.type_string()),
+            Err(e) if e.is_not_found() => not_found = true,
+            Err(_) => {}
+        }
+    }
+    match (denied, not_found) {
+        (true, true) => Err(Error::NotFound(target.to_string())),
+        (true, false) => Err(Error::Denied(target.to_string())),
+        _ => Ok(type_ref),
+    }
+}

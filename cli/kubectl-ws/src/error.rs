@@ -1,0 +1,43 @@
+//! The library's error type; the binaries print it as kcp's plugin does (`Error: <message>`).
+
+use crate::client::ClientError;
+use crate::kubeconfig::KubeconfigError;
+use crate::path::PathError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error(transparent)]
+    Kubeconfig(#[from] KubeconfigError),
+    #[error(transparent)]
+    Client(#[from] ClientError),
+    #[error(transparent)]
+    Path(#[from] PathError),
+    #[error("current URL {0:?} does not point to a workspace")]
+    NotAWorkspace(String),
+    #[error("workspace {0:?} not found")]
+    NotFound(String),
+    #[error("access to workspace {0:?} denied")]
+    Denied(String),
+    #[error("invalid home workspace URL {0:?}")]
+    HomeUrl(String),
+    #[error("workspace URL {0:?} does not point to workspace")]
+    ChildUrl(String),
+    #[error("--ignore-existing must not be used with non-absolute type path")]
+    IgnoreExistingRelativeType,
+    #[error(
+        "workspace {name:?} cannot be created with type {wanted}, it already exists with different type {existing}"
+    )]
+    TypeMismatch {
+        name: String,
+        wanted: String,
+        existing: String,
+    },
+    #[error("timed out waiting for {0} to be ready")]
+    NotReady(String),
+    #[error("unexpected argument {0:?} before the subcommand")]
+    ExtraArgument(String),
+    #[error("writing output: {0}")]
+    Output(#[from] std::io::Error),
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
