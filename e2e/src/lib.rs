@@ -804,6 +804,34 @@ fn find_or_build_shard_binary() -> PathBuf {
     if let Some(path) = std::env::var_os("KCP_SHARD_BIN") {
         return PathBuf::from(path);
     }
+    find_or_build(
+        "kcp-shard",
+        "kcp-shard",
+        &["libs", "services", "Cargo.toml", "Cargo.lock"],
+    )
+}
+
+/// The directory holding the kubectl plugins (`kubectl-ws`, `kubectl-create-workspace`), built
+/// like [`shard_binary`] when missing or stale: put it on `PATH` and kubectl finds them.
+pub fn plugin_dir() -> PathBuf {
+    static DIR: OnceLock<PathBuf> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let binary = find_or_build(
+            "kubectl-ws",
+            "kubectl-ws",
+            &["cli", "Cargo.toml", "Cargo.lock"],
+        );
+        binary
+            .parent()
+            .expect("the plugin's directory")
+            .to_path_buf()
+    })
+    .clone()
+}
+
+/// `target/<profile>/<binary>` next to the running test executable, built with `cargo build -p
+/// <package>` when missing or older than `sources` (paths under the workspace root).
+fn find_or_build(package: &str, binary: &str, sources: &[&str]) -> PathBuf {
     let exe = std::env::current_exe().expect("locating the test executable");
     // Test executables live in target/<profile>/deps/; binaries in target/<profile>/.
     let profile_dir = exe
@@ -815,17 +843,17 @@ fn find_or_build_shard_binary() -> PathBuf {
         })
         .expect("the test executable's profile directory")
         .to_path_buf();
-    let binary = profile_dir.join("kcp-shard");
+    let binary = profile_dir.join(binary);
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("the workspace root");
     let built = fs::metadata(&binary).and_then(|m| m.modified()).ok();
-    let sources = newest_source(workspace);
-    match (built, sources) {
-        (Some(built), Some(sources)) if built >= sources => return binary,
+    let newest = newest_source(workspace, sources);
+    match (built, newest) {
+        (Some(built), Some(newest)) if built >= newest => return binary,
         (Some(_), None) => return binary,
         (None, _) => eprintln!(
-            "{} is missing; running `cargo build -p kcp-shard`",
+            "{} is missing; running `cargo build -p {package}`",
             binary.display()
         ),
         (Some(_), Some(_)) => {
@@ -836,14 +864,16 @@ fn find_or_build_shard_binary() -> PathBuf {
     let mut command = Command::new(cargo);
     command
         .current_dir(workspace)
-        .args(["build", "-p", "kcp-shard"]);
+        .args(["build", "-p", package]);
     if profile_dir.file_name().is_some_and(|n| n == "release") {
         command.arg("--release");
     }
-    let status = command.status().expect("running cargo build -p kcp-shard");
+    let status = command
+        .status()
+        .unwrap_or_else(|e| panic!("running cargo build -p {package}: {e}"));
     assert!(
         status.success(),
-        "cargo build -p kcp-shard failed: {status}"
+        "cargo build -p {package} failed: {status}"
     );
     assert!(
         binary.is_file(),
@@ -853,8 +883,8 @@ fn find_or_build_shard_binary() -> PathBuf {
     binary
 }
 
-/// The newest modification time of the files kcp-shard is built from.
-fn newest_source(workspace: &Path) -> Option<std::time::SystemTime> {
+/// The newest modification time of the files under `parts` of the workspace.
+fn newest_source(workspace: &Path, parts: &[&str]) -> Option<std::time::SystemTime> {
     fn walk(path: &Path, newest: &mut Option<std::time::SystemTime>) {
         let Ok(meta) = fs::metadata(path) else { return };
         if meta.is_dir() {
@@ -876,7 +906,7 @@ fn newest_source(workspace: &Path) -> Option<std::time::SystemTime> {
         }
     }
     let mut newest = None;
-    for part in ["libs", "services", "Cargo.toml", "Cargo.lock"] {
+    for part in parts {
         walk(&workspace.join(part), &mut newest);
     }
     newest

@@ -13,12 +13,14 @@ mod handler;
 mod lifecycle;
 pub mod object_json;
 pub mod openapi;
+pub mod paths;
 pub mod query;
 pub mod registry;
 pub mod request_info;
 pub mod response;
 pub mod serve;
 pub mod table;
+pub mod tenancy;
 #[cfg(feature = "test-util")]
 pub mod testing;
 pub mod watch_cache;
@@ -90,6 +92,8 @@ pub struct ApiServer {
     namespaces: lifecycle::NamespaceFinalizer,
     /// The configured authorizers, then kcp's chain (fed by the watch cache).
     authorizers: AuthorizerChain,
+    /// Workspace paths of this shard's LCs (fed by the watch cache).
+    paths: Arc<paths::PathIndex>,
 }
 
 impl ApiServer {
@@ -100,10 +104,14 @@ impl ApiServer {
             config.rbac.clone(),
             Arc::new(authorization::CachedClusterFacts::new(cache.clone())),
         ));
-        cache.set_observer(Arc::new(authorization::AuthorizationFeed::new(
-            config.rbac.clone(),
-            authorizer.clone(),
-        )));
+        let paths = Arc::new(paths::PathIndex::new());
+        cache.set_observer(Arc::new(paths::Observers(vec![
+            Arc::new(authorization::AuthorizationFeed::new(
+                config.rbac.clone(),
+                authorizer.clone(),
+            )),
+            paths.clone(),
+        ])));
         let mut chain = config.authorizers.clone();
         chain.push(authorizer);
         let authorizers = AuthorizerChain::new(chain);
@@ -114,6 +122,11 @@ impl ApiServer {
         );
         // Policies before webhooks, in kube-apiserver's plugin order.
         registry.set_admission(Arc::new(admission::Chain(vec![
+            Arc::new(admission::WorkspaceAdmission::new(
+                cache.clone(),
+                paths.clone(),
+                authorizers.clone(),
+            )),
             Arc::new(admission::PolicyAdmission::new(cache.clone())),
             Arc::new(admission::WebhookAdmission::new(cache)),
         ])));
@@ -139,6 +152,7 @@ impl ApiServer {
             shutdown: CancellationToken::new(),
             namespaces,
             authorizers,
+            paths,
         });
         lifecycle::spawn_namespace_finalizer(server.clone(), queue);
         lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);
@@ -181,5 +195,20 @@ impl ApiServer {
     /// The registry, for in-process controllers and tests.
     pub fn registry(&self) -> &Registry {
         &self.registry
+    }
+
+    /// The workspace paths of this shard's logical clusters.
+    pub fn paths(&self) -> &paths::PathIndex {
+        &self.paths
+    }
+
+    /// The URL clients reach this shard at.
+    pub fn external_url(&self) -> &str {
+        &self.config.external_url
+    }
+
+    /// This shard's name.
+    pub fn shard_name(&self) -> &str {
+        &self.config.shard_name
     }
 }

@@ -82,7 +82,14 @@ impl ApiServer {
             .builtin("core.kcp.io", "logicalclusters")
             .ok_or_else(|| ApiServerError::Bootstrap("LogicalCluster kind missing".into()))?;
         for cluster in [ROOT_CLUSTER, SYSTEM_ADMIN_CLUSTER] {
-            let obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
+            let mut obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
+            if cluster == ROOT_CLUSTER {
+                // The top of the workspace tree: its children default their type from root's.
+                obj["metadata"]["annotations"] = json!({
+                    crate::tenancy::TYPE_ANNOTATION: "root:root",
+                    crate::paths::PATH_ANNOTATION: ROOT_CLUSTER,
+                });
+            }
             ignore_exists(
                 self.registry
                     .create(&lc, cluster, None, obj, WriteOptions::default())

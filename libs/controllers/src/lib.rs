@@ -8,6 +8,7 @@ mod per_namespace;
 pub mod quota;
 pub mod root_ca;
 pub mod serviceaccounts;
+pub mod workspaces;
 
 use std::sync::Arc;
 
@@ -25,5 +26,6 @@ pub fn start(server: Arc<ApiServer>, config: ControllerConfig) {
     gc::spawn(server.clone());
     serviceaccounts::spawn(server.clone());
     root_ca::spawn(server.clone(), config.root_ca_pem);
-    quota::spawn(server);
+    quota::spawn(server.clone());
+    workspaces::spawn(server);
 }

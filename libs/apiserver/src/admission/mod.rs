@@ -24,6 +24,7 @@ mod review;
 pub mod rules;
 pub mod warnings;
 pub mod webhook;
+pub mod workspace;
 
 use std::sync::Arc;
 
@@ -37,6 +38,7 @@ use crate::registry::Registry;
 
 pub use policy::PolicyAdmission;
 pub use webhook::WebhookAdmission;
+pub use workspace::WorkspaceAdmission;
 
 /// The operation admitted, as AdmissionReview names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

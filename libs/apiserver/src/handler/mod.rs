@@ -115,6 +115,24 @@ impl ApiServer {
         self.authorizers.authorize(attrs)
     }
 
+    /// `/clusters/root:org:team/...` names a workspace path: serve the LC it leads to. A path this
+    /// shard does not know is 404, as kcp answers; the raw path is never used as an LC name.
+    fn resolve_path(&self, mut info: RequestInfo) -> Result<RequestInfo, ApiError> {
+        let ClusterTarget::Name(name) = &info.cluster else {
+            return Ok(info);
+        };
+        if !name.contains(':') || name.starts_with(kcp_apimachinery::names::SYSTEM_CLUSTER_PREFIX) {
+            return Ok(info);
+        }
+        match self.paths.resolve(name) {
+            Some(cluster) => {
+                info.cluster = ClusterTarget::Name(cluster);
+                Ok(info)
+            }
+            None => Err(ApiError::not_found("tenancy.kcp.io", "workspaces", name)),
+        }
+    }
+
     async fn serve(
         self: &Arc<Self>,
         req: Request<hyper::body::Incoming>,
@@ -135,6 +153,7 @@ impl ApiServer {
             &peer.certificates,
         )?;
         let info = self.in_cluster(&parts, &user, info, VerbHints { watch });
+        let info = self.resolve_path(info)?;
         let user = self.impersonate(&parts, user, &info)?;
         let deep_review = is_deep_review(&parts.headers, &user, &info);
         if let ClusterTarget::Name(name) = &info.cluster

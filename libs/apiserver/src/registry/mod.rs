@@ -20,6 +20,7 @@ pub use delete::{
     DeleteOptions, DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, propagation_finalizers,
 };
 pub use list::{ListOptions, ListResult, ListScope, Selectors};
+pub use metadata::now_rfc3339;
 pub use write::{UpdateKind, WriteOptions, Written};
 
 /// The annotation kcp puts on every object: the logical cluster it lives in.

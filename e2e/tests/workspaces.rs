@@ -1,0 +1,244 @@
+//! Workspaces end to end with kubectl, on both stores: a workspace is created with its type
+//! defaulted from the parent's, scheduled onto this shard's LogicalCluster, initialized by the
+//! `root:universal` initializer (namespace `default`) and Ready; its path `root:org[:team]` is
+//! served; type rules refuse what kcp refuses; an unknown path is 404.
+
+use std::path::Path;
+use std::process::Command;
+
+use kcp_e2e::{Shard, StoreKind, on_both_stores, plugin_dir};
+use serde_json::Value;
+
+on_both_stores!(
+    create_and_enter_workspaces,
+    workspace_type_rules,
+    kubectl_ws_walk
+);
+
+/// Creates a workspace in `parent` (a path) and waits until it is Ready; its object then.
+fn create_ready(shard: &Shard, parent: &str, name: &str, ty: Option<&str>) -> Value {
+    let spec = match ty {
+        Some(t) => format!("spec:\n  type:\n    name: {t}\n    path: root\n"),
+        None => String::new(),
+    };
+    let file = shard.write_file(
+        &format!("ws-{name}.yaml"),
+        &format!("apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\n{spec}"),
+    );
+    shard
+        .kubectl_cmd()
+        .cluster(parent)
+        .ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    shard.eventually(&format!("workspace {parent}:{name} Ready"), || {
+        let ws =
+            shard
+                .kubectl_cmd()
+                .cluster(parent)
+                .json(&["get", "workspace", name, "-o", "json"]);
+        (ws["status"]["phase"] == "Ready").then_some(ws)
+    })
+}
+
+fn create_and_enter_workspaces(store: StoreKind) {
+    let shard = Shard::start(store);
+
+    let org = create_ready(&shard, "root", "org", None);
+    // Defaulted from root's type, with the creator recorded.
+    assert_eq!(org["spec"]["type"]["name"], "organization", "{org}");
+    assert_eq!(org["spec"]["type"]["path"], "root", "{org}");
+    let owner = org["metadata"]["annotations"]["experimental.tenancy.kcp.io/owner"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(owner.contains("kcp-admin"), "{org}");
+    let cluster = org["spec"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(cluster.len(), 16, "{org}");
+    assert_eq!(
+        org["spec"]["URL"],
+        format!("{}/clusters/{cluster}", shard.base_url()),
+        "{org}"
+    );
+
+    // Printer columns.
+    let table = shard.kubectl_ok(&["get", "workspaces"]);
+    let header = table.lines().next().unwrap_or_default();
+    for column in ["NAME", "TYPE", "REGION", "PHASE", "URL", "AGE"] {
+        assert!(header.contains(column), "{column} in {header}");
+    }
+    assert!(
+        table.contains("organization") && table.contains("Ready"),
+        "{table}"
+    );
+
+    // The workspace by path and by LC name: the same logical cluster, initialized.
+    let by_path = shard.kubectl_cmd().cluster("root:org");
+    by_path.ok(&["get", "namespace", "default"]);
+    let lc = by_path.json(&["get", "logicalcluster", "cluster", "-o", "json"]);
+    assert_eq!(
+        lc["metadata"]["annotations"]["kcp.io/path"], "root:org",
+        "{lc}"
+    );
+    assert_eq!(
+        lc["metadata"]["annotations"]["kcp.io/cluster"],
+        cluster.as_str(),
+        "{lc}"
+    );
+    assert_eq!(lc["status"]["phase"], "Ready", "{lc}");
+    assert_eq!(lc["spec"]["owner"]["name"], "org", "{lc}");
+    by_path.ok(&["create", "configmap", "hello", "--from-literal=a=b"]);
+    let same =
+        shard
+            .kubectl_cmd()
+            .cluster(&cluster)
+            .ok(&["get", "configmap", "hello", "-o", "name"]);
+    assert_eq!(same.trim(), "configmap/hello");
+    // The creator is cluster-admin there.
+    let admin = by_path.json(&["get", "clusterrolebinding", "workspace-admin", "-o", "json"]);
+    assert_eq!(admin["roleRef"]["name"], "cluster-admin", "{admin}");
+    assert_eq!(admin["subjects"][0]["name"], "kcp-admin", "{admin}");
+
+    // A child of the organization: type defaulted to universal, path root:org:team.
+    let child = create_ready(&shard, "root:org", "team", None);
+    assert_eq!(child["spec"]["type"]["name"], "universal", "{child}");
+    shard
+        .kubectl_cmd()
+        .cluster("root:org:team")
+        .ok(&["get", "namespace", "default"]);
+
+    // An unknown path is 404, as kcp answers it.
+    let err = shard
+        .kubectl_cmd()
+        .cluster("root:nope")
+        .fails(&["get", "namespaces"]);
+    assert!(
+        err.contains("not found") || err.contains("NotFound"),
+        "{err}"
+    );
+    let (code, body) = shard.curl("GET", "/clusters/root:nope/api/v1/namespaces", None);
+    assert_eq!(code, 404, "{body}");
+    assert!(
+        body.contains("workspaces.tenancy.kcp.io \\\"root:nope\\\" not found"),
+        "{body}"
+    );
+}
+
+fn workspace_type_rules(store: StoreKind) {
+    let shard = Shard::start(store);
+    let create = |parent: &str, name: &str, ty: &str| {
+        let file = shard.write_file(
+            &format!("ws-{name}.yaml"),
+            &format!(
+                "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  type:\n    name: {ty}\n"
+            ),
+        );
+        shard.kubectl_cmd().cluster(parent).run(&[
+            "create",
+            "-f",
+            file.to_str().unwrap_or_default(),
+        ])
+    };
+    // `root` and `home` types allow no parent; a team wants an organization or team parent.
+    for (name, ty) in [("r", "root"), ("h", "home"), ("t", "team")] {
+        let out = create("root", name, ty);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success(), "{ty} under root was accepted");
+        assert!(stderr.contains("only allows certain"), "{ty}: {stderr}");
+    }
+    // A type that does not exist.
+    let out = create("root", "x", "nosuchtype");
+    assert!(!out.status.success());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no such workspace type"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A universal workspace directly under root is fine (root allows any child), found by name.
+    let out = create("root", "u", "universal");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let ws = shard.eventually("u Ready", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "u", "-o", "json"]);
+        (ws["status"]["phase"] == "Ready").then_some(ws)
+    });
+    assert_eq!(ws["spec"]["type"]["path"], "root", "{ws}");
+    // The type and the scheduled cluster never change.
+    let out = shard.kubectl(&[
+        "patch",
+        "workspace",
+        "u",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"type":{"name":"organization","path":"root"}}}"#,
+    ]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("immutable"));
+}
+
+/// `kubectl <args>` through kubectl's plugin mechanism (no flags before the plugin name), with
+/// the plugins on PATH and `kubeconfig` as KUBECONFIG; stdout, after asserting success.
+fn plugin(kubeconfig: &Path, args: &[&str]) -> String {
+    let path = format!(
+        "{}:{}",
+        plugin_dir().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let output = Command::new("kubectl")
+        .args(args)
+        .env("KUBECONFIG", kubeconfig)
+        .env("PATH", path)
+        .output()
+        .expect("running kubectl");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "kubectl {}: {}\n{stdout}",
+        args.join(" "),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
+/// kcp's quickstart walk with the plugins: create, enter, go up, jump, go back.
+fn kubectl_ws_walk(store: StoreKind) {
+    let shard = Shard::start(store);
+    // The plugins rewrite the kubeconfig: work on a copy.
+    let config = shard.dir().join("walk.kubeconfig");
+    std::fs::copy(shard.kubeconfig(), &config).expect("copying the kubeconfig");
+
+    let out = plugin(&config, &["ws", "."]);
+    assert!(out.contains("Current workspace is 'root'"), "{out}");
+    let out = plugin(&config, &["create", "workspace", "org", "--enter"]);
+    assert!(
+        out.contains(
+            r#"Workspace "org" (type root:organization) created. Waiting for it to be ready..."#
+        ),
+        "{out}"
+    );
+    assert!(out.contains("is ready to use"), "{out}");
+    let out = plugin(&config, &["ws", "."]);
+    assert!(out.contains("'root:org'"), "{out}");
+    plugin(&config, &["ws", "create", "team", "--type", "team"]);
+    let out = plugin(&config, &["ws", "team"]);
+    assert!(out.contains("'root:org:team'"), "{out}");
+    // Plain kubectl now works inside the workspace.
+    let namespaces = plugin(&config, &["get", "namespaces", "-o", "name"]);
+    assert_eq!(namespaces.trim(), "namespace/default");
+    let out = plugin(&config, &["ws", ".."]);
+    assert!(out.contains("'root:org'"), "{out}");
+    let tree = plugin(&config, &["ws", "tree"]);
+    assert!(tree.contains("team"), "{tree}");
+    let out = plugin(&config, &["ws", ":root"]);
+    assert!(out.contains("'root'"), "{out}");
+    let out = plugin(&config, &["ws", "-"]);
+    assert!(out.contains("'root:org'"), "{out}");
+    let listed = plugin(&config, &["get", "workspaces"]);
+    assert!(
+        listed.contains("team") && listed.contains("Ready"),
+        "{listed}"
+    );
+}

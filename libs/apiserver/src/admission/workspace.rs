@@ -1,0 +1,267 @@
+//! kcp's workspace admission: a new Workspace gets its type (defaulted from the parent's type),
+//! its creator recorded and its type's labels; it is refused unless the type and every type it
+//! extends exist, the creator may `use` each of them (judged in the type's LC only, as kcp's deep
+//! SubjectAccessReview does), and parent and child types allow each other. Later, the type and
+//! the scheduled cluster never change.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kcp_apimachinery::status::{ApiError, Cause, Reason};
+use kcp_auth::UserInfo;
+use kcp_auth::authz::{Attributes as AuthzAttributes, Authorizer, AuthorizerChain, Decision};
+use kcp_store::keys::ResourceKeyspace;
+use serde_json::{Value, json};
+
+use super::{Admission, Attributes, Operation};
+use crate::paths::PathIndex;
+use crate::tenancy::{
+    OWNER_ANNOTATION, ResolvedType, TYPE_ANNOTATION, TypeRef, Types, placement_error,
+};
+use crate::watch_cache::WatchCache;
+
+pub struct WorkspaceAdmission {
+    cache: Arc<WatchCache>,
+    paths: Arc<PathIndex>,
+    authorizer: AuthorizerChain,
+}
+
+impl WorkspaceAdmission {
+    pub fn new(cache: Arc<WatchCache>, paths: Arc<PathIndex>, authorizer: AuthorizerChain) -> Self {
+        WorkspaceAdmission {
+            cache,
+            paths,
+            authorizer,
+        }
+    }
+
+    fn types(&self) -> Types<'_> {
+        Types {
+            cache: &self.cache,
+            paths: &self.paths,
+        }
+    }
+
+    /// The type chain of the workspace `cluster` is: from its LogicalCluster's type annotation.
+    /// An LC not made by a workspace (a bare LogicalCluster) has no type: empty.
+    fn parent_chain(&self, cluster: &str) -> Vec<ResolvedType> {
+        let key = ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
+            .object(cluster, None, "cluster");
+        self.cache
+            .get(&key)
+            .and_then(|lc| lc.value().ok())
+            .and_then(|lc| {
+                lc.pointer("/metadata/annotations")?
+                    .get(TYPE_ANNOTATION)?
+                    .as_str()
+                    .and_then(TypeRef::parse)
+            })
+            .and_then(|r| self.types().chain(&r).ok())
+            .unwrap_or_default()
+    }
+
+    fn may_use(&self, user: &UserInfo, t: &ResolvedType) -> bool {
+        let attrs = AuthzAttributes {
+            user: Some(user),
+            cluster: &t.cluster,
+            verb: "use",
+            resource_request: true,
+            api_group: "tenancy.kcp.io",
+            api_version: "",
+            resource: "workspacetypes",
+            subresource: "",
+            namespace: "",
+            name: &t.reference.name,
+            path: "",
+            deep_review: true,
+        };
+        self.authorizer.authorize(&attrs) == Decision::Allow
+    }
+}
+
+fn is_workspace(attrs: &Attributes<'_>) -> bool {
+    attrs.def.group == "tenancy.kcp.io"
+        && attrs.def.plural == "workspaces"
+        && attrs.subresource.is_none()
+}
+
+fn invalid(name: &str, field: &str, value: &Value, message: &str) -> ApiError {
+    ApiError::invalid(
+        "tenancy.kcp.io",
+        "Workspace",
+        name,
+        vec![Cause::invalid(field, value, message)],
+    )
+}
+
+fn forbidden(name: &str, message: &str) -> ApiError {
+    ApiError::new(
+        Reason::Forbidden,
+        format!("workspaces.tenancy.kcp.io \"{name}\" is forbidden: {message}"),
+    )
+}
+
+#[async_trait]
+impl Admission for WorkspaceAdmission {
+    async fn mutate(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&mut Value>,
+    ) -> Result<bool, ApiError> {
+        let (true, Operation::Create, Some(object)) =
+            (is_workspace(attrs), attrs.operation, object)
+        else {
+            return Ok(false);
+        };
+        let types = self.types();
+        let parent_path = types.path_of(attrs.cluster);
+        let requested = object.pointer("/spec/type").and_then(TypeRef::from_value);
+        let resolved = match requested {
+            // A type named without a path is looked up from the parent upwards.
+            Some(r) if r.path.is_empty() => types
+                .find_upwards(&r.name, &parent_path)
+                .map(|t| t.reference),
+            Some(r) => Some(r),
+            None => {
+                let parent = self.parent_chain(attrs.cluster);
+                let default = parent.first().and_then(|p| {
+                    let mut d = p
+                        .object
+                        .pointer("/spec/defaultChildWorkspaceType")
+                        .and_then(TypeRef::from_value)?;
+                    if d.path.is_empty() {
+                        d.path = p.reference.path.clone();
+                    }
+                    Some(d)
+                });
+                let Some(default) = default else {
+                    return Err(invalid(
+                        attrs.name,
+                        "spec.type",
+                        &Value::Null,
+                        "a type is required: the parent workspace's type has no default child type",
+                    ));
+                };
+                Some(default)
+            }
+        };
+        let Some(reference) = resolved else {
+            let name = object
+                .pointer("/spec/type/name")
+                .cloned()
+                .unwrap_or_default();
+            return Err(invalid(
+                attrs.name,
+                "spec.type.name",
+                &name,
+                &format!("no such workspace type in {parent_path} or above"),
+            ));
+        };
+        let owner = json!({
+            "username": attrs.user.name,
+            "uid": attrs.user.uid,
+            "groups": attrs.user.groups,
+            "extra": attrs.user.extra,
+        });
+        let labels = types
+            .get(&reference)
+            .and_then(|t| t.object.pointer("/spec/additionalWorkspaceLabels").cloned());
+        let Some(map) = object.as_object_mut() else {
+            return Ok(false);
+        };
+        let spec = map.entry("spec").or_insert_with(|| json!({}));
+        if let Some(spec) = spec.as_object_mut() {
+            spec.insert("type".into(), reference.to_value());
+        }
+        let meta = map.entry("metadata").or_insert_with(|| json!({}));
+        if let Some(meta) = meta.as_object_mut() {
+            let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+            if let Some(a) = annotations.as_object_mut() {
+                a.insert(OWNER_ANNOTATION.into(), Value::String(owner.to_string()));
+            }
+            if let Some(Value::Object(extra)) = labels {
+                let labels = meta.entry("labels").or_insert_with(|| json!({}));
+                if let Some(l) = labels.as_object_mut() {
+                    for (k, v) in extra {
+                        l.entry(k).or_insert(v);
+                    }
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    async fn validate(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        if !is_workspace(attrs) {
+            return Ok(());
+        }
+        let Some(object) = object else {
+            return Ok(());
+        };
+        match attrs.operation {
+            Operation::Create => {
+                let reference = object
+                    .pointer("/spec/type")
+                    .and_then(TypeRef::from_value)
+                    .ok_or_else(|| invalid(attrs.name, "spec.type", &Value::Null, "required"))?;
+                let chain = self
+                    .types()
+                    .chain(&reference)
+                    .map_err(|m| invalid(attrs.name, "spec.type", &reference.to_value(), &m))?;
+                for t in &chain {
+                    if !self.may_use(attrs.user, t) {
+                        return Err(forbidden(
+                            attrs.name,
+                            &format!(
+                                "unable to use workspace type {}: missing verb='use' permission on workspacetypes",
+                                t.reference
+                            ),
+                        ));
+                    }
+                }
+                let parent = self.parent_chain(attrs.cluster);
+                if let Some(message) = placement_error(&parent, &chain) {
+                    return Err(invalid(
+                        attrs.name,
+                        "spec.type",
+                        &reference.to_value(),
+                        &message,
+                    ));
+                }
+                Ok(())
+            }
+            Operation::Update => {
+                let Some(old) = attrs.old_object else {
+                    return Ok(());
+                };
+                let field = |v: &Value, p: &str| v.pointer(p).cloned().unwrap_or(Value::Null);
+                let old_type = field(old, "/spec/type");
+                if !old_type.is_null() && field(object, "/spec/type") != old_type {
+                    return Err(invalid(
+                        attrs.name,
+                        "spec.type",
+                        &field(object, "/spec/type"),
+                        "field is immutable",
+                    ));
+                }
+                for (path, name) in [("/spec/cluster", "spec.cluster"), ("/spec/URL", "spec.URL")] {
+                    let before = field(old, path);
+                    if !before.is_null() && field(object, path) != before {
+                        return Err(invalid(
+                            attrs.name,
+                            name,
+                            &field(object, path),
+                            "field is immutable once set",
+                        ));
+                    }
+                }
+                Ok(())
+            }
+            _ => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,292 @@
+//! Workspace types as the shard sees them: references, lookup through the path index, the
+//! `extend.with` chain, and what a chain contributes (initializers, terminators, parent and child
+//! rules). Shared by workspace admission and the workspace controller.
+
+use std::collections::BTreeSet;
+
+use kcp_store::keys::ResourceKeyspace;
+use serde_json::{Value, json};
+
+use crate::paths::PathIndex;
+use crate::watch_cache::WatchCache;
+
+/// On a LogicalCluster: the type of its workspace, as `<path>:<name>`.
+pub const TYPE_ANNOTATION: &str = "internal.tenancy.kcp.io/type";
+/// On a Workspace: JSON of the user who created it.
+pub const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
+/// On a LogicalCluster: the shard holding it.
+pub const SHARD_ANNOTATION: &str = "core.kcp.io/shard";
+/// Types may extend each other this deep at most (kcp refuses longer chains as broken).
+const MAX_CHAIN: usize = 16;
+
+/// A WorkspaceType reference: the path of the workspace holding it, and its name.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct TypeRef {
+    pub path: String,
+    pub name: String,
+}
+
+impl TypeRef {
+    /// From a `{name, path}` object; `None` without a name.
+    pub fn from_value(v: &Value) -> Option<TypeRef> {
+        let name = v.get("name")?.as_str().filter(|n| !n.is_empty())?;
+        let path = v.get("path").and_then(Value::as_str).unwrap_or_default();
+        Some(TypeRef {
+            path: path.to_string(),
+            name: name.to_string(),
+        })
+    }
+
+    /// From `<path>:<name>` (the type annotation's form).
+    pub fn parse(s: &str) -> Option<TypeRef> {
+        let (path, name) = s.rsplit_once(':')?;
+        Some(TypeRef {
+            path: path.to_string(),
+            name: name.to_string(),
+        })
+    }
+
+    pub fn to_value(&self) -> Value {
+        json!({"name": self.name, "path": self.path})
+    }
+
+    /// The name kcp gives the initializer (or terminator) of this type: `<LC of the type>:<name>`.
+    pub fn lifecycle_name(&self, type_cluster: &str) -> String {
+        format!("{type_cluster}:{}", self.name)
+    }
+}
+
+impl std::fmt::Display for TypeRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{}", self.path, self.name)
+    }
+}
+
+/// One resolved type.
+#[derive(Clone, Debug)]
+pub struct ResolvedType {
+    pub reference: TypeRef,
+    /// The LC holding it.
+    pub cluster: String,
+    pub object: Value,
+}
+
+/// Looks types up in this shard's cache.
+pub struct Types<'a> {
+    pub cache: &'a WatchCache,
+    pub paths: &'a PathIndex,
+}
+
+impl Types<'_> {
+    /// The LC a path leads to: a one-segment path is an LC name itself.
+    pub fn cluster_of(&self, path: &str) -> Option<String> {
+        if path.contains(':') {
+            self.paths.resolve(path)
+        } else {
+            Some(path.to_string())
+        }
+    }
+
+    /// The canonical path of an LC: its `kcp.io/path`, or its name for a tree top such as `root`.
+    pub fn path_of(&self, cluster: &str) -> String {
+        self.paths
+            .path_of(cluster)
+            .unwrap_or_else(|| cluster.to_string())
+    }
+
+    pub fn get(&self, reference: &TypeRef) -> Option<ResolvedType> {
+        let cluster = self.cluster_of(&reference.path)?;
+        let key = ResourceKeyspace::new("tenancy.kcp.io", "workspacetypes", None, false).object(
+            &cluster,
+            None,
+            &reference.name,
+        );
+        let object = self.cache.get(&key)?.value().ok()?;
+        Some(ResolvedType {
+            reference: reference.clone(),
+            cluster,
+            object,
+        })
+    }
+
+    /// A type named without a path: looked up in `path`, then in each ancestor up to its tree top.
+    pub fn find_upwards(&self, name: &str, path: &str) -> Option<ResolvedType> {
+        let mut path = path.to_string();
+        loop {
+            let candidate = TypeRef {
+                path: path.clone(),
+                name: name.to_string(),
+            };
+            if let Some(found) = self.get(&candidate) {
+                return Some(found);
+            }
+            let (parent, _) = path.rsplit_once(':')?;
+            path = parent.to_string();
+        }
+    }
+
+    /// The type and every type it extends, transitively, each once; an error names a missing
+    /// type or a cycle.
+    pub fn chain(&self, reference: &TypeRef) -> Result<Vec<ResolvedType>, String> {
+        let mut out: Vec<ResolvedType> = Vec::new();
+        let mut todo = vec![(reference.clone(), 0usize)];
+        let mut seen = BTreeSet::new();
+        while let Some((r, depth)) = todo.pop() {
+            if depth > MAX_CHAIN {
+                return Err(format!(
+                    "workspace type {reference} extends too deeply (a cycle?)"
+                ));
+            }
+            if !seen.insert(r.clone()) {
+                continue;
+            }
+            let resolved = self
+                .get(&r)
+                .ok_or_else(|| format!("workspace type {r} does not exist"))?;
+            for extended in resolved
+                .object
+                .pointer("/spec/extend/with")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(TypeRef::from_value)
+            {
+                todo.push((extended, depth + 1));
+            }
+            out.push(resolved);
+        }
+        Ok(out)
+    }
+}
+
+/// Initializers (or terminators, with `field` = "terminator") a chain of types gives a workspace.
+pub fn lifecycle_names(chain: &[ResolvedType], field: &str) -> Vec<String> {
+    let mut names: Vec<String> = chain
+        .iter()
+        .filter(|t| t.object.pointer(&format!("/spec/{field}")) == Some(&Value::Bool(true)))
+        .map(|t| t.reference.lifecycle_name(&t.cluster))
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Whether a `limitAllowedParents`/`limitAllowedChildren` rule of `rule_holder` admits a
+/// workspace whose type chain is `other`: no rule admits all, `none` admits nothing, otherwise
+/// one of the listed types must be in the chain.
+fn admits(rule: Option<&Value>, other: &[ResolvedType]) -> bool {
+    let Some(rule) = rule else { return true };
+    if rule.get("none") == Some(&Value::Bool(true)) {
+        return false;
+    }
+    let listed: Vec<TypeRef> = rule
+        .get("types")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(TypeRef::from_value)
+        .collect();
+    listed.is_empty()
+        || listed.iter().any(|l| {
+            other
+                .iter()
+                .any(|t| t.reference.name == l.name && t.reference.path == l.path)
+        })
+}
+
+/// Why a child of type chain `child` may not sit under a parent of chain `parent`, if it may not.
+pub fn placement_error(parent: &[ResolvedType], child: &[ResolvedType]) -> Option<String> {
+    let child_name = child
+        .first()
+        .map(|t| t.reference.to_string())
+        .unwrap_or_default();
+    let parent_name = parent
+        .first()
+        .map(|t| t.reference.to_string())
+        .unwrap_or_else(|| "none".to_string());
+    for t in child {
+        if !admits(t.object.pointer("/spec/limitAllowedParents"), parent) {
+            return Some(format!(
+                "workspace type {child_name} only allows certain parent types, not {parent_name}"
+            ));
+        }
+    }
+    for t in parent {
+        if !admits(t.object.pointer("/spec/limitAllowedChildren"), child) {
+            return Some(format!(
+                "workspace type {parent_name} only allows certain child types, not {child_name}"
+            ));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
+mod tests {
+    use super::*;
+
+    fn t(name: &str, spec: Value) -> ResolvedType {
+        ResolvedType {
+            reference: TypeRef {
+                path: "root".into(),
+                name: name.into(),
+            },
+            cluster: "root".into(),
+            object: json!({"spec": spec}),
+        }
+    }
+
+    #[test]
+    fn kcp_bootstrap_rules() {
+        let universal = t("universal", json!({"initializer": true}));
+        let root = t("root", json!({"limitAllowedParents": {"none": true}}));
+        let org = t(
+            "organization",
+            json!({"limitAllowedParents": {"types": [{"name": "root", "path": "root"}]},
+                   "limitAllowedChildren": {"types": [{"name": "universal", "path": "root"}]}}),
+        );
+        let team = t(
+            "team",
+            json!({"limitAllowedParents": {"types": [{"name": "organization", "path": "root"}, {"name": "team", "path": "root"}]}}),
+        );
+        let chain = |ts: &[&ResolvedType]| ts.iter().map(|t| (*t).clone()).collect::<Vec<_>>();
+        // An organization under root, a team under an organization: fine.
+        assert_eq!(
+            placement_error(&chain(&[&root, &universal]), &chain(&[&org, &universal])),
+            None
+        );
+        // A universal workspace under an organization: allowed children include universal.
+        assert_eq!(
+            placement_error(&chain(&[&org, &universal]), &chain(&[&universal])),
+            None
+        );
+        // A team under an organization: a team counts as universal, which the organization allows.
+        assert_eq!(
+            placement_error(&chain(&[&org, &universal]), &chain(&[&team, &universal])),
+            None
+        );
+        // A team directly under root: teams want an organization or team parent.
+        assert!(
+            placement_error(&chain(&[&root, &universal]), &chain(&[&team, &universal])).is_some()
+        );
+        // An organization under a universal workspace: organization wants root as parent.
+        assert!(placement_error(&chain(&[&universal]), &chain(&[&org, &universal])).is_some());
+        // A root-typed workspace has no parent at all.
+        assert!(placement_error(&chain(&[&universal]), &chain(&[&root])).is_some());
+        assert_eq!(
+            lifecycle_names(&chain(&[&org, &universal]), "initializer"),
+            ["root:universal"]
+        );
+        assert!(lifecycle_names(&chain(&[&org, &universal]), "terminator").is_empty());
+    }
+
+    #[test]
+    fn references_parse_and_print() {
+        let r = TypeRef::parse("root:org:custom").unwrap();
+        assert_eq!((r.path.as_str(), r.name.as_str()), ("root:org", "custom"));
+        assert_eq!(r.to_string(), "root:org:custom");
+        assert_eq!(TypeRef::from_value(&r.to_value()), Some(r));
+        assert_eq!(TypeRef::from_value(&json!({"path": "root"})), None);
+    }
+}

@@ -1,0 +1,646 @@
+//! The workspace controller: one task for every Workspace and LogicalCluster of the shard.
+//!
+//! A new Workspace is scheduled onto a Shard matching its location selector (this shard is the
+//! only one that can take it for now, but the choice goes through the Shard objects in `root`):
+//! a random LC name is recorded on the Workspace first, so a retry after a crash reuses it, then
+//! the LogicalCluster is created with the workspace's path, type, owner and the initializers of
+//! its type chain, and the creator becomes cluster-admin there through the `workspace-admin`
+//! ClusterRoleBinding. Then the Workspace gets `spec.cluster` and `spec.URL`, and its phase follows
+//! its LogicalCluster's. The `root:universal` initializer is run here too: it creates namespace
+//! `default` and removes itself, after which the LC (and so the Workspace) is Ready.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use kcp_api_types::ResourceDef;
+use kcp_apimachinery::status::ApiError;
+use kcp_apiserver::ApiServer;
+use kcp_apiserver::paths::PATH_ANNOTATION;
+use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
+use kcp_apiserver::tenancy::{
+    OWNER_ANNOTATION, SHARD_ANNOTATION, TYPE_ANNOTATION, TypeRef, Types, lifecycle_names,
+};
+use kcp_apiserver::watch_cache::CacheEventType;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+
+use crate::feed::{Change, Feed};
+use crate::per_namespace::builtin;
+
+/// The LC name chosen for a workspace, written before its LogicalCluster is created.
+const CLUSTER_ANNOTATION: &str = "internal.tenancy.kcp.io/cluster";
+/// Shards with this annotation take no new workspaces.
+const UNSCHEDULABLE_ANNOTATION: &str = "experimental.core.kcp.io/unschedulable";
+/// The initializer of the `universal` type in `root`, run by this controller.
+const UNIVERSAL_INITIALIZER: &str = "root:universal";
+const WORKSPACE_ADMIN: &str = "workspace-admin";
+const RETRY_DELAY: Duration = Duration::from_secs(1);
+
+struct Defs {
+    workspaces: Arc<ResourceDef>,
+    logical_clusters: Arc<ResourceDef>,
+    shards: Arc<ResourceDef>,
+    bindings: Arc<ResourceDef>,
+    namespaces: Arc<ResourceDef>,
+}
+
+/// Starts the controller; it stops with the server.
+pub fn spawn(server: Arc<ApiServer>) {
+    let defs = match (
+        builtin("tenancy.kcp.io", "workspaces"),
+        builtin("core.kcp.io", "logicalclusters"),
+        builtin("core.kcp.io", "shards"),
+        builtin("rbac.authorization.k8s.io", "clusterrolebindings"),
+        builtin("", "namespaces"),
+    ) {
+        (
+            Some(workspaces),
+            Some(logical_clusters),
+            Some(shards),
+            Some(bindings),
+            Some(namespaces),
+        ) => Defs {
+            workspaces,
+            logical_clusters,
+            shards,
+            bindings,
+            namespaces,
+        },
+        _ => {
+            tracing::error!("workspace controller: a tenancy kind is missing; not started");
+            return;
+        }
+    };
+    let stop = server.shutdown_token();
+    let weak = Arc::downgrade(&server);
+    drop(server);
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = stop.cancelled() => {}
+            _ = run(weak, defs) => {}
+        }
+    });
+}
+
+/// A workspace by (its LC, its name).
+type WorkspaceKey = (String, String);
+
+async fn run(server: Weak<ApiServer>, defs: Defs) {
+    let (mut workspaces, mut clusters) = {
+        let Some(s) = server.upgrade() else { return };
+        let cache = s.registry().cache().clone();
+        (
+            Feed::new(cache.clone(), keyspace(&defs.workspaces).all_clusters()),
+            Feed::new(cache, keyspace(&defs.logical_clusters).all_clusters()),
+        )
+    };
+    let mut due: HashMap<WorkspaceKey, Instant> = HashMap::new();
+    let mut resync = true;
+    loop {
+        let mut queue: BTreeSet<WorkspaceKey> = BTreeSet::new();
+        let mut lcs: BTreeSet<String> = BTreeSet::new();
+        if resync {
+            resync = false;
+            let Some(s) = server.upgrade() else { return };
+            let cache = s.registry().cache();
+            for ws in cache.list(keyspace(&defs.workspaces).all_clusters(), None) {
+                queue.insert((ws.cluster.clone(), ws.name.clone()));
+            }
+            for lc in cache.list(keyspace(&defs.logical_clusters).all_clusters(), None) {
+                lcs.insert(lc.cluster.clone());
+            }
+        } else {
+            let next_retry = due.values().min().copied();
+            let retry = async {
+                match next_retry {
+                    Some(at) => tokio::time::sleep_until(at).await,
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                change = workspaces.next() => match change {
+                    Change::Event(e) if e.kind != CacheEventType::Deleted => {
+                        queue.insert((e.object.cluster.clone(), e.object.name.clone()));
+                    }
+                    Change::Event(_) => {}
+                    Change::Resync => resync = true,
+                },
+                change = clusters.next() => match change {
+                    Change::Event(e) if e.kind != CacheEventType::Deleted => {
+                        lcs.insert(e.object.cluster.clone());
+                    }
+                    Change::Event(_) => {}
+                    Change::Resync => resync = true,
+                },
+                _ = retry => {}
+            }
+            // Take what else is queued, so a burst is handled in one pass.
+            while let Some(change) = workspaces.try_next() {
+                match change {
+                    Change::Event(e) if e.kind != CacheEventType::Deleted => {
+                        queue.insert((e.object.cluster.clone(), e.object.name.clone()));
+                    }
+                    Change::Event(_) => {}
+                    Change::Resync => resync = true,
+                }
+            }
+            while let Some(change) = clusters.try_next() {
+                match change {
+                    Change::Event(e) if e.kind != CacheEventType::Deleted => {
+                        lcs.insert(e.object.cluster.clone());
+                    }
+                    Change::Event(_) => {}
+                    Change::Resync => resync = true,
+                }
+            }
+            let now = Instant::now();
+            due.retain(|key, at| {
+                if *at <= now {
+                    queue.insert(key.clone());
+                    false
+                } else {
+                    true
+                }
+            });
+        }
+        let Some(s) = server.upgrade() else { return };
+        for lc in lcs {
+            match reconcile_cluster(&s, &defs, &lc).await {
+                Ok(Some(owner)) => {
+                    queue.insert(owner);
+                }
+                Ok(None) => {}
+                Err(err) => {
+                    tracing::warn!(cluster = %lc, error = %err, "initializing a logical cluster failed")
+                }
+            }
+        }
+        for key in queue {
+            if let Err(err) = reconcile_workspace(&s, &defs, &key.0, &key.1).await {
+                tracing::warn!(cluster = %key.0, workspace = %key.1, error = %err, "workspace reconcile failed; retrying");
+                due.insert(key, Instant::now() + RETRY_DELAY);
+            }
+        }
+    }
+}
+
+fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+fn string_list(v: &Value, pointer: &str) -> Vec<String> {
+    v.pointer(pointer)
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// 16 base-36 characters from a random UUID, as kcp names workspace LCs.
+fn random_cluster_name() -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut n = uuid::Uuid::new_v4().as_u128();
+    let mut out = String::with_capacity(16);
+    for _ in 0..16 {
+        out.push(char::from(DIGITS[(n % 36) as usize]));
+        n /= 36;
+    }
+    out
+}
+
+fn ignore_conflict<T>(result: Result<T, ApiError>) -> Result<(), ApiError> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// The Workspace's status as its LogicalCluster's state implies.
+fn mirrored_status(lc: Option<&Value>) -> Value {
+    let Some(lc) = lc else {
+        return json!({"phase": "Scheduling"});
+    };
+    let phase = lc
+        .pointer("/status/phase")
+        .cloned()
+        .unwrap_or(json!("Initializing"));
+    let initializers = string_list(lc, "/status/initializers");
+    let initialized = initializers.is_empty();
+    let mut conditions = vec![json!({"type": "WorkspaceScheduled", "status": "True"})];
+    conditions.push(if initialized {
+        json!({"type": "WorkspaceInitialized", "status": "True"})
+    } else {
+        json!({"type": "WorkspaceInitialized", "status": "False", "severity": "Info", "reason": "InitializerExists",
+               "message": format!("Initializers still exist: {initializers:?}")})
+    });
+    let mut status = json!({"phase": phase, "conditions": conditions});
+    if !initialized {
+        status["initializers"] = json!(initializers);
+    }
+    status
+}
+
+/// Conditions keep their transition time while their status stays.
+fn with_transition_times(mut status: Value, old: &Value, now: &str) -> Value {
+    let old_conditions = old
+        .pointer("/status/conditions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
+        for c in conditions.iter_mut() {
+            let kept = old_conditions
+                .iter()
+                .find(|o| o.get("type") == c.get("type") && o.get("status") == c.get("status"))
+                .and_then(|o| o.get("lastTransitionTime").cloned())
+                .unwrap_or_else(|| json!(now));
+            c["lastTransitionTime"] = kept;
+        }
+    }
+    status
+}
+
+/// Whether `status` says what `old` already says (transition times aside).
+fn same_status(old: &Value, status: &Value) -> bool {
+    let strip = |v: &Value| {
+        let mut v = v.clone();
+        if let Some(cs) = v.get_mut("conditions").and_then(Value::as_array_mut) {
+            for c in cs {
+                if let Some(m) = c.as_object_mut() {
+                    m.remove("lastTransitionTime");
+                }
+            }
+        }
+        v
+    };
+    strip(old.get("status").unwrap_or(&Value::Null)) == strip(status)
+}
+
+async fn reconcile_workspace(
+    server: &ApiServer,
+    defs: &Defs,
+    cluster: &str,
+    name: &str,
+) -> Result<(), ApiError> {
+    let registry = server.registry();
+    let key = keyspace(&defs.workspaces).object(cluster, None, name);
+    let Some(cached) = registry.cache().get(&key) else {
+        return Ok(());
+    };
+    let ws = cached.value().map_err(ApiError::internal)?;
+    if ws
+        .pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+    {
+        return Ok(());
+    }
+    let at = ObjectRef {
+        cluster,
+        namespace: None,
+        name,
+    };
+    let scheduled = text(&ws, "/spec/cluster").to_string();
+    let lc_name = if scheduled.is_empty() {
+        match schedule(server, defs, cluster, name, &ws).await? {
+            Some(lc) => lc,
+            None => return Ok(()),
+        }
+    } else {
+        scheduled
+    };
+    let lc_key = keyspace(&defs.logical_clusters).object(&lc_name, None, "cluster");
+    let lc = registry.cache().get(&lc_key).and_then(|o| o.value().ok());
+    let status = mirrored_status(lc.as_ref());
+    if same_status(&ws, &status) {
+        return Ok(());
+    }
+    let now = kcp_apiserver::registry::now_rfc3339();
+    let updated = registry
+        .update(
+            &defs.workspaces,
+            at,
+            UpdateKind::Status,
+            WriteOptions::default(),
+            |old| {
+                let mut new = old.clone();
+                new["status"] = with_transition_times(status.clone(), old, &now);
+                Ok(new)
+            },
+        )
+        .await;
+    match updated {
+        Err(e) if e.code != 404 => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Schedules a workspace: the LC name it gets, once its LogicalCluster exists; `None` while it
+/// cannot be scheduled (its status says why).
+async fn schedule(
+    server: &ApiServer,
+    defs: &Defs,
+    cluster: &str,
+    name: &str,
+    ws: &Value,
+) -> Result<Option<String>, ApiError> {
+    let registry = server.registry();
+    let at = ObjectRef {
+        cluster,
+        namespace: None,
+        name,
+    };
+    let Some(reference) = ws.pointer("/spec/type").and_then(TypeRef::from_value) else {
+        return Ok(None);
+    };
+    // Only this shard can create LCs here; other shards' objects are candidates for the front
+    // proxy's scheduler later.
+    let selector = match ws.pointer("/spec/location/selector") {
+        Some(s) => kcp_apimachinery::selector::label::from_label_selector(s)
+            .map_err(|e| ApiError::internal(e.to_string()))?,
+        None => kcp_apimachinery::selector::Selector::everything(),
+    };
+    let shards = registry.cache().list(
+        &keyspace(&defs.shards).cluster(kcp_api_types::tenancy::ROOT),
+        None,
+    );
+    let fits = shards.iter().filter_map(|s| s.value().ok()).any(|shard| {
+        text(&shard, "/metadata/name") == server.shard_name()
+            && selector.matches_object(&shard)
+            && shard
+                .pointer(&format!(
+                    "/metadata/annotations/{}",
+                    UNSCHEDULABLE_ANNOTATION.replace('/', "~1")
+                ))
+                .is_none()
+    });
+    if !fits {
+        let status = json!({"phase": "Scheduling", "conditions": [{
+            "type": "WorkspaceScheduled", "status": "False", "severity": "Error", "reason": "Unschedulable",
+            "message": "No available shards to schedule the workspace",
+        }]});
+        if !same_status(ws, &status) {
+            let now = kcp_apiserver::registry::now_rfc3339();
+            registry
+                .update(
+                    &defs.workspaces,
+                    at,
+                    UpdateKind::Status,
+                    WriteOptions::default(),
+                    |old| {
+                        let mut new = old.clone();
+                        new["status"] = with_transition_times(status.clone(), old, &now);
+                        Ok(new)
+                    },
+                )
+                .await?;
+        }
+        return Ok(None);
+    }
+    // Phase one: the name, recorded before anything is created under it.
+    let annotation = ws
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(CLUSTER_ANNOTATION))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    let Some(lc_name) = annotation else {
+        let chosen = random_cluster_name();
+        registry
+            .update(
+                &defs.workspaces,
+                at,
+                UpdateKind::Main,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    new["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(chosen);
+                    new["metadata"]["annotations"][SHARD_ANNOTATION] = json!(server.shard_name());
+                    Ok(new)
+                },
+            )
+            .await?;
+        // The annotation's own event brings the workspace back for phase two.
+        return Ok(None);
+    };
+    // Phase two: the LogicalCluster, then the workspace admin, then the workspace's spec.
+    let types = Types {
+        cache: registry.cache(),
+        paths: server.paths(),
+    };
+    let chain = types.chain(&reference).map_err(ApiError::internal)?;
+    let parent_path = types.path_of(cluster);
+    let owner_json = ws
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(OWNER_ANNOTATION))
+        .and_then(Value::as_str)
+        .unwrap_or("{}")
+        .to_string();
+    let created_by: Value = serde_json::from_str(&owner_json).unwrap_or_else(|_| json!({}));
+    let uid = text(ws, "/metadata/uid").to_string();
+    let lc = json!({
+        "apiVersion": "core.kcp.io/v1alpha1",
+        "kind": "LogicalCluster",
+        "metadata": {
+            "name": "cluster",
+            "annotations": {
+                PATH_ANNOTATION: format!("{parent_path}:{name}"),
+                TYPE_ANNOTATION: reference.to_string(),
+                SHARD_ANNOTATION: server.shard_name(),
+                OWNER_ANNOTATION: owner_json,
+            },
+        },
+        "spec": {
+            "owner": {
+                "apiVersion": "tenancy.kcp.io/v1alpha1",
+                "resource": "workspaces",
+                "name": name,
+                "cluster": cluster,
+                "uid": uid,
+            },
+            "createdBy": created_by,
+            "initializers": lifecycle_names(&chain, "initializer"),
+            "terminators": lifecycle_names(&chain, "terminator"),
+        },
+    });
+    match registry
+        .create(
+            &defs.logical_clusters,
+            &lc_name,
+            None,
+            lc,
+            WriteOptions::default(),
+        )
+        .await
+    {
+        Ok(_) => {}
+        Err(e) if e.code == 409 => {
+            // Ours from an earlier attempt, or someone else's: then pick another name.
+            let key = keyspace(&defs.logical_clusters).object(&lc_name, None, "cluster");
+            let existing = registry.cache().get(&key).and_then(|o| o.value().ok());
+            if existing.as_ref().map(|e| text(e, "/spec/owner/uid")) != Some(uid.as_str()) {
+                registry
+                    .update(
+                        &defs.workspaces,
+                        at,
+                        UpdateKind::Main,
+                        WriteOptions::default(),
+                        |old| {
+                            let mut new = old.clone();
+                            if let Some(a) = new
+                                .pointer_mut("/metadata/annotations")
+                                .and_then(Value::as_object_mut)
+                            {
+                                a.remove(CLUSTER_ANNOTATION);
+                            }
+                            Ok(new)
+                        },
+                    )
+                    .await?;
+                return Ok(None);
+            }
+        }
+        Err(e) => return Err(e),
+    }
+    let username = text(&created_by, "/username");
+    if !username.is_empty() {
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": WORKSPACE_ADMIN},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": username}],
+        });
+        ignore_conflict(
+            registry
+                .create(
+                    &defs.bindings,
+                    &lc_name,
+                    None,
+                    binding,
+                    WriteOptions::default(),
+                )
+                .await,
+        )?;
+    }
+    let url = format!("{}/clusters/{lc_name}", server.external_url());
+    registry
+        .update(
+            &defs.workspaces,
+            at,
+            UpdateKind::Main,
+            WriteOptions::default(),
+            |old| {
+                let mut new = old.clone();
+                new["spec"]["cluster"] = json!(lc_name);
+                new["spec"]["URL"] = json!(url);
+                Ok(new)
+            },
+        )
+        .await?;
+    Ok(Some(lc_name))
+}
+
+/// Runs the `root:universal` initializer of an LC; answers the LC's owning workspace, if any.
+async fn reconcile_cluster(
+    server: &ApiServer,
+    defs: &Defs,
+    cluster: &str,
+) -> Result<Option<WorkspaceKey>, ApiError> {
+    let registry = server.registry();
+    let key = keyspace(&defs.logical_clusters).object(cluster, None, "cluster");
+    let Some(cached) = registry.cache().get(&key) else {
+        return Ok(None);
+    };
+    let lc = cached.value().map_err(ApiError::internal)?;
+    let owner = (text(&lc, "/spec/owner/resource") == "workspaces")
+        .then(|| {
+            (
+                text(&lc, "/spec/owner/cluster").to_string(),
+                text(&lc, "/spec/owner/name").to_string(),
+            )
+        })
+        .filter(|(c, n)| !c.is_empty() && !n.is_empty());
+    let initializers = string_list(&lc, "/status/initializers");
+    if text(&lc, "/status/phase") != "Initializing"
+        || !initializers.iter().any(|i| i == UNIVERSAL_INITIALIZER)
+    {
+        return Ok(owner);
+    }
+    let namespace =
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
+    ignore_conflict(
+        registry
+            .create(
+                &defs.namespaces,
+                cluster,
+                None,
+                namespace,
+                WriteOptions::default(),
+            )
+            .await,
+    )?;
+    let at = ObjectRef {
+        cluster,
+        namespace: None,
+        name: "cluster",
+    };
+    registry
+        .update(
+            &defs.logical_clusters,
+            at,
+            UpdateKind::Status,
+            WriteOptions::default(),
+            |old| {
+                let mut new = old.clone();
+                let remaining: Vec<String> = string_list(old, "/status/initializers")
+                    .into_iter()
+                    .filter(|i| i != UNIVERSAL_INITIALIZER)
+                    .collect();
+                if remaining.is_empty() {
+                    new["status"]["phase"] = json!("Ready");
+                }
+                new["status"]["initializers"] = json!(remaining);
+                Ok(new)
+            },
+        )
+        .await?;
+    Ok(owner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cluster_names_are_sixteen_base36_characters() {
+        let a = random_cluster_name();
+        assert_eq!(a.len(), 16);
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+        );
+        assert_ne!(a, random_cluster_name());
+        assert!(kcp_apimachinery::names::is_valid_cluster_name(&a));
+    }
+
+    #[test]
+    fn status_follows_the_logical_cluster() {
+        assert_eq!(mirrored_status(None)["phase"], "Scheduling");
+        let initializing =
+            json!({"status": {"phase": "Initializing", "initializers": ["root:universal"]}});
+        let s = mirrored_status(Some(&initializing));
+        assert_eq!(s["phase"], "Initializing");
+        assert_eq!(s["conditions"][1]["reason"], "InitializerExists");
+        let ready = json!({"status": {"phase": "Ready", "initializers": []}});
+        let s = mirrored_status(Some(&ready));
+        assert_eq!(s["phase"], "Ready");
+        assert_eq!(s["conditions"][1]["status"], "True");
+        assert!(same_status(&json!({"status": s.clone()}), &s));
+    }
+}
