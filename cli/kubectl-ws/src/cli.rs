@@ -124,3 +124,32 @@ impl CreateCli {
         create::run(&self.global.env()?, &self.args, io).await
     }
 }
+
+/// One of the plugins' command lines, run as a process.
+pub enum Plugin {
+    Ws(WsCli),
+    Create(CreateCli),
+}
+
+impl Plugin {
+    /// Runs against stdout and stderr; a failure ends as cobra's does in kcp's plugins:
+    /// `Error: <message>` (messages already include their causes) and exit code 1.
+    pub async fn main(self) -> std::process::ExitCode {
+        let (mut out, mut err) = (std::io::stdout(), std::io::stderr());
+        let mut io = Streams {
+            out: &mut out,
+            err: &mut err,
+        };
+        let result = match self {
+            Plugin::Ws(cli) => cli.run(&mut io).await,
+            Plugin::Create(cli) => cli.run(&mut io).await,
+        };
+        match result {
+            Ok(()) => std::process::ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("Error: {e}");
+                std::process::ExitCode::FAILURE
+            }
+        }
+    }
+}

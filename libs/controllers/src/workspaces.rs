@@ -321,8 +321,51 @@ async fn reconcile_workspace(
     if same_status(&ws, &status) {
         return Ok(());
     }
+    match write_status(server, defs, at, &status).await {
+        Err(e) if e.code != 404 => Err(e),
+        _ => Ok(()),
+    }
+}
+
+/// Changes a Workspace's annotations.
+async fn edit_annotations(
+    server: &ApiServer,
+    defs: &Defs,
+    at: ObjectRef<'_>,
+    edit: impl Fn(&mut serde_json::Map<String, Value>),
+) -> Result<(), ApiError> {
+    server
+        .registry()
+        .update(
+            &defs.workspaces,
+            at,
+            UpdateKind::Main,
+            WriteOptions::default(),
+            |old| {
+                let mut new = old.clone();
+                if !new["metadata"]["annotations"].is_object() {
+                    new["metadata"]["annotations"] = json!({});
+                }
+                if let Some(a) = new["metadata"]["annotations"].as_object_mut() {
+                    edit(a);
+                }
+                Ok(new)
+            },
+        )
+        .await
+        .map(|_| ())
+}
+
+/// Replaces a Workspace's status, keeping the transition times of unchanged conditions.
+async fn write_status(
+    server: &ApiServer,
+    defs: &Defs,
+    at: ObjectRef<'_>,
+    status: &Value,
+) -> Result<(), ApiError> {
     let now = kcp_apiserver::registry::now_rfc3339();
-    let updated = registry
+    server
+        .registry()
         .update(
             &defs.workspaces,
             at,
@@ -334,11 +377,8 @@ async fn reconcile_workspace(
                 Ok(new)
             },
         )
-        .await;
-    match updated {
-        Err(e) if e.code != 404 => Err(e),
-        _ => Ok(()),
-    }
+        .await
+        .map(|_| ())
 }
 
 /// Schedules a workspace: the LC name it gets, once its LogicalCluster exists; `None` while it
@@ -386,20 +426,7 @@ async fn schedule(
             "message": "No available shards to schedule the workspace",
         }]});
         if !same_status(ws, &status) {
-            let now = kcp_apiserver::registry::now_rfc3339();
-            registry
-                .update(
-                    &defs.workspaces,
-                    at,
-                    UpdateKind::Status,
-                    WriteOptions::default(),
-                    |old| {
-                        let mut new = old.clone();
-                        new["status"] = with_transition_times(status.clone(), old, &now);
-                        Ok(new)
-                    },
-                )
-                .await?;
+            write_status(server, defs, at, &status).await?;
         }
         return Ok(None);
     }
@@ -411,20 +438,11 @@ async fn schedule(
         .map(str::to_string);
     let Some(lc_name) = annotation else {
         let chosen = random_cluster_name();
-        registry
-            .update(
-                &defs.workspaces,
-                at,
-                UpdateKind::Main,
-                WriteOptions::default(),
-                |old| {
-                    let mut new = old.clone();
-                    new["metadata"]["annotations"][CLUSTER_ANNOTATION] = json!(chosen);
-                    new["metadata"]["annotations"][SHARD_ANNOTATION] = json!(server.shard_name());
-                    Ok(new)
-                },
-            )
-            .await?;
+        edit_annotations(server, defs, at, |a| {
+            a.insert(CLUSTER_ANNOTATION.into(), json!(chosen));
+            a.insert(SHARD_ANNOTATION.into(), json!(server.shard_name()));
+        })
+        .await?;
         // The annotation's own event brings the workspace back for phase two.
         return Ok(None);
     };
@@ -484,24 +502,10 @@ async fn schedule(
             let key = keyspace(&defs.logical_clusters).object(&lc_name, None, "cluster");
             let existing = registry.cache().get(&key).and_then(|o| o.value().ok());
             if existing.as_ref().map(|e| text(e, "/spec/owner/uid")) != Some(uid.as_str()) {
-                registry
-                    .update(
-                        &defs.workspaces,
-                        at,
-                        UpdateKind::Main,
-                        WriteOptions::default(),
-                        |old| {
-                            let mut new = old.clone();
-                            if let Some(a) = new
-                                .pointer_mut("/metadata/annotations")
-                                .and_then(Value::as_object_mut)
-                            {
-                                a.remove(CLUSTER_ANNOTATION);
-                            }
-                            Ok(new)
-                        },
-                    )
-                    .await?;
+                edit_annotations(server, defs, at, |a| {
+                    a.remove(CLUSTER_ANNOTATION);
+                })
+                .await?;
                 return Ok(None);
             }
         }
