@@ -6,13 +6,14 @@
 use std::path::Path;
 use std::process::Command;
 
-use kcp_e2e::{Shard, StoreKind, on_both_stores, plugin_dir};
+use kcp_e2e::{Caller, Shard, StoreKind, on_both_stores, plugin_dir};
 use serde_json::Value;
 
 on_both_stores!(
     create_and_enter_workspaces,
     workspace_type_rules,
-    kubectl_ws_walk
+    kubectl_ws_walk,
+    home_workspaces
 );
 
 /// Creates a workspace in `parent` (a path) and waits until it is Ready; its object then.
@@ -241,4 +242,110 @@ fn kubectl_ws_walk(store: StoreKind) {
         listed.contains("team") && listed.contains("Ready"),
         "{listed}"
     );
+}
+
+const ALICE_TOKEN: &str = "alice-token-0123456789";
+
+/// A user's home: created on the first `GET workspaces/~` in root (429 while it initializes), then
+/// answered as a Ready Workspace; reachable as `user:<name>`, where the user is cluster-admin; other
+/// users' workspaces stay closed to it; `kubectl ws` (no argument) goes there.
+fn home_workspaces(store: StoreKind) {
+    let tokens = std::env::temp_dir().join(format!(
+        "kcp-e2e-home-tokens-{}-{store}.csv",
+        std::process::id()
+    ));
+    std::fs::write(
+        &tokens,
+        format!("{ALICE_TOKEN},alice,alice-uid,\"team-a\"\n"),
+    )
+    .expect("writing the token file");
+    let shard = Shard::start_with_args(
+        store,
+        ["--token-auth-file".into(), tokens.clone().into_os_string()],
+    );
+    let alice = Caller::Token(ALICE_TOKEN.to_string());
+    const HOME: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~";
+
+    let (code, body) = shard.curl_with(&alice, "GET", HOME, &[], None);
+    assert_eq!(code, 429, "the first request creates the home: {body}");
+    assert!(body.contains("Creating the home workspace"), "{body}");
+    let home: Value = shard.eventually("alice's home Ready", || {
+        let (code, body) = shard.curl_with(&alice, "GET", HOME, &[], None);
+        (code == 200).then(|| serde_json::from_str(&body).expect("a Workspace"))
+    });
+    assert_eq!(home["kind"], "Workspace", "{home}");
+    assert_eq!(home["status"]["phase"], "Ready", "{home}");
+    let cluster = home["spec"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!cluster.is_empty(), "{home}");
+    assert_eq!(
+        home["spec"]["URL"],
+        format!("{}/clusters/{cluster}", shard.base_url()),
+        "{home}"
+    );
+
+    // Alice is cluster-admin at home, by path and by name; the universal initializer ran.
+    let (code, body) = shard.curl_with(
+        &alice,
+        "POST",
+        "/clusters/user:alice/api/v1/namespaces/default/configmaps",
+        &[],
+        Some(("application/json", r#"{"metadata":{"name":"mine"}}"#)),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = shard.curl_with(
+        &alice,
+        "GET",
+        &format!("/clusters/{cluster}/api/v1/namespaces/default/configmaps/mine"),
+        &[],
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let lc = shard.kubectl_cmd().cluster(&cluster).json(&[
+        "get",
+        "logicalcluster",
+        "cluster",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        lc["metadata"]["annotations"]["kcp.io/path"], "user:alice",
+        "{lc}"
+    );
+    assert_eq!(
+        lc["metadata"]["annotations"]["internal.tenancy.kcp.io/type"], "root:home",
+        "{lc}"
+    );
+
+    // Someone else's workspace stays closed to her; the same request again is the same home.
+    create_ready(&shard, "root", "org", None);
+    let (code, body) = shard.curl_with(
+        &alice,
+        "GET",
+        "/clusters/root:org/api/v1/namespaces",
+        &[],
+        None,
+    );
+    assert_eq!(code, 403, "{body}");
+    let (code, again) = shard.curl_with(&alice, "GET", HOME, &[], None);
+    assert_eq!(code, 200, "{again}");
+    assert!(again.contains(&cluster), "{again}");
+
+    // `kubectl ws` without an argument goes home.
+    let config = shard.dir().join("alice.kubeconfig");
+    std::fs::write(
+        &config,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: root\n  cluster:\n    server: {}/clusters/root\n    certificate-authority: {}\nusers:\n- name: alice\n  user:\n    token: {ALICE_TOKEN}\ncontexts:\n- name: root\n  context: {{cluster: root, user: alice}}\ncurrent-context: root\n",
+            shard.base_url(),
+            shard.root_directory().join("ca.crt").display()
+        ),
+    )
+    .expect("writing alice's kubeconfig");
+    plugin(&config, &["ws"]);
+    let names = plugin(&config, &["get", "configmaps", "-o", "name"]);
+    assert!(names.contains("configmap/mine"), "{names}");
+    let _ = std::fs::remove_file(tokens);
 }

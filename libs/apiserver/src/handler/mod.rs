@@ -1,6 +1,7 @@
 //! The handler chain: parse → authenticate → authorize → dispatch, with one log line per request.
 
 mod authentication;
+mod home;
 mod impersonation;
 mod in_cluster;
 mod resource;
@@ -155,6 +156,9 @@ impl ApiServer {
         let info = self.in_cluster(&parts, &user, info, VerbHints { watch });
         let info = self.resolve_path(info)?;
         let user = self.impersonate(&parts, user, &info)?;
+        if home::is_home_request(&info) {
+            return self.serve_home(&user).await;
+        }
         let deep_review = is_deep_review(&parts.headers, &user, &info);
         if let ClusterTarget::Name(name) = &info.cluster
             && !kcp_apimachinery::names::is_valid_cluster_name(name)

@@ -29,6 +29,9 @@ pub const ROOT_ACCESS_BINDING: &str = "system:kcp:authenticated:access";
 /// The role (and its binding in `root`) letting every authenticated user create workspaces of the
 /// general-purpose types.
 pub const WORKSPACE_TYPE_USE: &str = "system:kcp:universal-workspacetype-use";
+/// The role (and its binding in `root`) letting every authenticated user have a home workspace:
+/// `get` and `create` of `workspaces/~`.
+pub const HOME_WORKSPACE_CREATE: &str = "system:kcp:home-clusterworkspace-create";
 /// The binding that makes kcp's admin group cluster-admin in every LC.
 pub const KCP_ADMIN_BINDING: &str = "system:kcp:admin:cluster-admin";
 
@@ -156,8 +159,8 @@ pub fn cluster_roles() -> Vec<Value> {
     ]
 }
 
-/// What `root` holds besides: every authenticated user may enter it and use the general-purpose
-/// workspace types, as in kcp.
+/// What `root` holds besides: every authenticated user may enter it, use the general-purpose
+/// workspace types and have a home workspace, as in kcp.
 pub fn root_objects() -> Vec<Value> {
     let mut use_types = cluster_role(WORKSPACE_TYPE_USE, &[], Vec::new());
     use_types["rules"] = json!([{
@@ -165,6 +168,13 @@ pub fn root_objects() -> Vec<Value> {
         "resources": ["workspacetypes"],
         "resourceNames": ["universal", "organization", "team"],
         "verbs": ["use"],
+    }]);
+    let mut home = cluster_role(HOME_WORKSPACE_CREATE, &[], Vec::new());
+    home["rules"] = json!([{
+        "apiGroups": ["tenancy.kcp.io"],
+        "resources": ["workspaces"],
+        "resourceNames": ["~"],
+        "verbs": ["get", "create"],
     }]);
     vec![
         binding(
@@ -176,6 +186,12 @@ pub fn root_objects() -> Vec<Value> {
         binding(
             WORKSPACE_TYPE_USE,
             WORKSPACE_TYPE_USE,
+            &[AUTHENTICATED_GROUP],
+        ),
+        home,
+        binding(
+            HOME_WORKSPACE_CREATE,
+            HOME_WORKSPACE_CREATE,
             &[AUTHENTICATED_GROUP],
         ),
     ]

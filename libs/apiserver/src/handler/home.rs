@@ -1,0 +1,206 @@
+//! Home workspaces, as kcp serves them: `GET /clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~`
+//! answers the caller's own workspace. The first such request (from a user allowed to `create`
+//! `workspaces/~` in `root`) creates the home LogicalCluster — named from a hash of the user name,
+//! of type `root:home`, path `user:<name>` — and the `workspace-admin` binding making the user
+//! cluster-admin there; until it is Ready the answer is 429 with `Retry-After: 1`, which client-go
+//! and the `kubectl ws` plugin retry. A Ready home is answered as a Workspace object.
+
+use http::{Response, StatusCode, header};
+use kcp_apimachinery::status::{ApiError, Reason};
+use kcp_auth::{Attributes, Decision, UserInfo};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha224};
+
+use crate::lifecycle::ROOT_CLUSTER;
+use crate::paths::PATH_ANNOTATION;
+use crate::registry::{WriteOptions, keyspace};
+use crate::request_info::{ClusterTarget, RequestInfo, Target};
+use crate::tenancy::{OWNER_ANNOTATION, TYPE_ANNOTATION, TypeRef, Types, lifecycle_names};
+use crate::{ApiServer, Body, response};
+
+/// The name kcp gives a user's home LC: the first 8 bytes of SHA-224 of the user name, in base 36.
+pub fn home_cluster_name(user: &str) -> String {
+    let hash = Sha224::digest(user.as_bytes());
+    let mut bytes = [0u8; 8];
+    bytes.copy_from_slice(&hash[..8]);
+    let mut n = u64::from_be_bytes(bytes);
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.reverse();
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// Whether the request is `GET workspaces/~` in `root`.
+pub(crate) fn is_home_request(info: &RequestInfo) -> bool {
+    matches!(&info.cluster, ClusterTarget::Name(c) if c == ROOT_CLUSTER)
+        && matches!(&info.target, Target::Resource(r)
+            if r.verb == "get" && r.group == "tenancy.kcp.io" && r.resource == "workspaces"
+                && r.name.as_deref() == Some("~") && r.subresource.is_none())
+}
+
+fn creating() -> Response<Body> {
+    let mut resp = response::text(StatusCode::TOO_MANY_REQUESTS, "Creating the home workspace");
+    resp.headers_mut()
+        .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+    resp
+}
+
+impl ApiServer {
+    pub(crate) async fn serve_home(&self, user: &UserInfo) -> Result<Response<Body>, ApiError> {
+        let cluster = home_cluster_name(&user.name);
+        let lc_def = self
+            .builtin("core.kcp.io", "logicalclusters")
+            .ok_or_else(|| ApiError::internal("LogicalCluster kind missing"))?;
+        let key = keyspace(&lc_def).object(&cluster, None, "cluster");
+        let cache = self.registry.cache();
+        let mut existing = cache.get(&key);
+        if existing.is_none() {
+            cache
+                .wait_fresh()
+                .await
+                .map_err(crate::registry::cache_error)?;
+            existing = cache.get(&key);
+        }
+        let Some(existing) = existing else {
+            self.create_home(user, &cluster).await?;
+            return Ok(creating());
+        };
+        let lc = existing.value().map_err(ApiError::internal)?;
+        if lc.pointer("/status/phase").and_then(Value::as_str) != Some("Ready") {
+            return Ok(creating());
+        }
+        let workspace = json!({
+            "apiVersion": "tenancy.kcp.io/v1alpha1",
+            "kind": "Workspace",
+            "metadata": {
+                "name": "cluster",
+                "creationTimestamp": lc.pointer("/metadata/creationTimestamp").cloned().unwrap_or(Value::Null),
+            },
+            "spec": {
+                "cluster": cluster,
+                "URL": lc.pointer("/status/URL").cloned().unwrap_or(Value::Null),
+                "type": {"name": "home", "path": ROOT_CLUSTER},
+            },
+            "status": {
+                "phase": "Ready",
+                "conditions": lc.pointer("/status/conditions").cloned().unwrap_or(json!([])),
+            },
+        });
+        Ok(response::json_value(StatusCode::OK, &workspace))
+    }
+
+    /// The home LogicalCluster and its admin binding, if the user may have a home.
+    async fn create_home(&self, user: &UserInfo, cluster: &str) -> Result<(), ApiError> {
+        let attrs = Attributes {
+            user: Some(user),
+            cluster: ROOT_CLUSTER,
+            verb: "create",
+            resource_request: true,
+            api_group: "tenancy.kcp.io",
+            api_version: "v1alpha1",
+            resource: "workspaces",
+            subresource: "",
+            namespace: "",
+            name: "~",
+            path: "",
+            deep_review: false,
+        };
+        if self.decide(&attrs) != Decision::Allow {
+            return Err(ApiError::new(
+                Reason::Forbidden,
+                format!(
+                    "workspaces.tenancy.kcp.io \"~\" is forbidden: User \"{}\" cannot create resource \"workspaces\" in API group \"tenancy.kcp.io\" at the cluster scope: access not permitted",
+                    user.name
+                ),
+            ));
+        }
+        let home = TypeRef {
+            path: ROOT_CLUSTER.to_string(),
+            name: "home".to_string(),
+        };
+        let types = Types {
+            cache: self.registry.cache(),
+            paths: &self.paths,
+        };
+        let chain = types.chain(&home).map_err(ApiError::internal)?;
+        let owner = json!({
+            "username": user.name,
+            "uid": user.uid,
+            "groups": user.groups,
+            "extra": user.extra,
+        });
+        let lc = json!({
+            "apiVersion": "core.kcp.io/v1alpha1",
+            "kind": "LogicalCluster",
+            "metadata": {
+                "name": "cluster",
+                "annotations": {
+                    OWNER_ANNOTATION: owner.to_string(),
+                    TYPE_ANNOTATION: home.to_string(),
+                    PATH_ANNOTATION: format!("user:{}", user.name),
+                },
+            },
+            "spec": {
+                "createdBy": owner,
+                "initializers": lifecycle_names(&chain, "initializer"),
+                "terminators": lifecycle_names(&chain, "terminator"),
+            },
+        });
+        let lc_def = self
+            .builtin("core.kcp.io", "logicalclusters")
+            .ok_or_else(|| ApiError::internal("LogicalCluster kind missing"))?;
+        ignore_exists(
+            self.registry
+                .create(&lc_def, cluster, None, lc, WriteOptions::default())
+                .await,
+        )?;
+        let binding = json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1",
+            "kind": "ClusterRoleBinding",
+            "metadata": {"name": "workspace-admin"},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name}],
+        });
+        let crb_def = self
+            .builtin("rbac.authorization.k8s.io", "clusterrolebindings")
+            .ok_or_else(|| ApiError::internal("ClusterRoleBinding kind missing"))?;
+        ignore_exists(
+            self.registry
+                .create(&crb_def, cluster, None, binding, WriteOptions::default())
+                .await,
+        )
+    }
+}
+
+fn ignore_exists<T>(result: Result<T, ApiError>) -> Result<(), ApiError> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_names_are_short_stable_base36() {
+        let a = home_cluster_name("alice");
+        assert_eq!(a, home_cluster_name("alice"));
+        assert_ne!(a, home_cluster_name("bob"));
+        assert!(a.len() <= 13 && !a.is_empty(), "{a}");
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+        );
+        assert!(kcp_apimachinery::names::is_valid_cluster_name(&a));
+    }
+}
