@@ -13,7 +13,8 @@ on_both_stores!(
     create_and_enter_workspaces,
     workspace_type_rules,
     kubectl_ws_walk,
-    home_workspaces
+    home_workspaces,
+    delete_workspace_tree
 );
 
 /// Creates a workspace in `parent` (a path) and waits until it is Ready; its object then.
@@ -348,4 +349,41 @@ fn home_workspaces(store: StoreKind) {
     let names = plugin(&config, &["get", "configmaps", "-o", "name"]);
     assert!(names.contains("configmap/mine"), "{names}");
     let _ = std::fs::remove_file(tokens);
+}
+
+/// Deleting a workspace deletes its logical cluster with everything in it, child workspaces and
+/// their logical clusters included; `kubectl delete` returns once the workspace is gone.
+fn delete_workspace_tree(store: StoreKind) {
+    let shard = Shard::start(store);
+    let org = create_ready(&shard, "root", "org", None);
+    let team = create_ready(&shard, "root:org", "team", None);
+    let org_lc = org["spec"]["cluster"].as_str().unwrap_or_default().to_string();
+    let team_lc = team["spec"]["cluster"].as_str().unwrap_or_default().to_string();
+    let in_team = shard.kubectl_cmd().cluster("root:org:team");
+    in_team.ok(&["create", "configmap", "data", "--from-literal=a=b"]);
+    assert!(org["metadata"]["finalizers"].to_string().contains("core.kcp.io/logicalcluster"), "{org}");
+
+    shard.kubectl_ok(&["delete", "workspace", "org", "--timeout=60s"]);
+    let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);
+    assert!(!listed.contains("org"), "{listed}");
+    let (code, body) = shard.curl("GET", "/clusters/root:org:team/api/v1/namespaces", None);
+    assert_eq!(code, 404, "{body}");
+    // Both logical clusters are gone, with their content (seen by system:masters across LCs).
+    shard.eventually("both LCs gone", || {
+        let (code, body) = shard.curl_as(
+            Some("shard-admin"),
+            "GET",
+            "/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters",
+            None,
+        );
+        (code == 200 && !body.contains(&org_lc) && !body.contains(&team_lc)).then_some(())
+    });
+    let (code, body) = shard.curl_as(
+        Some("shard-admin"),
+        "GET",
+        "/clusters/*/api/v1/configmaps",
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(!body.contains(&team_lc), "the team's content is gone: {body}");
 }

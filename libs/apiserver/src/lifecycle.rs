@@ -196,6 +196,51 @@ impl ApiServer {
         }
     }
 
+    /// Deletes everything in a logical cluster but its LogicalCluster (the deletion of a workspace);
+    /// answers how many objects are left, e.g. waiting for their finalizers or for child workspaces
+    /// to go. Objects already being deleted are not deleted again.
+    pub async fn delete_cluster_content(&self, cluster: &str) -> Result<usize, ApiError> {
+        let set = self.crds.for_cluster(cluster);
+        let def_of = |obj: &crate::watch_cache::CachedObject| {
+            set.resources()
+                .iter()
+                .find(|d| {
+                    obj.key
+                        .starts_with(crate::registry::keyspace(d).all_clusters())
+                })
+                .cloned()
+        };
+        let is_logical_cluster = |def: &ResourceDef| is(def, "core.kcp.io", "logicalclusters");
+        for obj in self.registry.cache().objects_in_cluster(cluster) {
+            let Some(def) = def_of(&obj) else { continue };
+            if is_logical_cluster(&def) || is_deleting(&obj) {
+                continue;
+            }
+            let at = ObjectRef {
+                cluster,
+                namespace: obj.namespace.as_deref(),
+                name: &obj.name,
+            };
+            match self
+                .registry
+                .delete(&def, at, &DeleteOptions::default())
+                .await
+            {
+                Ok(_) => {}
+                Err(e) if e.code == 404 || e.code == 409 => {}
+                Err(e) => return Err(e),
+            }
+        }
+        let _ = self.registry.cache().wait_fresh().await;
+        Ok(self
+            .registry
+            .cache()
+            .objects_in_cluster(cluster)
+            .iter()
+            .filter(|o| def_of(o).is_some_and(|d| !is_logical_cluster(&d)))
+            .count())
+    }
+
     /// Finalizes every terminating namespace now, without waiting for the background task (tests).
     pub async fn finalize_namespaces_now(&self) {
         let Some(ns_def) = self.builtin("", "namespaces") else {

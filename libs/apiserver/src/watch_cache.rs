@@ -746,6 +746,16 @@ impl WatchCache {
 
     /// Every `(cluster, namespace)`-scoped object of every resource, for namespace deletion.
     pub fn objects_in_namespace(&self, cluster: &str, namespace: &str) -> Vec<Arc<CachedObject>> {
+        self.objects_under(&format!("{cluster}/{namespace}/"))
+    }
+
+    /// Every cached object of a logical cluster, of every resource.
+    pub fn objects_in_cluster(&self, cluster: &str) -> Vec<Arc<CachedObject>> {
+        self.objects_under(&format!("{cluster}/"))
+    }
+
+    /// Objects whose keys continue their resource prefix with `suffix`.
+    fn objects_under(&self, suffix: &str) -> Vec<Arc<CachedObject>> {
         let caches: Vec<(String, Arc<ResourceCache>)> = self
             .resources
             .read()
@@ -754,8 +764,8 @@ impl WatchCache {
             .collect();
         let mut out = Vec::new();
         for (resource_prefix, rc) in caches {
-            // Keys are resource-major: one range per resource covers exactly this namespace.
-            let prefix = format!("{resource_prefix}{cluster}/{namespace}/");
+            // Keys are resource-major: one range per resource covers exactly this cluster or namespace.
+            let prefix = format!("{resource_prefix}{suffix}");
             let st = rc.state.read();
             out.extend(
                 st.objects

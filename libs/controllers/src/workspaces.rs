@@ -35,6 +35,10 @@ const UNSCHEDULABLE_ANNOTATION: &str = "experimental.core.kcp.io/unschedulable";
 /// The initializer of the `universal` type in `root`, run by this controller.
 const UNIVERSAL_INITIALIZER: &str = "root:universal";
 const WORKSPACE_ADMIN: &str = "workspace-admin";
+/// Holds a Workspace until its logical cluster is gone (kcp's name).
+const WORKSPACE_FINALIZER: &str = "core.kcp.io/logicalcluster";
+/// Holds a workspace's LogicalCluster until everything else in the LC is gone.
+const CONTENT_FINALIZER: &str = "core.kcp.io/logicalcluster-content";
 const RETRY_DELAY: Duration = Duration::from_secs(1);
 
 struct Defs {
@@ -96,6 +100,7 @@ async fn run(server: Weak<ApiServer>, defs: Defs) {
         )
     };
     let mut due: HashMap<WorkspaceKey, Instant> = HashMap::new();
+    let mut clusters_due: HashMap<String, Instant> = HashMap::new();
     let mut resync = true;
     loop {
         let mut queue: BTreeSet<WorkspaceKey> = BTreeSet::new();
@@ -111,7 +116,7 @@ async fn run(server: Weak<ApiServer>, defs: Defs) {
                 lcs.insert(lc.cluster.clone());
             }
         } else {
-            let next_retry = due.values().min().copied();
+            let next_retry = due.values().chain(clusters_due.values()).min().copied();
             let retry = async {
                 match next_retry {
                     Some(at) => tokio::time::sleep_until(at).await,
@@ -127,10 +132,7 @@ async fn run(server: Weak<ApiServer>, defs: Defs) {
                     Change::Resync => resync = true,
                 },
                 change = clusters.next() => match change {
-                    Change::Event(e) if e.kind != CacheEventType::Deleted => {
-                        lcs.insert(e.object.cluster.clone());
-                    }
-                    Change::Event(_) => {}
+                    Change::Event(e) => follow_cluster(&e, &mut lcs, &mut queue),
                     Change::Resync => resync = true,
                 },
                 _ = retry => {}
@@ -147,10 +149,7 @@ async fn run(server: Weak<ApiServer>, defs: Defs) {
             }
             while let Some(change) = clusters.try_next() {
                 match change {
-                    Change::Event(e) if e.kind != CacheEventType::Deleted => {
-                        lcs.insert(e.object.cluster.clone());
-                    }
-                    Change::Event(_) => {}
+                    Change::Event(e) => follow_cluster(&e, &mut lcs, &mut queue),
                     Change::Resync => resync = true,
                 }
             }
@@ -163,24 +162,91 @@ async fn run(server: Weak<ApiServer>, defs: Defs) {
                     true
                 }
             });
+            clusters_due.retain(|lc, at| {
+                if *at <= now {
+                    lcs.insert(lc.clone());
+                    false
+                } else {
+                    true
+                }
+            });
         }
         let Some(s) = server.upgrade() else { return };
         for lc in lcs {
             match reconcile_cluster(&s, &defs, &lc).await {
-                Ok(Some(owner)) => {
-                    queue.insert(owner);
+                Ok((owner, again)) => {
+                    queue.extend(owner);
+                    if again {
+                        clusters_due.insert(lc, Instant::now() + RETRY_DELAY);
+                    }
                 }
-                Ok(None) => {}
                 Err(err) => {
-                    tracing::warn!(cluster = %lc, error = %err, "initializing a logical cluster failed")
+                    tracing::warn!(cluster = %lc, error = %err, "logical cluster reconcile failed; retrying");
+                    clusters_due.insert(lc, Instant::now() + RETRY_DELAY);
                 }
             }
         }
         for key in queue {
-            if let Err(err) = reconcile_workspace(&s, &defs, &key.0, &key.1).await {
-                tracing::warn!(cluster = %key.0, workspace = %key.1, error = %err, "workspace reconcile failed; retrying");
-                due.insert(key, Instant::now() + RETRY_DELAY);
+            match reconcile_workspace(&s, &defs, &key.0, &key.1).await {
+                Ok(false) => {}
+                Ok(true) => {
+                    due.insert(key, Instant::now() + RETRY_DELAY);
+                }
+                Err(err) => {
+                    tracing::warn!(cluster = %key.0, workspace = %key.1, error = %err, "workspace reconcile failed; retrying");
+                    due.insert(key, Instant::now() + RETRY_DELAY);
+                }
             }
+        }
+    }
+}
+
+/// A LogicalCluster event: the LC to look at, or (once it is gone) its owning workspace.
+fn follow_cluster(
+    event: &kcp_apiserver::watch_cache::CacheEvent,
+    lcs: &mut BTreeSet<String>,
+    queue: &mut BTreeSet<WorkspaceKey>,
+) {
+    if event.kind != CacheEventType::Deleted {
+        lcs.insert(event.object.cluster.clone());
+    } else if let Some(owner) = event.object.value().ok().as_ref().and_then(owner_of) {
+        queue.insert(owner);
+    }
+}
+
+/// The workspace owning a LogicalCluster, if a workspace made it.
+fn owner_of(lc: &Value) -> Option<WorkspaceKey> {
+    (text(lc, "/spec/owner/resource") == "workspaces")
+        .then(|| {
+            (
+                text(lc, "/spec/owner/cluster").to_string(),
+                text(lc, "/spec/owner/name").to_string(),
+            )
+        })
+        .filter(|(c, n)| !c.is_empty() && !n.is_empty())
+}
+
+fn is_deleting(v: &Value) -> bool {
+    v.pointer("/metadata/deletionTimestamp")
+        .is_some_and(|t| !t.is_null())
+}
+
+fn has_finalizer(v: &Value, finalizer: &str) -> bool {
+    v.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|x| x == finalizer))
+}
+
+/// `meta`'s finalizers with `finalizer` added (`add`) or removed.
+fn set_finalizer(meta: &mut serde_json::Map<String, Value>, finalizer: &str, add: bool) {
+    let list = meta.entry("finalizers").or_insert_with(|| json!([]));
+    if !list.is_array() {
+        *list = json!([]);
+    }
+    if let Some(items) = list.as_array_mut() {
+        items.retain(|x| x != finalizer);
+        if add {
+            items.push(json!(finalizer));
         }
     }
 }
@@ -283,23 +349,21 @@ fn same_status(old: &Value, status: &Value) -> bool {
     strip(old.get("status").unwrap_or(&Value::Null)) == strip(status)
 }
 
+/// Brings one workspace forward; answers whether to look again soon (a deletion under way).
 async fn reconcile_workspace(
     server: &ApiServer,
     defs: &Defs,
     cluster: &str,
     name: &str,
-) -> Result<(), ApiError> {
+) -> Result<bool, ApiError> {
     let registry = server.registry();
     let key = keyspace(&defs.workspaces).object(cluster, None, name);
     let Some(cached) = registry.cache().get(&key) else {
-        return Ok(());
+        return Ok(false);
     };
     let ws = cached.value().map_err(ApiError::internal)?;
-    if ws
-        .pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null())
-    {
-        return Ok(());
+    if is_deleting(&ws) {
+        return delete_workspace(server, defs, cluster, name, &ws).await;
     }
     let at = ObjectRef {
         cluster,
@@ -310,7 +374,7 @@ async fn reconcile_workspace(
     let lc_name = if scheduled.is_empty() {
         match schedule(server, defs, cluster, name, &ws).await? {
             Some(lc) => lc,
-            None => return Ok(()),
+            None => return Ok(false),
         }
     } else {
         scheduled
@@ -319,16 +383,80 @@ async fn reconcile_workspace(
     let lc = registry.cache().get(&lc_key).and_then(|o| o.value().ok());
     let status = mirrored_status(lc.as_ref());
     if same_status(&ws, &status) {
-        return Ok(());
+        return Ok(false);
     }
     match write_status(server, defs, at, &status).await {
         Err(e) if e.code != 404 => Err(e),
-        _ => Ok(()),
+        _ => Ok(false),
     }
 }
 
-/// Changes a Workspace's annotations.
-async fn edit_annotations(
+/// A deleted workspace: its LogicalCluster is deleted (which deletes the LC's content, child
+/// workspaces included), and once it is gone the workspace is released.
+async fn delete_workspace(
+    server: &ApiServer,
+    defs: &Defs,
+    cluster: &str,
+    name: &str,
+    ws: &Value,
+) -> Result<bool, ApiError> {
+    if !has_finalizer(ws, WORKSPACE_FINALIZER) {
+        return Ok(false);
+    }
+    let registry = server.registry();
+    let lc_name = Some(text(ws, "/spec/cluster"))
+        .filter(|c| !c.is_empty())
+        .or_else(|| {
+            ws.pointer("/metadata/annotations")
+                .and_then(|a| a.get(CLUSTER_ANNOTATION))
+                .and_then(Value::as_str)
+        })
+        .map(str::to_string);
+    if let Some(lc_name) = lc_name {
+        let lc_key = keyspace(&defs.logical_clusters).object(&lc_name, None, "cluster");
+        if let Some(lc) = registry.cache().get(&lc_key).and_then(|o| o.value().ok())
+            // Only an LC this workspace owns.
+            && text(&lc, "/spec/owner/uid") == text(ws, "/metadata/uid")
+        {
+            if !is_deleting(&lc) {
+                let at = ObjectRef {
+                    cluster: &lc_name,
+                    namespace: None,
+                    name: "cluster",
+                };
+                let deleted = registry
+                    .delete(
+                        &defs.logical_clusters,
+                        at,
+                        &kcp_apiserver::registry::DeleteOptions::default(),
+                    )
+                    .await;
+                if let Err(e) = deleted
+                    && e.code != 404
+                {
+                    return Err(e);
+                }
+            }
+            return Ok(true);
+        }
+    }
+    let at = ObjectRef {
+        cluster,
+        namespace: None,
+        name,
+    };
+    match edit_metadata(server, defs, at, |m| {
+        set_finalizer(m, WORKSPACE_FINALIZER, false)
+    })
+    .await
+    {
+        Err(e) if e.code != 404 => Err(e),
+        _ => Ok(false),
+    }
+}
+
+/// Changes a Workspace's metadata.
+async fn edit_metadata(
     server: &ApiServer,
     defs: &Defs,
     at: ObjectRef<'_>,
@@ -343,17 +471,29 @@ async fn edit_annotations(
             WriteOptions::default(),
             |old| {
                 let mut new = old.clone();
-                if !new["metadata"]["annotations"].is_object() {
-                    new["metadata"]["annotations"] = json!({});
+                if !new["metadata"].is_object() {
+                    new["metadata"] = json!({});
                 }
-                if let Some(a) = new["metadata"]["annotations"].as_object_mut() {
-                    edit(a);
+                if let Some(m) = new["metadata"].as_object_mut() {
+                    edit(m);
                 }
                 Ok(new)
             },
         )
         .await
         .map(|_| ())
+}
+
+/// The annotations of `meta`, made an object if they were not one.
+fn annotations(meta: &mut serde_json::Map<String, Value>) -> &mut serde_json::Map<String, Value> {
+    let a = meta.entry("annotations").or_insert_with(|| json!({}));
+    if !a.is_object() {
+        *a = json!({});
+    }
+    match a {
+        Value::Object(m) => m,
+        _ => unreachable!("made an object above"),
+    }
 }
 
 /// Replaces a Workspace's status, keeping the transition times of unchanged conditions.
@@ -438,9 +578,12 @@ async fn schedule(
         .map(str::to_string);
     let Some(lc_name) = annotation else {
         let chosen = random_cluster_name();
-        edit_annotations(server, defs, at, |a| {
+        // The finalizer too: from now on an LC may exist that only this workspace can delete.
+        edit_metadata(server, defs, at, |m| {
+            let a = annotations(m);
             a.insert(CLUSTER_ANNOTATION.into(), json!(chosen));
             a.insert(SHARD_ANNOTATION.into(), json!(server.shard_name()));
+            set_finalizer(m, WORKSPACE_FINALIZER, true);
         })
         .await?;
         // The annotation's own event brings the workspace back for phase two.
@@ -466,6 +609,7 @@ async fn schedule(
         "kind": "LogicalCluster",
         "metadata": {
             "name": "cluster",
+            "finalizers": [CONTENT_FINALIZER],
             "annotations": {
                 PATH_ANNOTATION: format!("{parent_path}:{name}"),
                 TYPE_ANNOTATION: reference.to_string(),
@@ -502,8 +646,8 @@ async fn schedule(
             let key = keyspace(&defs.logical_clusters).object(&lc_name, None, "cluster");
             let existing = registry.cache().get(&key).and_then(|o| o.value().ok());
             if existing.as_ref().map(|e| text(e, "/spec/owner/uid")) != Some(uid.as_str()) {
-                edit_annotations(server, defs, at, |a| {
-                    a.remove(CLUSTER_ANNOTATION);
+                edit_metadata(server, defs, at, |m| {
+                    annotations(m).remove(CLUSTER_ANNOTATION);
                 })
                 .await?;
                 return Ok(None);
@@ -550,31 +694,57 @@ async fn schedule(
     Ok(Some(lc_name))
 }
 
-/// Runs the `root:universal` initializer of an LC; answers the LC's owning workspace, if any.
+/// Runs the `root:universal` initializer of an LC, or deletes the content of a deleted one; answers
+/// the LC's owning workspace, if any, and whether to look again soon.
 async fn reconcile_cluster(
     server: &ApiServer,
     defs: &Defs,
     cluster: &str,
-) -> Result<Option<WorkspaceKey>, ApiError> {
+) -> Result<(Option<WorkspaceKey>, bool), ApiError> {
     let registry = server.registry();
     let key = keyspace(&defs.logical_clusters).object(cluster, None, "cluster");
     let Some(cached) = registry.cache().get(&key) else {
-        return Ok(None);
+        return Ok((None, false));
     };
     let lc = cached.value().map_err(ApiError::internal)?;
-    let owner = (text(&lc, "/spec/owner/resource") == "workspaces")
-        .then(|| {
-            (
-                text(&lc, "/spec/owner/cluster").to_string(),
-                text(&lc, "/spec/owner/name").to_string(),
+    let owner = owner_of(&lc);
+    let at = ObjectRef {
+        cluster,
+        namespace: None,
+        name: "cluster",
+    };
+    if is_deleting(&lc) {
+        if !has_finalizer(&lc, CONTENT_FINALIZER) {
+            return Ok((owner, false));
+        }
+        if server.delete_cluster_content(cluster).await? > 0 {
+            return Ok((owner, true));
+        }
+        let released = registry
+            .update(
+                &defs.logical_clusters,
+                at,
+                UpdateKind::Main,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    if let Some(m) = new["metadata"].as_object_mut() {
+                        set_finalizer(m, CONTENT_FINALIZER, false);
+                    }
+                    Ok(new)
+                },
             )
-        })
-        .filter(|(c, n)| !c.is_empty() && !n.is_empty());
+            .await;
+        return match released {
+            Err(e) if e.code != 404 => Err(e),
+            _ => Ok((owner, false)),
+        };
+    }
     let initializers = string_list(&lc, "/status/initializers");
     if text(&lc, "/status/phase") != "Initializing"
         || !initializers.iter().any(|i| i == UNIVERSAL_INITIALIZER)
     {
-        return Ok(owner);
+        return Ok((owner, false));
     }
     let namespace =
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
@@ -589,11 +759,6 @@ async fn reconcile_cluster(
             )
             .await,
     )?;
-    let at = ObjectRef {
-        cluster,
-        namespace: None,
-        name: "cluster",
-    };
     registry
         .update(
             &defs.logical_clusters,
@@ -614,7 +779,7 @@ async fn reconcile_cluster(
             },
         )
         .await?;
-    Ok(owner)
+    Ok((owner, false))
 }
 
 #[cfg(test)]
