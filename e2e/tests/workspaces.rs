@@ -357,11 +357,22 @@ fn delete_workspace_tree(store: StoreKind) {
     let shard = Shard::start(store);
     let org = create_ready(&shard, "root", "org", None);
     let team = create_ready(&shard, "root:org", "team", None);
-    let org_lc = org["spec"]["cluster"].as_str().unwrap_or_default().to_string();
-    let team_lc = team["spec"]["cluster"].as_str().unwrap_or_default().to_string();
+    let org_lc = org["spec"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let team_lc = team["spec"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let in_team = shard.kubectl_cmd().cluster("root:org:team");
     in_team.ok(&["create", "configmap", "data", "--from-literal=a=b"]);
-    assert!(org["metadata"]["finalizers"].to_string().contains("core.kcp.io/logicalcluster"), "{org}");
+    assert!(
+        org["metadata"]["finalizers"]
+            .to_string()
+            .contains("core.kcp.io/logicalcluster"),
+        "{org}"
+    );
 
     shard.kubectl_ok(&["delete", "workspace", "org", "--timeout=60s"]);
     let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);
@@ -385,5 +396,8 @@ fn delete_workspace_tree(store: StoreKind) {
         None,
     );
     assert_eq!(code, 200, "{body}");
-    assert!(!body.contains(&team_lc), "the team's content is gone: {body}");
+    assert!(
+        !body.contains(&team_lc),
+        "the team's content is gone: {body}"
+    );
 }

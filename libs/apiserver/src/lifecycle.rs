@@ -201,15 +201,7 @@ impl ApiServer {
     /// to go. Objects already being deleted are not deleted again.
     pub async fn delete_cluster_content(&self, cluster: &str) -> Result<usize, ApiError> {
         let set = self.crds.for_cluster(cluster);
-        let def_of = |obj: &crate::watch_cache::CachedObject| {
-            set.resources()
-                .iter()
-                .find(|d| {
-                    obj.key
-                        .starts_with(crate::registry::keyspace(d).all_clusters())
-                })
-                .cloned()
-        };
+        let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
         let is_logical_cluster = |def: &ResourceDef| is(def, "core.kcp.io", "logicalclusters");
         for obj in self.registry.cache().objects_in_cluster(cluster) {
             let Some(def) = def_of(&obj) else { continue };
@@ -277,15 +269,7 @@ impl ApiServer {
     /// is empty, releases the finalizer. Returns whether the namespace is done.
     async fn finalize_namespace(&self, cluster: &str, namespace: &str) -> Result<bool, ApiError> {
         let set = self.crds.for_cluster(cluster);
-        let def_of = |obj: &crate::watch_cache::CachedObject| {
-            set.resources()
-                .iter()
-                .find(|d| {
-                    obj.key
-                        .starts_with(crate::registry::keyspace(d).all_clusters())
-                })
-                .cloned()
-        };
+        let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
         let mut totals = ContentTotals::default();
         let mut served = 0usize;
         for obj in self
@@ -420,6 +404,20 @@ impl ApiServer {
             }
         }
     }
+}
+
+/// The resource of `set` a cached object belongs to (by its key's resource prefix).
+fn served_resource(
+    set: &crate::discovery::ApiSet,
+    obj: &crate::watch_cache::CachedObject,
+) -> Option<Arc<ResourceDef>> {
+    set.resources()
+        .iter()
+        .find(|d| {
+            obj.key
+                .starts_with(crate::registry::keyspace(d).all_clusters())
+        })
+        .cloned()
 }
 
 fn is_deleting(obj: &crate::watch_cache::CachedObject) -> bool {
