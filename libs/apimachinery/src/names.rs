@@ -402,6 +402,20 @@ pub fn is_valid_cluster_name(name: &str) -> bool {
     }
 }
 
+/// `n` in lower-case base 36, as kcp spells the logical-cluster names it generates.
+pub fn base36(mut n: u128) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    let mut out = Vec::new();
+    loop {
+        out.push(DIGITS[(n % 36) as usize]);
+        n /= 36;
+        if n == 0 {
+            break;
+        }
+    }
+    out.iter().rev().map(|&b| char::from(b)).collect()
+}
+
 /// A workspace path: colon-joined segments `[a-z0-9]([-a-z0-9]*[a-z0-9])?` (`root:org:team`).
 pub fn is_valid_path(path: &str) -> bool {
     path.split(':').all(matches_dns1123_label)
@@ -410,6 +424,15 @@ pub fn is_valid_path(path: &str) -> bool {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
+
+    #[test]
+    fn base36_spells_numbers() {
+        assert_eq!(base36(0), "0");
+        assert_eq!(base36(35), "z");
+        assert_eq!(base36(36), "10");
+        assert_eq!(base36(u128::from(u64::MAX)), "3w5e11264sgsf");
+    }
+
     use super::*;
 
     const LABEL_RE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";

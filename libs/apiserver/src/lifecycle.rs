@@ -12,7 +12,9 @@ use kcp_apimachinery::status::ApiError;
 use serde_json::json;
 use tokio::sync::mpsc;
 
-use crate::registry::{DeleteOptions, ObjectRef, UpdateKind, WriteOptions, Written};
+use crate::registry::{
+    DeleteOptions, ObjectRef, UpdateKind, WriteOptions, Written, created_or_existed,
+};
 use crate::{ApiServer, ApiServerError};
 use namespace_conditions::ContentTotals;
 
@@ -57,14 +59,6 @@ fn is(def: &ResourceDef, group: &str, plural: &str) -> bool {
     def.group == group && def.plural == plural
 }
 
-fn ignore_exists(result: Result<Written, ApiError>) -> Result<(), ApiError> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
-        Err(e) => Err(e),
-    }
-}
-
 impl ApiServer {
     pub(crate) fn builtin(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
         self.crds
@@ -90,7 +84,7 @@ impl ApiServer {
                     crate::paths::PATH_ANNOTATION: ROOT_CLUSTER,
                 });
             }
-            ignore_exists(
+            created_or_existed(
                 self.registry
                     .create(&lc, cluster, None, obj, WriteOptions::default())
                     .await,
@@ -119,7 +113,7 @@ impl ApiServer {
             let def = self
                 .builtin("rbac.authorization.k8s.io", plural)
                 .ok_or_else(|| ApiServerError::Bootstrap(format!("{plural} kind missing")))?;
-            ignore_exists(
+            created_or_existed(
                 self.registry
                     .create(&def, cluster, None, object, WriteOptions::default())
                     .await,
@@ -141,7 +135,7 @@ impl ApiServer {
             let def = self
                 .builtin(group, plural)
                 .ok_or_else(|| ApiServerError::Bootstrap(format!("{plural} kind missing")))?;
-            ignore_exists(
+            created_or_existed(
                 self.registry
                     .create(&def, ROOT_CLUSTER, None, object, WriteOptions::default())
                     .await,
@@ -172,7 +166,7 @@ impl ApiServer {
             return Ok(());
         };
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
-        ignore_exists(
+        created_or_existed(
             self.registry
                 .create(&ns, cluster, None, obj, WriteOptions::default())
                 .await,

@@ -159,6 +159,55 @@ impl Types<'_> {
     }
 }
 
+/// A user as kcp records a workspace's creator (`createdBy`, the owner annotation's JSON).
+pub fn owner_info(user: &kcp_auth::UserInfo) -> Value {
+    json!({
+        "username": user.name,
+        "uid": user.uid,
+        "groups": user.groups,
+        "extra": user.extra,
+    })
+}
+
+/// The `workspace-admin` ClusterRoleBinding making a workspace's creator cluster-admin in it.
+pub fn workspace_admin_binding(username: &str) -> Value {
+    json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "ClusterRoleBinding",
+        "metadata": {"name": "workspace-admin"},
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
+        "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": username}],
+    })
+}
+
+/// The LogicalCluster of a new workspace (or home) at `path`, of type `reference` (whose chain is
+/// `chain`), created by `created_by` (see [`owner_info`]): annotations, `createdBy`, and the
+/// initializers and terminators of the chain. Callers add what is theirs (owner, finalizers).
+pub fn new_logical_cluster(
+    path: &str,
+    reference: &TypeRef,
+    chain: &[ResolvedType],
+    created_by: &Value,
+) -> Value {
+    json!({
+        "apiVersion": "core.kcp.io/v1alpha1",
+        "kind": "LogicalCluster",
+        "metadata": {
+            "name": "cluster",
+            "annotations": {
+                crate::paths::PATH_ANNOTATION: path,
+                TYPE_ANNOTATION: reference.to_string(),
+                OWNER_ANNOTATION: created_by.to_string(),
+            },
+        },
+        "spec": {
+            "createdBy": created_by,
+            "initializers": lifecycle_names(chain, "initializer"),
+            "terminators": lifecycle_names(chain, "terminator"),
+        },
+    })
+}
+
 /// Initializers (or terminators, with `field` = "terminator") a chain of types gives a workspace.
 pub fn lifecycle_names(chain: &[ResolvedType], field: &str) -> Vec<String> {
     let mut names: Vec<String> = chain

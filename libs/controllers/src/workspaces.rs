@@ -16,10 +16,10 @@ use std::time::Duration;
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
-use kcp_apiserver::paths::PATH_ANNOTATION;
-use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
+use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, created_or_existed, keyspace};
 use kcp_apiserver::tenancy::{
-    OWNER_ANNOTATION, SHARD_ANNOTATION, TYPE_ANNOTATION, TypeRef, Types, lifecycle_names,
+    OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, new_logical_cluster,
+    workspace_admin_binding,
 };
 use kcp_apiserver::watch_cache::CacheEventType;
 use serde_json::{Value, json};
@@ -34,7 +34,6 @@ const CLUSTER_ANNOTATION: &str = "internal.tenancy.kcp.io/cluster";
 const UNSCHEDULABLE_ANNOTATION: &str = "experimental.core.kcp.io/unschedulable";
 /// The initializer of the `universal` type in `root`, run by this controller.
 const UNIVERSAL_INITIALIZER: &str = "root:universal";
-const WORKSPACE_ADMIN: &str = "workspace-admin";
 /// Holds a Workspace until its logical cluster is gone (kcp's name).
 const WORKSPACE_FINALIZER: &str = "core.kcp.io/logicalcluster";
 /// Holds a workspace's LogicalCluster until everything else in the LC is gone.
@@ -270,22 +269,10 @@ fn string_list(v: &Value, pointer: &str) -> Vec<String> {
 
 /// 16 base-36 characters from a random UUID, as kcp names workspace LCs.
 fn random_cluster_name() -> String {
-    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut n = uuid::Uuid::new_v4().as_u128();
-    let mut out = String::with_capacity(16);
-    for _ in 0..16 {
-        out.push(char::from(DIGITS[(n % 36) as usize]));
-        n /= 36;
-    }
-    out
-}
-
-fn ignore_conflict<T>(result: Result<T, ApiError>) -> Result<(), ApiError> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
-        Err(e) => Err(e),
-    }
+    let digits = kcp_apimachinery::names::base36(uuid::Uuid::new_v4().as_u128());
+    // A random u128 has up to 25 base-36 digits; its last 16 are as random as any.
+    let start = digits.len().saturating_sub(16);
+    format!("{:0>16}", &digits[start..])
 }
 
 /// The Workspace's status as its LogicalCluster's state implies.
@@ -604,31 +591,20 @@ async fn schedule(
         .to_string();
     let created_by: Value = serde_json::from_str(&owner_json).unwrap_or_else(|_| json!({}));
     let uid = text(ws, "/metadata/uid").to_string();
-    let lc = json!({
-        "apiVersion": "core.kcp.io/v1alpha1",
-        "kind": "LogicalCluster",
-        "metadata": {
-            "name": "cluster",
-            "finalizers": [CONTENT_FINALIZER],
-            "annotations": {
-                PATH_ANNOTATION: format!("{parent_path}:{name}"),
-                TYPE_ANNOTATION: reference.to_string(),
-                SHARD_ANNOTATION: server.shard_name(),
-                OWNER_ANNOTATION: owner_json,
-            },
-        },
-        "spec": {
-            "owner": {
-                "apiVersion": "tenancy.kcp.io/v1alpha1",
-                "resource": "workspaces",
-                "name": name,
-                "cluster": cluster,
-                "uid": uid,
-            },
-            "createdBy": created_by,
-            "initializers": lifecycle_names(&chain, "initializer"),
-            "terminators": lifecycle_names(&chain, "terminator"),
-        },
+    let mut lc = new_logical_cluster(
+        &format!("{parent_path}:{name}"),
+        &reference,
+        &chain,
+        &created_by,
+    );
+    lc["metadata"]["finalizers"] = json!([CONTENT_FINALIZER]);
+    lc["metadata"]["annotations"][SHARD_ANNOTATION] = json!(server.shard_name());
+    lc["spec"]["owner"] = json!({
+        "apiVersion": "tenancy.kcp.io/v1alpha1",
+        "resource": "workspaces",
+        "name": name,
+        "cluster": cluster,
+        "uid": uid,
     });
     match registry
         .create(
@@ -657,14 +633,8 @@ async fn schedule(
     }
     let username = text(&created_by, "/username");
     if !username.is_empty() {
-        let binding = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": WORKSPACE_ADMIN},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": username}],
-        });
-        ignore_conflict(
+        let binding = workspace_admin_binding(username);
+        created_or_existed(
             registry
                 .create(
                     &defs.bindings,
@@ -748,7 +718,7 @@ async fn reconcile_cluster(
     }
     let namespace =
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
-    ignore_conflict(
+    created_or_existed(
         registry
             .create(
                 &defs.namespaces,

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::{Admission, Attributes, Operation};
 use crate::paths::PathIndex;
 use crate::tenancy::{
-    OWNER_ANNOTATION, ResolvedType, TYPE_ANNOTATION, TypeRef, Types, placement_error,
+    OWNER_ANNOTATION, ResolvedType, TYPE_ANNOTATION, TypeRef, Types, owner_info, placement_error,
 };
 use crate::watch_cache::WatchCache;
 
@@ -157,12 +157,7 @@ impl Admission for WorkspaceAdmission {
                 &format!("no such workspace type in {parent_path} or above"),
             ));
         };
-        let owner = json!({
-            "username": attrs.user.name,
-            "uid": attrs.user.uid,
-            "groups": attrs.user.groups,
-            "extra": attrs.user.extra,
-        });
+        let owner = owner_info(attrs.user);
         let labels = types
             .get(&reference)
             .and_then(|t| t.object.pointer("/spec/additionalWorkspaceLabels").cloned());

@@ -12,10 +12,9 @@ use serde_json::{Value, json};
 use sha2::{Digest, Sha224};
 
 use crate::lifecycle::ROOT_CLUSTER;
-use crate::paths::PATH_ANNOTATION;
-use crate::registry::{WriteOptions, keyspace};
+use crate::registry::{WriteOptions, created_or_existed, keyspace};
 use crate::request_info::{ClusterTarget, RequestInfo, Target};
-use crate::tenancy::{OWNER_ANNOTATION, TYPE_ANNOTATION, TypeRef, Types, lifecycle_names};
+use crate::tenancy::{TypeRef, Types, new_logical_cluster, owner_info, workspace_admin_binding};
 use crate::{ApiServer, Body, response};
 
 /// The name kcp gives a user's home LC: the first 8 bytes of SHA-224 of the user name, in base 36.
@@ -23,18 +22,7 @@ pub fn home_cluster_name(user: &str) -> String {
     let hash = Sha224::digest(user.as_bytes());
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&hash[..8]);
-    let mut n = u64::from_be_bytes(bytes);
-    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-    let mut out = Vec::new();
-    loop {
-        out.push(DIGITS[(n % 36) as usize]);
-        n /= 36;
-        if n == 0 {
-            break;
-        }
-    }
-    out.reverse();
-    String::from_utf8_lossy(&out).into_owned()
+    kcp_apimachinery::names::base36(u128::from(u64::from_be_bytes(bytes)))
 }
 
 /// Whether the request is `GET workspaces/~` in `root`.
@@ -130,60 +118,29 @@ impl ApiServer {
             paths: &self.paths,
         };
         let chain = types.chain(&home).map_err(ApiError::internal)?;
-        let owner = json!({
-            "username": user.name,
-            "uid": user.uid,
-            "groups": user.groups,
-            "extra": user.extra,
-        });
-        let lc = json!({
-            "apiVersion": "core.kcp.io/v1alpha1",
-            "kind": "LogicalCluster",
-            "metadata": {
-                "name": "cluster",
-                "annotations": {
-                    OWNER_ANNOTATION: owner.to_string(),
-                    TYPE_ANNOTATION: home.to_string(),
-                    PATH_ANNOTATION: format!("user:{}", user.name),
-                },
-            },
-            "spec": {
-                "createdBy": owner,
-                "initializers": lifecycle_names(&chain, "initializer"),
-                "terminators": lifecycle_names(&chain, "terminator"),
-            },
-        });
+        let lc = new_logical_cluster(
+            &format!("user:{}", user.name),
+            &home,
+            &chain,
+            &owner_info(user),
+        );
         let lc_def = self
             .builtin("core.kcp.io", "logicalclusters")
             .ok_or_else(|| ApiError::internal("LogicalCluster kind missing"))?;
-        ignore_exists(
+        created_or_existed(
             self.registry
                 .create(&lc_def, cluster, None, lc, WriteOptions::default())
                 .await,
         )?;
-        let binding = json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "ClusterRoleBinding",
-            "metadata": {"name": "workspace-admin"},
-            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "cluster-admin"},
-            "subjects": [{"apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user.name}],
-        });
+        let binding = workspace_admin_binding(&user.name);
         let crb_def = self
             .builtin("rbac.authorization.k8s.io", "clusterrolebindings")
             .ok_or_else(|| ApiError::internal("ClusterRoleBinding kind missing"))?;
-        ignore_exists(
+        created_or_existed(
             self.registry
                 .create(&crb_def, cluster, None, binding, WriteOptions::default())
                 .await,
         )
-    }
-}
-
-fn ignore_exists<T>(result: Result<T, ApiError>) -> Result<(), ApiError> {
-    match result {
-        Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
-        Err(e) => Err(e),
     }
 }
 

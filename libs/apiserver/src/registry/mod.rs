@@ -23,6 +23,15 @@ pub use list::{ListOptions, ListResult, ListScope, Selectors};
 pub use metadata::now_rfc3339;
 pub use write::{UpdateKind, WriteOptions, Written};
 
+/// A create whose object may already be there (bootstrap, controllers): AlreadyExists is success.
+pub fn created_or_existed<T>(result: Result<T, ApiError>) -> Result<(), ApiError> {
+    match result {
+        Ok(_) => Ok(()),
+        Err(e) if e.code == 409 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
 /// The annotation kcp puts on every object: the logical cluster it lives in.
 pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
 

@@ -131,8 +131,8 @@ impl Walk {
         unchanged: bool,
     ) {
         // Only the fields the rules read, when they all read `self` field by field.
-        let self_value = match self_fields(rules) {
-            Some(fields) => to_cel_fields(new, shape, &fields),
+        let self_value = match &rules.self_fields {
+            Some(fields) => to_cel_fields(new, shape, fields),
             None => to_cel(new, shape),
         };
         let old_value = old.map(|o| to_cel(&aligned(o, new, shape), shape));
@@ -405,17 +405,3 @@ fn display_value(v: &Value) -> String {
     }
 }
 
-/// The union of the `self` fields the rules (and their message expressions) of a node read;
-/// `None` when one of them needs `self` whole.
-fn self_fields(rules: &Node) -> Option<Vec<String>> {
-    let mut fields: Vec<String> = Vec::new();
-    for rule in &rules.rules {
-        let programs = std::iter::once(&rule.program).chain(rule.message_expression.as_ref());
-        for program in programs {
-            fields.extend(program.self_fields.as_ref()?.iter().cloned());
-        }
-    }
-    fields.sort();
-    fields.dedup();
-    Some(fields)
-}

@@ -43,6 +43,9 @@ pub(super) struct Node {
     /// Rules of `allOf` branches, evaluated on this node's value and typed by this node.
     pub all_of: Vec<Node>,
     pub rules: Vec<CompiledRule>,
+    /// The `self` fields `rules` (and their message expressions) read, when they read `self` only
+    /// field by field: what converting `self` to CEL can stop at. Computed once, at compile time.
+    pub self_fields: Option<Vec<String>>,
     /// Whether this node or a descendant has a rule.
     pub has_rules: bool,
 }
@@ -170,6 +173,7 @@ impl Builder<'_> {
                 self.causes,
             );
         }
+        node.self_fields = self_fields(&node.rules);
         node.has_rules = !node.rules.is_empty()
             || !node.all_of.is_empty()
             || node.properties.values().any(|p| p.has_rules)
@@ -177,4 +181,19 @@ impl Builder<'_> {
             || node.additional.as_ref().is_some_and(|a| a.has_rules);
         node
     }
+}
+
+/// The union of the `self` fields the rules (and their message expressions) of a node read;
+/// `None` when one of them needs `self` whole.
+fn self_fields(rules: &[CompiledRule]) -> Option<Vec<String>> {
+    let mut fields: Vec<String> = Vec::new();
+    for rule in rules {
+        let programs = std::iter::once(&rule.program).chain(rule.message_expression.as_ref());
+        for program in programs {
+            fields.extend(program.self_fields.as_ref()?.iter().cloned());
+        }
+    }
+    fields.sort();
+    fields.dedup();
+    Some(fields)
 }

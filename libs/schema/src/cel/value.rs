@@ -21,7 +21,7 @@ use super::tree::{Format, ListType, Node};
 /// `value` typed by `node`.
 pub(super) fn to_cel(value: &Json, node: &Node) -> Value {
     match value {
-        Json::Object(fields) => object(fields, node),
+        Json::Object(fields) => object(fields, node, None),
         Json::Array(items) => Value::List(Arc::new(
             items
                 .iter()
@@ -39,34 +39,18 @@ pub(super) fn to_cel(value: &Json, node: &Node) -> Value {
     }
 }
 
-/// [`to_cel`] of an object with only the (CEL-escaped) `wanted` fields; anything else converts
-/// whole.
+/// [`to_cel`] of an object with only the `wanted` fields (as CEL sees their names); anything else
+/// converts whole.
 pub(super) fn to_cel_fields(value: &Json, node: &Node, wanted: &[String]) -> Value {
     match value {
-        Json::Object(fields) if !node.resource_root => {
-            let mut map: HashMap<Key, Value> = HashMap::new();
-            for (name, value) in fields {
-                let Some(escaped) = escape(name) else {
-                    continue;
-                };
-                if !wanted.iter().any(|w| *w == *escaped) {
-                    continue;
-                }
-                if let Some(property) = node.properties.get(name) {
-                    map.insert(key(&escaped), to_cel(value, property));
-                } else if let Some(additional) = &node.additional {
-                    map.insert(key(name), to_cel(value, additional));
-                } else if node.preserve_unknown {
-                    map.insert(key(name), untyped(value));
-                }
-            }
-            Value::Map(Map::from(map))
-        }
+        Json::Object(fields) if !node.resource_root => object(fields, node, Some(wanted)),
         _ => to_cel(value, node),
     }
 }
 
-fn object(fields: &serde_json::Map<String, Json>, node: &Node) -> Value {
+/// An object as CEL sees it; with `wanted`, only the fields whose CEL names it lists.
+fn object(fields: &serde_json::Map<String, Json>, node: &Node, wanted: Option<&[String]>) -> Value {
+    let skip = |cel_name: &str| wanted.is_some_and(|w| !w.iter().any(|f| f == cel_name));
     let mut map: HashMap<Key, Value> = HashMap::new();
     if node.resource_root {
         for name in ["apiVersion", "kind"] {
@@ -89,9 +73,13 @@ fn object(fields: &serde_json::Map<String, Json>, node: &Node) -> Value {
             continue;
         }
         if let Some(property) = node.properties.get(name) {
-            if let Some(escaped) = escape(name) {
+            if let Some(escaped) = escape(name)
+                && !skip(&escaped)
+            {
                 map.insert(key(&escaped), to_cel(value, property));
             }
+        } else if skip(name) {
+            // Map keys and unknown fields keep their names in CEL.
         } else if let Some(additional) = &node.additional {
             map.insert(key(name), to_cel(value, additional));
         } else if node.preserve_unknown {
