@@ -302,10 +302,8 @@ fn record_update<T: TypeView>(
     if take_from_others(managers, &cmp, None, true).is_err() {
         return;
     }
+    // `exclude` above already took the reset fields out of what changed.
     let mut gained = cmp.changed();
-    if !req.reset_fields.is_empty() {
-        gained = gained.recursive_difference(req.reset_fields);
-    }
     gained.remove_all(stripped_fields());
     if !gained.is_empty() {
         let fields = match managers.remove(&id) {
@@ -540,7 +538,7 @@ fn apply_once<T: TypeView>(
     take_from_others(&mut managers, &cmp, Some(&applier), force)?;
 
     if let Some(owned) = managers.get_mut(&applier) {
-        owned.fields = owned.fields.difference(stripped_fields());
+        owned.fields.remove_all(stripped_fields());
         if owned.fields.is_empty() {
             managers.remove(&applier);
         }

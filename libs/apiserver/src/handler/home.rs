@@ -6,13 +6,13 @@
 //! and the `kubectl ws` plugin retry. A Ready home is answered as a Workspace object.
 
 use http::{Response, StatusCode, header};
-use kcp_apimachinery::status::{ApiError, Reason};
-use kcp_auth::{Attributes, Decision, UserInfo};
+use kcp_apimachinery::status::ApiError;
+use kcp_auth::{Attributes, UserInfo};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha224};
 
 use crate::lifecycle::ROOT_CLUSTER;
-use crate::registry::{WriteOptions, created_or_existed, keyspace};
+use crate::registry::{WriteOptions, created_or_existed};
 use crate::request_info::{ClusterTarget, RequestInfo, Target};
 use crate::tenancy::{TypeRef, Types, new_logical_cluster, owner_info, workspace_admin_binding};
 use crate::{ApiServer, Body, response};
@@ -43,20 +43,7 @@ fn creating() -> Response<Body> {
 impl ApiServer {
     pub(crate) async fn serve_home(&self, user: &UserInfo) -> Result<Response<Body>, ApiError> {
         let cluster = home_cluster_name(&user.name);
-        let lc_def = self
-            .builtin("core.kcp.io", "logicalclusters")
-            .ok_or_else(|| ApiError::internal("LogicalCluster kind missing"))?;
-        let key = keyspace(&lc_def).object(&cluster, None, "cluster");
-        let cache = self.registry.cache();
-        let mut existing = cache.get(&key);
-        if existing.is_none() {
-            cache
-                .wait_fresh()
-                .await
-                .map_err(crate::registry::cache_error)?;
-            existing = cache.get(&key);
-        }
-        let Some(existing) = existing else {
+        let Some(existing) = self.logical_cluster(&cluster).await? else {
             self.create_home(user, &cluster).await?;
             return Ok(creating());
         };
@@ -100,15 +87,7 @@ impl ApiServer {
             path: "",
             deep_review: false,
         };
-        if self.decide(&attrs) != Decision::Allow {
-            return Err(ApiError::new(
-                Reason::Forbidden,
-                format!(
-                    "workspaces.tenancy.kcp.io \"~\" is forbidden: User \"{}\" cannot create resource \"workspaces\" in API group \"tenancy.kcp.io\" at the cluster scope: access not permitted",
-                    user.name
-                ),
-            ));
-        }
+        self.check(user, &attrs)?;
         let home = TypeRef {
             path: ROOT_CLUSTER.to_string(),
             name: "home".to_string(),

@@ -274,18 +274,26 @@ impl ApiServer {
     /// Whether a logical cluster exists; a cluster the cache does not know yet is looked up again once
     /// the cache has caught up with every acknowledged write (it may have just been created).
     pub(crate) async fn logical_cluster_exists(&self, cluster: &str) -> Result<bool, ApiError> {
+        Ok(self.logical_cluster(cluster).await?.is_some())
+    }
+
+    /// A logical cluster's LogicalCluster object, looked up as [`Self::logical_cluster_exists`] does.
+    pub(crate) async fn logical_cluster(
+        &self,
+        cluster: &str,
+    ) -> Result<Option<Arc<crate::watch_cache::CachedObject>>, ApiError> {
         let key =
             kcp_store::keys::ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
                 .object(cluster, None, "cluster");
         let cache = self.registry.cache();
-        if cache.get(&key).is_some() {
-            return Ok(true);
+        if let Some(found) = cache.get(&key) {
+            return Ok(Some(found));
         }
         cache
             .wait_fresh()
             .await
             .map_err(crate::registry::cache_error)?;
-        Ok(cache.get(&key).is_some())
+        Ok(cache.get(&key))
     }
 
     fn serve_discovery_root(&self, ctx: &RequestContext) -> Result<Response<Body>, ApiError> {

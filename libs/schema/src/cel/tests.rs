@@ -781,3 +781,18 @@ fn reordered_set_and_map_lists_equal_their_old_value() {
         assert_eq!(rules.validate(&changed, Some(&old)).len(), 1, "{change}");
     }
 }
+
+/// A rule reading a map (additionalProperties) key field by field sees it by its own name, as when
+/// the map converts whole: keys are not escaped in CEL, even `__x`.
+#[test]
+fn field_by_field_reads_of_map_keys_use_their_names() {
+    let schema = json!({"type": "object", "additionalProperties": {"type": "string"},
+        "x-kubernetes-validations": [{"rule": "self.__x == 'a'"}]});
+    let rules = compile(schema);
+    assert!(
+        rules
+            .validate(&json!({"__x": "a", "y": "b"}), None)
+            .is_empty()
+    );
+    assert_eq!(rules.validate(&json!({"__x": "b"}), None).len(), 1);
+}
