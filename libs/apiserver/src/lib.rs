@@ -105,7 +105,7 @@ impl ApiServer {
             Arc::new(authorization::CachedClusterFacts::new(cache.clone())),
         ));
         let paths = Arc::new(paths::PathIndex::new());
-        cache.set_observer(Arc::new(paths::Observers(vec![
+        cache.set_observer(Arc::new(watch_cache::Observers(vec![
             Arc::new(authorization::AuthorizationFeed::new(
                 config.rbac.clone(),
                 authorizer.clone(),

@@ -106,23 +106,6 @@ impl CacheObserver for PathIndex {
     }
 }
 
-/// Several observers of one cache, told in order.
-pub struct Observers(pub Vec<Arc<dyn CacheObserver>>);
-
-impl CacheObserver for Observers {
-    fn event(&self, event: &CacheEvent) {
-        for o in &self.0 {
-            o.event(event);
-        }
-    }
-
-    fn reloaded(&self, objects: &[Arc<CachedObject>]) {
-        for o in &self.0 {
-            o.reloaded(objects);
-        }
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {

@@ -242,6 +242,23 @@ pub trait CacheObserver: Send + Sync + 'static {
     fn reloaded(&self, objects: &[Arc<CachedObject>]);
 }
 
+/// Several observers of one cache, told in order.
+pub struct Observers(pub Vec<Arc<dyn CacheObserver>>);
+
+impl CacheObserver for Observers {
+    fn event(&self, event: &CacheEvent) {
+        for o in &self.0 {
+            o.event(event);
+        }
+    }
+
+    fn reloaded(&self, objects: &[Arc<CachedObject>]) {
+        for o in &self.0 {
+            o.reloaded(objects);
+        }
+    }
+}
+
 struct AllWatcher {
     id: u64,
     tx: mpsc::Sender<Arc<CacheEvent>>,
