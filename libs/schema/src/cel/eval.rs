@@ -135,7 +135,17 @@ impl Walk {
             Some(fields) => to_cel_fields(new, shape, fields),
             None => to_cel(new, shape),
         };
-        let old_value = old.map(|o| to_cel(&aligned(o, new, shape), shape));
+        // The old value converts only for programs that read it (updates of rules without
+        // `oldSelf` need none).
+        let reads_old = rules.rules.iter().any(|r| {
+            r.program.uses_old_self
+                || r.message_expression
+                    .as_ref()
+                    .is_some_and(|m| m.uses_old_self)
+        });
+        let old_value = old
+            .filter(|_| reads_old)
+            .map(|o| to_cel(&aligned(o, new, shape), shape));
         let mut scope = program::base().new_inner_scope();
         scope.add_variable_from_value(SELF, self_value);
         if let Some(old_value) = &old_value {
