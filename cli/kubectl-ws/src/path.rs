@@ -18,22 +18,11 @@ pub struct WorkspacePath {
     segments: Vec<String>,
 }
 
-/// One path segment as kcp's `logicalcluster.Path.IsValid` accepts it: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
-fn valid_segment(s: &str) -> bool {
-    let b = s.as_bytes();
-    let edge = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    match (b.first(), b.last()) {
-        (Some(&first), Some(&last)) => {
-            edge(first) && edge(last) && b.iter().all(|&c| edge(c) || c == b'-')
-        }
-        _ => false,
-    }
-}
-
 impl WorkspacePath {
-    /// Parses an absolute path without a leading colon, e.g. `root:org`.
+    /// Parses an absolute path without a leading colon, e.g. `root:org`: colon-joined segments as kcp's
+    /// `logicalcluster.Path.IsValid` accepts them, `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
     pub fn parse(s: &str) -> Result<Self, PathError> {
-        if s.is_empty() || !s.split(':').all(valid_segment) {
+        if !kcp_apimachinery::names::is_valid_path(s) {
             return Err(PathError::Invalid(s.to_owned()));
         }
         Ok(Self {
