@@ -186,9 +186,12 @@ pub fn resolve(
 }
 
 /// `--type` of `create`: `name` (path defaulted by the server) or `path:name`. kcp lowercases the name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Also the `spec.type` of a Workspace on the wire.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TypeRef {
+    #[serde(default)]
     pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
 }
 
