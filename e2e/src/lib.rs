@@ -819,7 +819,7 @@ pub fn plugin_dir() -> PathBuf {
         let binary = find_or_build(
             "kubectl-ws",
             "kubectl-ws",
-            &["cli", "Cargo.toml", "Cargo.lock"],
+            &["cli", "libs", "Cargo.toml", "Cargo.lock"],
         );
         binary
             .parent()

@@ -2,7 +2,7 @@
 //! certificate/key, token or exec plugin are honoured exactly as kubectl would.
 
 use std::path::Path;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
@@ -12,9 +12,9 @@ use crate::path::WorkspacePath;
 use crate::workspace::{Workspace, WorkspaceList};
 
 const WORKSPACES: &str = "apis/tenancy.kcp.io/v1alpha1/workspaces";
-/// How many 429 answers to sit through while the home workspace is created; kcp's handler gives up after a
-/// minute of `Retry-After: 1`.
-const HOME_RETRIES: u32 = 90;
+/// How long to sit through 429 answers while the home workspace is created; kcp's handler gives up after a
+/// minute of `Retry-After: 1`, so this leaves it that minute and some slack.
+const HOME_WAIT: Duration = Duration::from_secs(90);
 
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
@@ -178,20 +178,18 @@ impl Client {
     }
 
     /// `GET /clusters/root/.../workspaces/~`: the caller's home workspace, created on first access. The server
-    /// answers 429 with `Retry-After` until the home is ready.
+    /// answers 429 with `Retry-After` until the home is ready; the waits end at [`HOME_WAIT`] in total.
     pub async fn home_workspace(&self) -> Result<Workspace> {
         let path = format!("/clusters/root/{WORKSPACES}/~");
-        let mut attempt = 0;
+        let deadline = Instant::now() + HOME_WAIT;
         loop {
             let answer = self.send(Method::GET, &path, None).await?;
-            if answer.status != StatusCode::TOO_MANY_REQUESTS || attempt >= HOME_RETRIES {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if answer.status != StatusCode::TOO_MANY_REQUESTS || left.is_zero() {
                 return decode(&path, answer);
             }
-            attempt += 1;
-            tokio::time::sleep(Duration::from_secs(
-                answer.retry_after.unwrap_or(1).clamp(1, 10),
-            ))
-            .await;
+            let retry_after = Duration::from_secs(answer.retry_after.unwrap_or(1).clamp(1, 10));
+            tokio::time::sleep(retry_after.min(left)).await;
         }
     }
 

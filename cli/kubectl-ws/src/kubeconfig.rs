@@ -187,7 +187,11 @@ impl Kubeconfig {
 
     /// The server URL of the current context's cluster.
     pub fn current_server(&self) -> Result<String> {
-        let cluster = Self::cluster_name_of(self.current_context()?);
+        self.server_of_cluster(Self::cluster_name_of(self.current_context()?))
+    }
+
+    /// The server URL of the cluster entry named `cluster`.
+    fn server_of_cluster(&self, cluster: String) -> Result<String> {
         let body = self
             .cluster(&cluster)
             .ok_or_else(|| KubeconfigError::ClusterNotFound(cluster.clone()))?;
@@ -262,11 +266,7 @@ impl Kubeconfig {
         self.set_entry("contexts", "context", CURRENT, prev);
         self.set_entry("contexts", "context", PREVIOUS, current_ctx);
         self.set_current_context(CURRENT);
-        self.cluster(&new_cluster)
-            .and_then(|c| c.get("server"))
-            .and_then(Value::as_str)
-            .map(str::to_owned)
-            .ok_or(KubeconfigError::NoServer(new_cluster))
+        self.server_of_cluster(new_cluster)
     }
 
     fn set_current_context(&mut self, name: &str) {
@@ -342,6 +342,12 @@ x-custom: keep-me
         k.context(ctx)?.get(field)?.as_str().map(str::to_owned)
     }
 
+    /// The previous context points at the plugin's own `previous` cluster entry, whose server is `server`.
+    fn assert_previous_is(k: &Kubeconfig, server: &str) {
+        assert_eq!(ctx_field(k, PREVIOUS, "cluster").as_deref(), Some(PREVIOUS));
+        assert_eq!(server_of(k, PREVIOUS).as_deref(), Some(server));
+    }
+
     #[test]
     fn round_trip_preserves_everything() {
         let k = load(BASE);
@@ -389,14 +395,7 @@ x-custom: keep-me
             server_of(&k, CURRENT).as_deref(),
             Some("https://kcp:6443/clusters/root:a:b")
         );
-        assert_eq!(
-            ctx_field(&k, PREVIOUS, "cluster").as_deref(),
-            Some(PREVIOUS)
-        );
-        assert_eq!(
-            server_of(&k, PREVIOUS).as_deref(),
-            Some("https://kcp:6443/clusters/root:a")
-        );
+        assert_previous_is(&k, "https://kcp:6443/clusters/root:a");
 
         let back = k.swap_previous().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, "https://kcp:6443/clusters/root:a");
@@ -431,14 +430,7 @@ x-custom: keep-me
         let back = k.swap_previous().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(back, "https://kcp:6443/clusters/root");
         assert_eq!(ctx_field(&k, CURRENT, "cluster").as_deref(), Some("kcp"));
-        assert_eq!(
-            ctx_field(&k, PREVIOUS, "cluster").as_deref(),
-            Some(PREVIOUS)
-        );
-        assert_eq!(
-            server_of(&k, PREVIOUS).as_deref(),
-            Some("https://kcp:6443/clusters/root:a")
-        );
+        assert_previous_is(&k, "https://kcp:6443/clusters/root:a");
         let again = k.swap_previous().unwrap_or_else(|e| panic!("{e}"));
         assert_eq!(again, "https://kcp:6443/clusters/root:a");
     }

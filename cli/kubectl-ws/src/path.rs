@@ -18,22 +18,11 @@ pub struct WorkspacePath {
     segments: Vec<String>,
 }
 
-/// One path segment as kcp's `logicalcluster.Path.IsValid` accepts it: `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
-fn valid_segment(s: &str) -> bool {
-    let b = s.as_bytes();
-    let edge = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
-    match (b.first(), b.last()) {
-        (Some(&first), Some(&last)) => {
-            edge(first) && edge(last) && b.iter().all(|&c| edge(c) || c == b'-')
-        }
-        _ => false,
-    }
-}
-
 impl WorkspacePath {
-    /// Parses an absolute path without a leading colon, e.g. `root:org`.
+    /// Parses an absolute path without a leading colon, e.g. `root:org`: colon-joined segments as kcp's
+    /// `logicalcluster.Path.IsValid` accepts them, `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
     pub fn parse(s: &str) -> Result<Self, PathError> {
-        if s.is_empty() || !s.split(':').all(valid_segment) {
+        if !kcp_apimachinery::names::is_valid_path(s) {
             return Err(PathError::Invalid(s.to_owned()));
         }
         Ok(Self {
@@ -197,9 +186,12 @@ pub fn resolve(
 }
 
 /// `--type` of `create`: `name` (path defaulted by the server) or `path:name`. kcp lowercases the name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// Also the `spec.type` of a Workspace on the wire.
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TypeRef {
+    #[serde(default)]
     pub name: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub path: String,
 }
 

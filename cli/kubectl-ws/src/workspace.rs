@@ -26,7 +26,7 @@ pub struct Metadata {
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Spec {
     #[serde(default, rename = "type", skip_serializing_if = "Option::is_none")]
-    pub type_ref: Option<TypeRefJson>,
+    pub type_ref: Option<TypeRef>,
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub cluster: String,
     #[serde(default, rename = "URL", skip_serializing_if = "String::is_empty")]
@@ -34,32 +34,6 @@ pub struct Spec {
     /// Only its presence matters: a mounted workspace's children are not listed through kcp.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mount: Option<serde_json::Value>,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
-pub struct TypeRefJson {
-    #[serde(default)]
-    pub name: String,
-    #[serde(default, skip_serializing_if = "String::is_empty")]
-    pub path: String,
-}
-
-impl From<&TypeRefJson> for TypeRef {
-    fn from(t: &TypeRefJson) -> Self {
-        TypeRef {
-            name: t.name.clone(),
-            path: t.path.clone(),
-        }
-    }
-}
-
-impl From<&TypeRef> for TypeRefJson {
-    fn from(t: &TypeRef) -> Self {
-        TypeRefJson {
-            name: t.name.clone(),
-            path: t.path.clone(),
-        }
-    }
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -81,32 +55,16 @@ pub struct WorkspaceList {
 impl Workspace {
     /// A new Workspace object for a create request.
     pub fn create_request(name: &str, type_ref: Option<&TypeRef>) -> serde_json::Value {
-        let ws = Workspace {
-            metadata: Metadata {
-                name: name.to_owned(),
-                deletion_timestamp: None,
-            },
-            spec: Spec {
-                type_ref: type_ref.map(TypeRefJson::from),
-                ..Spec::default()
-            },
-            status: Status::default(),
+        let spec = match type_ref {
+            Some(t) => serde_json::json!({ "type": t }),
+            None => serde_json::json!({}),
         };
-        let mut v = serde_json::json!({
+        serde_json::json!({
             "apiVersion": "tenancy.kcp.io/v1alpha1",
             "kind": "Workspace",
-        });
-        if let (Some(o), Ok(serde_json::Value::Object(body))) =
-            (v.as_object_mut(), serde_json::to_value(&ws))
-        {
-            for (k, val) in body {
-                // An empty status has no place in a create request.
-                if k != "status" {
-                    o.insert(k, val);
-                }
-            }
-        }
-        v
+            "metadata": { "name": name },
+            "spec": spec,
+        })
     }
 
     pub fn is_ready(&self) -> bool {
@@ -118,7 +76,7 @@ impl Workspace {
         self.spec
             .type_ref
             .as_ref()
-            .map(|t| TypeRef::from(t).to_string())
+            .map(TypeRef::to_string)
             .unwrap_or_default()
     }
 }

@@ -82,16 +82,18 @@ pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<(
         writeln!(io.out, "{reference} created. Waiting for it to be ready...")?;
     }
 
-    // Wait until a GET sees it, then until it is Ready.
-    let start = Instant::now();
-    loop {
-        match client.get_workspace(&parent, &args.name).await {
-            Ok(_) => break,
-            Err(e) if e.is_not_found() && start.elapsed() < VISIBLE_TIMEOUT => {
-                tokio::time::sleep(VISIBLE_POLL).await
+    // A new workspace: wait until a GET sees it (a pre-existing one was just fetched), then until it is Ready.
+    if !pre_existing {
+        let start = Instant::now();
+        ws = loop {
+            match client.get_workspace(&parent, &args.name).await {
+                Ok(fetched) => break fetched,
+                Err(e) if e.is_not_found() && start.elapsed() < VISIBLE_TIMEOUT => {
+                    tokio::time::sleep(VISIBLE_POLL).await
+                }
+                Err(e) => return Err(e.into()),
             }
-            Err(e) => return Err(e.into()),
-        }
+        };
     }
     let start = Instant::now();
     while !ws.is_ready() {

@@ -19,6 +19,8 @@ pub async fn run(env: &Env, arg: &str, short: bool, io: &mut Streams<'_>) -> Res
     // As kcp, fail early when the current context is missing, whatever the target.
     kc.current_context()?;
 
+    // Built at most once: it re-reads the kubeconfig and may run an exec credential plugin.
+    let mut client = None;
     let (absolute, path) = match parsed.target {
         Target::Previous => {
             let server = kc.swap_previous()?;
@@ -32,8 +34,7 @@ pub async fn run(env: &Env, arg: &str, short: bool, io: &mut Streams<'_>) -> Res
             return commit(&mut kc, &server, short, None, io);
         }
         Target::Home { rest } => {
-            let client = env.client(&kc).await?;
-            let home = home_path(&client).await?;
+            let home = home_path(client.insert(env.client(&kc).await?)).await?;
             (true, format!("{home}{rest}"))
         }
         Target::Path { absolute, path } => (absolute, path),
@@ -41,7 +42,10 @@ pub async fn run(env: &Env, arg: &str, short: bool, io: &mut Streams<'_>) -> Res
 
     let url = current_url(&kc)?;
     let target = resolve(&url.path, absolute, &path)?;
-    let client = env.client(&kc).await?;
+    let client = match client {
+        Some(client) => client,
+        None => env.client(&kc).await?,
+    };
     let type_ref = check_exists(&client, &target).await?;
     commit(
         &mut kc,
