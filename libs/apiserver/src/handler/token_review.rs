@@ -78,16 +78,7 @@ impl ApiServer {
         };
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.headers.insert(http::header::AUTHORIZATION, value);
-        let mut outcome = AuthnResult::NoCredential;
-        for authn in &self.config.authenticators {
-            match authn.authenticate(&parts, &[]) {
-                AuthnResult::NoCredential => continue,
-                decided => {
-                    outcome = decided;
-                    break;
-                }
-            }
-        }
+        let outcome = kcp_auth::authn::authenticate_chain(&self.config.authenticators, &parts, &[]);
         match outcome {
             AuthnResult::NoCredential => Ok(json!({"authenticated": false})),
             AuthnResult::Invalid(reason) => Ok(json!({"authenticated": false, "error": reason})),
