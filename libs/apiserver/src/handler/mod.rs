@@ -147,13 +147,13 @@ impl ApiServer {
             // Health endpoints need no credentials.
             return Ok(response::text(StatusCode::OK, "ok"));
         }
-        let user = authentication::authenticate(
+        let (user, authenticated_by) = authentication::authenticate(
             &self.config.authenticators,
             &self.config.identity_headers,
             &mut parts,
             &peer.certificates,
         )?;
-        let info = self.in_cluster(&parts, &user, info, VerbHints { watch });
+        let info = self.in_cluster(&parts, &user, authenticated_by, info, VerbHints { watch });
         let info = self.resolve_path(info)?;
         let user = self.impersonate(&parts, user, &info)?;
         if home::is_home_request(&info) {
