@@ -195,9 +195,10 @@ impl ApiServer {
                     body,
                 ))
                 .await;
-                if resp.is_ok() && !is_read && is_rbac(&ctx.info) {
+                if resp.is_ok() && !is_read && is_rbac(&ctx.info) && !ctx.query.dry_run()? {
                     // Answer only once the cache (and so the RBAC index) holds the change: a
-                    // client that was told its binding exists must be authorized by it.
+                    // client that was told its binding exists must be authorized by it. A dry run
+                    // wrote nothing to wait for.
                     let _ = self.registry.cache().wait_fresh().await;
                 }
                 resp.map(|mut resp| {
