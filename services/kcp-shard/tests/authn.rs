@@ -1,7 +1,7 @@
 //! Authentication on a running shard: static tokens, client certificates that try to forge proxy
 //! headers, a front proxy's certificate from the request-header CA, ServiceAccount tokens, and the
-//! anonymous 401. Authorization is still admin-only (system:masters, system:kcp:admin), so 403 for a
-//! plain user proves authentication passed, and the Forbidden message names who the shard thinks the
+//! anonymous 401. A plain user holds no binding that grants what these tests ask, so a 403 for one
+//! proves authentication passed, and the Forbidden message names who the shard thinks the
 //! caller is.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on unexpected input
 

@@ -1,6 +1,7 @@
 //! The review APIs, TokenRequest and impersonation on a running shard, with static-token users:
-//! `root` (system:masters), `admin` (system:kcp:admin) and `alice` (no groups). Authorization is
-//! still admin-only, so alice is refused everything; the reviews must say so without failing.
+//! `root` (system:masters), `admin` (system:kcp:admin) and `alice` (no groups). No binding grants
+//! alice anything, so kcp's authorizers refuse her everything; the reviews must say so without
+//! failing.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on unexpected input
 
 mod common;
@@ -136,7 +137,7 @@ async fn access_and_rules_reviews() {
     let shard = Shard::start(dir.path()).await;
     let ssars = format!("{ROOT}/apis/authorization.k8s.io/v1/selfsubjectaccessreviews");
 
-    // `kubectl auth can-i`: yes for the admin, no for alice (denied by the admin-only chain).
+    // `kubectl auth can-i`: yes for the admin, no for alice (no binding grants her that).
     let (status, body) = shard
         .post(
             &ssars,
