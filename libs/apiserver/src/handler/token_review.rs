@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::review::user_json;
 use crate::ApiServer;
+use crate::admission::rules::strings;
 
 impl ApiServer {
     /// The `status` of a TokenReview: `authenticated`, `user`, `audiences`, `error`.
@@ -29,16 +30,7 @@ impl ApiServer {
                 def.kind
             )));
         }
-        let requested: Vec<String> = obj
-            .pointer("/spec/audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let requested = strings(obj.pointer("/spec/audiences"));
         // The server's own audiences: what its ServiceAccount tokens must name to authenticate
         // requests (kcp's `--api-audiences`, by default the issuer).
         let implicit: Vec<String> = self
