@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use http::{Response, StatusCode};
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::{ApiError, Cause};
+use kcp_auth::authz::SYSTEM_MASTERS;
 use kcp_auth::{Attributes, Decision, RbacAuthorizer, UserInfo};
 use serde_json::{Value, json};
 
@@ -47,10 +48,6 @@ impl Asked {
         }
     }
 }
-
-/// The privileged group whose members are allowed everything (kube's AlwaysAllowGroups), so their
-/// rules review lists everything as upstream's privileged-group rule resolver does.
-const SYSTEM_MASTERS: &str = "system:masters";
 
 impl ApiServer {
     /// Answers a review with 201 and the object, its `status` filled in.

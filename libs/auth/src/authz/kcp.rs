@@ -185,7 +185,7 @@ impl Authorizer for KcpAuthorizer {
 
 /// A ServiceAccount in the logical cluster it belongs to.
 fn is_own_service_account(user: &UserInfo, cluster: &str) -> bool {
-    user.name.starts_with("system:serviceaccount:")
+    user.name.starts_with(crate::authz::rbac::subject::SERVICE_ACCOUNT_PREFIX)
         && user
             .extra
             .get(crate::authz::scope::CLUSTER_NAME_EXTRA)
