@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_auth::authn::AUTHENTICATED_GROUP;
 use kcp_auth::authn::request_header::percent_decode;
-use kcp_auth::authn::service_account::SCOPES_EXTRA;
 use kcp_auth::authn::service_account;
+use kcp_auth::authn::service_account::SCOPES_EXTRA;
 use kcp_auth::authz::kcp::EXTERNAL_LOGICAL_CLUSTER_ADMIN;
 use kcp_auth::authz::rbac::authorizer::{ANONYMOUS_USER as ANONYMOUS, UNAUTHENTICATED_GROUP};
 use kcp_auth::authz::rbac::subject::SERVICE_ACCOUNT_PREFIX;
@@ -25,7 +25,6 @@ const USER_HEADER: &str = "impersonate-user";
 const GROUP_HEADER: &str = "impersonate-group";
 const UID_HEADER: &str = "impersonate-uid";
 const EXTRA_PREFIX: &str = "impersonate-extra-";
-
 
 /// Groups only their members may impersonate (kcp's gatekeeper); `system:masters` may impersonate
 /// anything.

@@ -236,7 +236,11 @@ fn spec_user(def: &ResourceDef, obj: &Value) -> Result<UserInfo, ApiError> {
     let extra: BTreeMap<String, Vec<String>> = spec
         .get("extra")
         .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(Some(v)))).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), strings(Some(v))))
+                .collect()
+        })
         .unwrap_or_default();
     let user = UserInfo {
         name: string_at(spec, "user").to_string(),

@@ -55,7 +55,8 @@ impl RequestHeaderNames {
                 .map(|n| n.trim())
                 .filter(|n| !n.is_empty())
                 .map(|n| {
-                    HeaderName::try_from(n).map_err(|_| RequestHeaderError::HeaderName(n.to_string()))
+                    HeaderName::try_from(n)
+                        .map_err(|_| RequestHeaderError::HeaderName(n.to_string()))
                 })
                 .collect::<Result<Vec<_>, _>>()
         };

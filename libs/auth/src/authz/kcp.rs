@@ -20,9 +20,9 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::authn::UserInfo;
+use crate::authn::service_account::{CLUSTER_NAME_EXTRA, SCOPES_EXTRA};
 use crate::authz::generations::Generations;
 use crate::authz::rbac::{RbacAuthorizer, RbacIndex};
-use crate::authn::service_account::{CLUSTER_NAME_EXTRA, SCOPES_EXTRA};
 use crate::authz::scope::scope_user;
 use crate::authz::{Attributes, Authorizer, Decision, SYSTEM_MASTERS};
 
@@ -186,7 +186,8 @@ impl Authorizer for KcpAuthorizer {
 
 /// A ServiceAccount in the logical cluster it belongs to.
 fn is_own_service_account(user: &UserInfo, cluster: &str) -> bool {
-    user.name.starts_with(crate::authz::rbac::subject::SERVICE_ACCOUNT_PREFIX)
+    user.name
+        .starts_with(crate::authz::rbac::subject::SERVICE_ACCOUNT_PREFIX)
         && user
             .extra
             .get(CLUSTER_NAME_EXTRA)

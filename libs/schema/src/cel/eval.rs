@@ -404,4 +404,3 @@ fn display_value(v: &Value) -> String {
         other => format!("{other:?}"),
     }
 }
-
