@@ -53,7 +53,7 @@ pub enum ServiceAccountError {
 }
 
 /// A server's ServiceAccount tokens: the issuer (for the TokenRequest API) and the authenticator that
-/// accepts what it issues (also asked for the cluster of a request's token when routing by it).
+/// accepts what it issues.
 #[derive(Clone, Debug)]
 pub struct ServiceAccountTokens {
     pub issuer: Arc<TokenIssuer>,
