@@ -59,8 +59,9 @@ pub struct ApiServerConfig {
     /// Asked in order before kcp's own chain (system:masters, required groups, workspace access,
     /// RBAC with the bootstrap policy); the first that allows or denies decides.
     pub authorizers: Vec<Arc<dyn Authorizer>>,
-    /// The ServiceAccount token issuer and authenticator (the latter also in `authenticators`), for the
-    /// TokenRequest API and for routing bare `/api` requests by their token's cluster. `None`: the
+    /// The ServiceAccount token issuer and authenticator (the latter also in `authenticators`, the
+    /// same `Arc`), for the TokenRequest API and for routing bare `/api` requests of the users it
+    /// authenticated to their cluster. `None`: the
     /// server issues no tokens.
     pub service_account_tokens: Option<ServiceAccountTokens>,
     /// The RBAC objects of every logical cluster, which the server keeps current from its watch

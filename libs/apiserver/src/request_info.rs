@@ -76,12 +76,6 @@ pub struct RequestInfo {
     pub path: String,
 }
 
-impl RequestInfo {
-    pub fn is_health(&self) -> bool {
-        matches!(self.target, Target::Health(_))
-    }
-}
-
 /// The query flags that change the verb.
 pub struct VerbHints {
     pub watch: bool,

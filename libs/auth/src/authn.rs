@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 use rustls_pki_types::CertificateDer;
 
 pub use ca_bundle::{CaBundle, CaBundleError};
-pub use chain::{AuthenticatorChain, authenticate_chain};
+pub use chain::{AuthenticatorChain, authenticate_chain, authenticate_chain_by};
 pub use identity_headers::IdentityHeaders;
 pub use request_header::{RequestHeaderAuthenticator, RequestHeaderError, RequestHeaderNames};
 pub use service_account::{

@@ -1,25 +1,21 @@
 //! Authentication on a running shard: static tokens, client certificates that try to forge proxy
 //! headers, a front proxy's certificate from the request-header CA, ServiceAccount tokens, and the
-//! anonymous 401. Authorization is still admin-only (system:masters, system:kcp:admin), so 403 for a
-//! plain user proves authentication passed, and the Forbidden message names who the shard thinks the
+//! anonymous 401. A plain user holds no binding that grants what these tests ask, so a 403 for one
+//! proves authentication passed, and the Forbidden message names who the shard thinks the
 //! caller is.
 #![allow(clippy::unwrap_used, clippy::expect_used)] // tests may panic on unexpected input
 
 mod common;
 
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
+use common::{Identity, Request};
 use rcgen::{
     BasicConstraints, CertificateParams, DistinguishedName, DnType, ExtendedKeyUsagePurpose, IsCa,
     Issuer, KeyPair,
 };
+use rustls::pki_types::PrivateKeyDer;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
-use tokio_rustls::TlsConnector;
 
 const NAMESPACES: &str = "/clusters/root/api/v1/namespaces";
 
@@ -41,12 +37,6 @@ impl ShardFiles for Shard {
         let issuer = Issuer::from_ca_cert_pem(&self.file("ca.crt"), ca_key).unwrap();
         leaf(&issuer, cn, org)
     }
-}
-
-/// A client certificate chain and its key.
-struct Identity {
-    chain: Vec<CertificateDer<'static>>,
-    key: PrivateKeyDer<'static>,
 }
 
 /// A CA made by the test (the request-header CA).
@@ -85,98 +75,6 @@ fn leaf(issuer: &Issuer<'_, KeyPair>, cn: &str, org: Option<&str>) -> Identity {
     Identity {
         chain: vec![cert.der().clone()],
         key: PrivateKeyDer::from_pem_slice(key.serialize_pem().as_bytes()).unwrap(),
-    }
-}
-
-struct Request<'a> {
-    method: http::Method,
-    path: &'a str,
-    headers: Vec<(&'a str, String)>,
-    body: Option<serde_json::Value>,
-    identity: Option<&'a Identity>,
-    tls12_only: bool,
-}
-
-impl<'a> Request<'a> {
-    fn get(path: &'a str) -> Request<'a> {
-        Request {
-            method: http::Method::GET,
-            path,
-            headers: Vec::new(),
-            body: None,
-            identity: None,
-            tls12_only: false,
-        }
-    }
-
-    fn header(mut self, name: &'a str, value: impl Into<String>) -> Self {
-        self.headers.push((name, value.into()));
-        self
-    }
-
-    fn bearer(self, token: &str) -> Self {
-        self.header("Authorization", format!("Bearer {token}"))
-    }
-
-    fn cert(mut self, identity: &'a Identity) -> Self {
-        self.identity = Some(identity);
-        self
-    }
-
-    /// Sends the request over a fresh HTTP/1.1 connection; returns the status and body.
-    async fn send(self, shard: &Shard) -> (http::StatusCode, String) {
-        let mut roots = rustls::RootCertStore::empty();
-        roots
-            .add(CertificateDer::from_pem_slice(shard.file("ca.crt").as_bytes()).unwrap())
-            .unwrap();
-        let versions: &[&rustls::SupportedProtocolVersion] = if self.tls12_only {
-            &[&rustls::version::TLS12]
-        } else {
-            rustls::DEFAULT_VERSIONS
-        };
-        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_protocol_versions(versions)
-        .unwrap()
-        .with_root_certificates(roots);
-        let tls = match self.identity {
-            Some(id) => builder
-                .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
-                .unwrap(),
-            None => builder.with_no_client_auth(),
-        };
-        let authority = shard.base_url.strip_prefix("https://").unwrap();
-        let tcp = tokio::net::TcpStream::connect(authority).await.unwrap();
-        let stream = TlsConnector::from(Arc::new(tls))
-            .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)
-            .await
-            .unwrap();
-        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-            .await
-            .unwrap();
-        tokio::spawn(conn);
-        let mut request = http::Request::builder()
-            .method(self.method)
-            .uri(format!("{}{}", shard.base_url, self.path))
-            .header("Host", authority);
-        for (name, value) in &self.headers {
-            request = request.header(*name, value);
-        }
-        let body = match &self.body {
-            Some(body) => {
-                request = request.header("Content-Type", "application/json");
-                Bytes::from(serde_json::to_vec(body).unwrap())
-            }
-            None => Bytes::new(),
-        };
-        let response = sender
-            .send_request(request.body(Full::new(body)).unwrap())
-            .await
-            .unwrap();
-        let status = response.status();
-        let body = response.into_body().collect().await.unwrap().to_bytes();
-        (status, String::from_utf8_lossy(&body).into_owned())
     }
 }
 

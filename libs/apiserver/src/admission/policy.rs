@@ -20,7 +20,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::matching::{self, Conditions, compile_conditions};
-use super::rules::Rule;
+use super::rules::{Rule, strings};
 use super::{Admission, Attributes};
 use crate::watch_cache::WatchCache;
 
@@ -51,16 +51,7 @@ fn rules_with_names(v: Option<&Value>) -> Vec<(Rule, Vec<String>)> {
             rules
                 .iter()
                 .map(|r| {
-                    let names = r
-                        .get("resourceNames")
-                        .and_then(Value::as_array)
-                        .map(|n| {
-                            n.iter()
-                                .filter_map(Value::as_str)
-                                .map(str::to_string)
-                                .collect()
-                        })
-                        .unwrap_or_default();
+                    let names = strings(r.get("resourceNames"));
                     (Rule::parse(r), names)
                 })
                 .collect()

@@ -29,7 +29,8 @@ pub struct RuleInput<'a> {
     pub cluster_scoped: bool,
 }
 
-fn strings(v: Option<&Value>) -> Vec<String> {
+/// The strings of a JSON array (other entries skipped); nothing when `v` is absent or no array.
+pub(crate) fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
             a.iter()

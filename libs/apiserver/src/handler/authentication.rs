@@ -5,31 +5,27 @@
 use std::sync::Arc;
 
 use kcp_apimachinery::status::ApiError;
+use kcp_auth::authn::authenticate_chain_by;
 use kcp_auth::{Authenticator, AuthnResult, IdentityHeaders, UserInfo};
 use rustls_pki_types::CertificateDer;
 
 /// Asks `authenticators` in order (the first that recognises a credential decides), then strips
-/// the identity headers from `parts`. No credential, or an invalid one, is a 401.
-pub(super) fn authenticate(
-    authenticators: &[Arc<dyn Authenticator>],
+/// the identity headers from `parts`. No credential, or an invalid one, is a 401. The user comes with
+/// the authenticator that recognised it.
+pub(super) fn authenticate<'a>(
+    authenticators: &'a [Arc<dyn Authenticator>],
     identity_headers: &IdentityHeaders,
     parts: &mut http::request::Parts,
     peer_certificates: &[CertificateDer<'static>],
-) -> Result<UserInfo, ApiError> {
-    let mut outcome = Err(ApiError::unauthorized());
-    for authn in authenticators {
-        match authn.authenticate(parts, peer_certificates) {
-            AuthnResult::Authenticated(user) => {
-                outcome = Ok(user);
-                break;
-            }
-            AuthnResult::NoCredential => continue,
-            AuthnResult::Invalid(reason) => {
-                tracing::debug!(%reason, "authentication failed");
-                break;
-            }
+) -> Result<(UserInfo, &'a Arc<dyn Authenticator>), ApiError> {
+    let outcome = match authenticate_chain_by(authenticators, parts, peer_certificates) {
+        (AuthnResult::Authenticated(user), Some(by)) => Ok((user, by)),
+        (AuthnResult::Invalid(reason), _) => {
+            tracing::debug!(%reason, "authentication failed");
+            Err(ApiError::unauthorized())
         }
-    }
+        _ => Err(ApiError::unauthorized()),
+    };
     identity_headers.strip(&mut parts.headers);
     outcome
 }
@@ -103,7 +99,7 @@ mod tests {
             Arc::new(Certificate("eve")),
         ];
         let mut parts = forged();
-        let user = authenticate(&chain, &IdentityHeaders::default(), &mut parts, &[]).unwrap();
+        let (user, _) = authenticate(&chain, &IdentityHeaders::default(), &mut parts, &[]).unwrap();
         assert_eq!(user.name, "eve");
         assert!(
             identity_header_names(&parts).is_empty(),
@@ -118,7 +114,7 @@ mod tests {
     fn a_trusted_proxys_headers_are_consumed() {
         let chain: Vec<Arc<dyn Authenticator>> = vec![Arc::new(Proxy { trusted: true })];
         let mut parts = forged();
-        let user = authenticate(&chain, &IdentityHeaders::default(), &mut parts, &[]).unwrap();
+        let (user, _) = authenticate(&chain, &IdentityHeaders::default(), &mut parts, &[]).unwrap();
         assert_eq!(user.name, "mallory");
         assert!(identity_header_names(&parts).is_empty());
     }
@@ -127,7 +123,9 @@ mod tests {
     fn no_credential_is_unauthorized_and_still_stripped() {
         let chain: Vec<Arc<dyn Authenticator>> = vec![Arc::new(Proxy { trusted: false })];
         let mut parts = forged();
-        let err = authenticate(&chain, &IdentityHeaders::default(), &mut parts, &[]).unwrap_err();
+        let Err(err) = authenticate(&chain, &IdentityHeaders::default(), &mut parts, &[]) else {
+            panic!("authenticated without a credential");
+        };
         assert_eq!(err.code, 401);
         assert!(identity_header_names(&parts).is_empty());
     }

@@ -10,8 +10,12 @@ use std::collections::BTreeMap;
 use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_auth::authn::AUTHENTICATED_GROUP;
 use kcp_auth::authn::request_header::percent_decode;
+use kcp_auth::authn::service_account;
 use kcp_auth::authn::service_account::SCOPES_EXTRA;
-use kcp_auth::authz::SYSTEM_MASTERS;
+use kcp_auth::authz::kcp::EXTERNAL_LOGICAL_CLUSTER_ADMIN;
+use kcp_auth::authz::rbac::authorizer::{ANONYMOUS_USER as ANONYMOUS, UNAUTHENTICATED_GROUP};
+use kcp_auth::authz::rbac::subject::SERVICE_ACCOUNT_PREFIX;
+use kcp_auth::authz::{KCP_ADMIN, SYSTEM_MASTERS};
 use kcp_auth::{Attributes, UserInfo};
 
 use crate::ApiServer;
@@ -22,18 +26,14 @@ const GROUP_HEADER: &str = "impersonate-group";
 const UID_HEADER: &str = "impersonate-uid";
 const EXTRA_PREFIX: &str = "impersonate-extra-";
 
-const ANONYMOUS: &str = "system:anonymous";
-const UNAUTHENTICATED_GROUP: &str = "system:unauthenticated";
-const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
-
 /// Groups only their members may impersonate (kcp's gatekeeper); `system:masters` may impersonate
 /// anything.
 const GUARDED_GROUPS: &[&str] = &[
     SYSTEM_MASTERS,
     "system:kcp:logical-cluster-admin",
-    "system:kcp:external-logical-cluster-admin",
+    EXTERNAL_LOGICAL_CLUSTER_ADMIN,
     "system:kcp:tenancy:workspace-bootstrapper",
-    "system:kcp:admin",
+    KCP_ADMIN,
     AUTHENTICATED_GROUP,
 ];
 
@@ -206,13 +206,10 @@ impl ApiServer {
             match w {
                 Wanted::User(name) => out.name = name.clone(),
                 Wanted::ServiceAccount { namespace, name } => {
-                    out.name = format!("{SERVICE_ACCOUNT_PREFIX}{namespace}:{name}");
+                    out.name = service_account::username(namespace, name);
                     if !groups_given {
                         // A ServiceAccount's groups follow from its name.
-                        out.groups = vec![
-                            "system:serviceaccounts".to_string(),
-                            format!("system:serviceaccounts:{namespace}"),
-                        ];
+                        out.groups = service_account::groups(namespace);
                     }
                 }
                 Wanted::Group(g) => out.groups.push(g.clone()),

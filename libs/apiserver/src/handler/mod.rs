@@ -147,13 +147,13 @@ impl ApiServer {
             // Health endpoints need no credentials.
             return Ok(response::text(StatusCode::OK, "ok"));
         }
-        let user = authentication::authenticate(
+        let (user, authenticated_by) = authentication::authenticate(
             &self.config.authenticators,
             &self.config.identity_headers,
             &mut parts,
             &peer.certificates,
         )?;
-        let info = self.in_cluster(&parts, &user, info, VerbHints { watch });
+        let info = self.in_cluster(&parts, &user, authenticated_by, info, VerbHints { watch });
         let info = self.resolve_path(info)?;
         let user = self.impersonate(&parts, user, &info)?;
         if home::is_home_request(&info) {
@@ -195,9 +195,10 @@ impl ApiServer {
                     body,
                 ))
                 .await;
-                if resp.is_ok() && !is_read && is_rbac(&ctx.info) {
+                if resp.is_ok() && !is_read && is_rbac(&ctx.info) && !ctx.query.dry_run()? {
                     // Answer only once the cache (and so the RBAC index) holds the change: a
-                    // client that was told its binding exists must be authorized by it.
+                    // client that was told its binding exists must be authorized by it. A dry run
+                    // wrote nothing to wait for.
                     let _ = self.registry.cache().wait_fresh().await;
                 }
                 resp.map(|mut resp| {

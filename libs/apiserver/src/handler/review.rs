@@ -7,10 +7,12 @@ use std::collections::BTreeMap;
 use http::{Response, StatusCode};
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::{ApiError, Cause};
+use kcp_auth::authz::SYSTEM_MASTERS;
 use kcp_auth::{Attributes, Decision, RbacAuthorizer, UserInfo};
 use serde_json::{Value, json};
 
 use super::RequestContext;
+use crate::admission::rules::strings;
 use crate::request_info::Target;
 use crate::{ApiServer, Body, response};
 
@@ -46,10 +48,6 @@ impl Asked {
         }
     }
 }
-
-/// The privileged group whose members are allowed everything (kube's AlwaysAllowGroups), so their
-/// rules review lists everything as upstream's privileged-group rule resolver does.
-const SYSTEM_MASTERS: &str = "system:masters";
 
 impl ApiServer {
     /// Answers a review with 201 and the object, its `status` filled in.
@@ -235,25 +233,19 @@ fn asked(def: &ResourceDef, obj: &Value) -> Result<Asked, ApiError> {
 /// The subject of a (Local)SubjectAccessReview: `spec.user`, `groups`, `extra`, `uid`.
 fn spec_user(def: &ResourceDef, obj: &Value) -> Result<UserInfo, ApiError> {
     let spec = &obj["spec"];
-    let strings = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default()
-    };
     let extra: BTreeMap<String, Vec<String>> = spec
         .get("extra")
         .and_then(Value::as_object)
-        .map(|m| m.iter().map(|(k, v)| (k.clone(), strings(v))).collect())
+        .map(|m| {
+            m.iter()
+                .map(|(k, v)| (k.clone(), strings(Some(v))))
+                .collect()
+        })
         .unwrap_or_default();
     let user = UserInfo {
         name: string_at(spec, "user").to_string(),
         uid: string_at(spec, "uid").to_string(),
-        groups: strings(&spec["groups"]),
+        groups: strings(spec.get("groups")),
         extra,
     };
     if user.name.is_empty() && user.groups.is_empty() {

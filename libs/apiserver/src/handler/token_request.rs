@@ -9,6 +9,7 @@ use kcp_apimachinery::status::{ApiError, Cause};
 use serde_json::{Value, json};
 
 use super::RequestContext;
+use crate::admission::rules::strings;
 use crate::codec;
 use crate::registry::ObjectRef;
 use crate::request_info::ResourceRequest;
@@ -104,16 +105,7 @@ impl ApiServer {
         if !causes.is_empty() {
             return Err(ApiError::invalid(GROUP, KIND, "", causes));
         }
-        let mut audiences: Vec<String> = spec
-            .get("audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let mut audiences = strings(spec.get("audiences"));
         if audiences.is_empty() {
             // The server's own audience, which its authenticator accepts.
             audiences.push(tokens.authenticator.issuer().to_string());

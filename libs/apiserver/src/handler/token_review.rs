@@ -11,6 +11,7 @@ use serde_json::{Value, json};
 
 use super::review::user_json;
 use crate::ApiServer;
+use crate::admission::rules::strings;
 
 impl ApiServer {
     /// The `status` of a TokenReview: `authenticated`, `user`, `audiences`, `error`.
@@ -29,16 +30,7 @@ impl ApiServer {
                 def.kind
             )));
         }
-        let requested: Vec<String> = obj
-            .pointer("/spec/audiences")
-            .and_then(Value::as_array)
-            .map(|a| {
-                a.iter()
-                    .filter_map(Value::as_str)
-                    .map(str::to_string)
-                    .collect()
-            })
-            .unwrap_or_default();
+        let requested = strings(obj.pointer("/spec/audiences"));
         // The server's own audiences: what its ServiceAccount tokens must name to authenticate
         // requests (kcp's `--api-audiences`, by default the issuer).
         let implicit: Vec<String> = self
@@ -78,16 +70,7 @@ impl ApiServer {
         };
         let (mut parts, ()) = http::Request::new(()).into_parts();
         parts.headers.insert(http::header::AUTHORIZATION, value);
-        let mut outcome = AuthnResult::NoCredential;
-        for authn in &self.config.authenticators {
-            match authn.authenticate(&parts, &[]) {
-                AuthnResult::NoCredential => continue,
-                decided => {
-                    outcome = decided;
-                    break;
-                }
-            }
-        }
+        let outcome = kcp_auth::authn::authenticate_chain(&self.config.authenticators, &parts, &[]);
         match outcome {
             AuthnResult::NoCredential => Ok(json!({"authenticated": false})),
             AuthnResult::Invalid(reason) => Ok(json!({"authenticated": false, "error": reason})),

@@ -13,13 +13,22 @@ pub fn authenticate_chain(
     parts: &http::request::Parts,
     peer_certificates: &[CertificateDer<'static>],
 ) -> AuthnResult {
+    authenticate_chain_by(authenticators, parts, peer_certificates).0
+}
+
+/// [`authenticate_chain`], also naming the authenticator that decided (`None` when none did).
+pub fn authenticate_chain_by<'a>(
+    authenticators: &'a [Arc<dyn Authenticator>],
+    parts: &http::request::Parts,
+    peer_certificates: &[CertificateDer<'static>],
+) -> (AuthnResult, Option<&'a Arc<dyn Authenticator>>) {
     for authenticator in authenticators {
         match authenticator.authenticate(parts, peer_certificates) {
             AuthnResult::NoCredential => continue,
-            decided => return decided,
+            decided => return (decided, Some(authenticator)),
         }
     }
-    AuthnResult::NoCredential
+    (AuthnResult::NoCredential, None)
 }
 
 /// A list of authenticators that is itself an [`Authenticator`], so chains can nest.

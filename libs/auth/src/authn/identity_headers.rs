@@ -37,28 +37,17 @@ impl IdentityHeaders {
     /// The defaults plus `configured`.
     pub fn new(configured: &RequestHeaderNames) -> Result<IdentityHeaders, RequestHeaderError> {
         let mut out = IdentityHeaders::default();
-        let names = configured
+        let configured = configured.parse()?;
+        for name in configured
             .username_headers
-            .iter()
-            .chain(&configured.group_headers)
-            .map(|n| n.trim())
-            .filter(|n| !n.is_empty());
-        for name in names {
-            let name = HeaderName::try_from(name)
-                .map_err(|_| RequestHeaderError::HeaderName(name.to_string()))?;
+            .into_iter()
+            .chain(configured.group_headers)
+        {
             if !out.names.contains(&name) {
                 out.names.push(name);
             }
         }
-        for prefix in configured
-            .extra_headers_prefixes
-            .iter()
-            .map(|p| p.trim())
-            .filter(|p| !p.is_empty())
-        {
-            HeaderName::try_from(prefix)
-                .map_err(|_| RequestHeaderError::HeaderName(prefix.to_string()))?;
-            let prefix = prefix.to_ascii_lowercase();
+        for prefix in configured.extra_prefixes {
             if !out.prefixes.contains(&prefix) {
                 out.prefixes.push(prefix);
             }

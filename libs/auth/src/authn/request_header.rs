@@ -39,6 +39,47 @@ pub struct RequestHeaderNames {
     pub extra_headers_prefixes: Vec<String>,
 }
 
+/// [`RequestHeaderNames`] checked: blank entries skipped, the rest valid header names, the extra
+/// prefixes lower-cased as `http` keeps header names.
+pub(crate) struct ParsedHeaderNames {
+    pub(crate) username_headers: Vec<HeaderName>,
+    pub(crate) group_headers: Vec<HeaderName>,
+    pub(crate) extra_prefixes: Vec<String>,
+}
+
+impl RequestHeaderNames {
+    pub(crate) fn parse(&self) -> Result<ParsedHeaderNames, RequestHeaderError> {
+        let parse = |names: &[String]| {
+            names
+                .iter()
+                .map(|n| n.trim())
+                .filter(|n| !n.is_empty())
+                .map(|n| {
+                    HeaderName::try_from(n)
+                        .map_err(|_| RequestHeaderError::HeaderName(n.to_string()))
+                })
+                .collect::<Result<Vec<_>, _>>()
+        };
+        let extra_prefixes = self
+            .extra_headers_prefixes
+            .iter()
+            .map(|p| p.trim())
+            .filter(|p| !p.is_empty())
+            .map(|p| {
+                // A prefix must itself be a valid header name start; checking it whole is close enough.
+                HeaderName::try_from(p)
+                    .map(|_| p.to_ascii_lowercase())
+                    .map_err(|_| RequestHeaderError::HeaderName(p.to_string()))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(ParsedHeaderNames {
+            username_headers: parse(&self.username_headers)?,
+            group_headers: parse(&self.group_headers)?,
+            extra_prefixes,
+        })
+    }
+}
+
 impl Default for RequestHeaderNames {
     fn default() -> Self {
         RequestHeaderNames {
@@ -68,41 +109,19 @@ impl RequestHeaderAuthenticator {
         allowed_names: Vec<String>,
         names: RequestHeaderNames,
     ) -> Result<RequestHeaderAuthenticator, RequestHeaderError> {
-        let parse = |names: &[String]| {
-            names
-                .iter()
-                .filter(|n| !n.trim().is_empty())
-                .map(|n| {
-                    HeaderName::try_from(n.trim())
-                        .map_err(|_| RequestHeaderError::HeaderName(n.clone()))
-                })
-                .collect::<Result<Vec<_>, _>>()
-        };
-        let username_headers = parse(&names.username_headers)?;
-        if username_headers.is_empty() {
+        let names = names.parse()?;
+        if names.username_headers.is_empty() {
             return Err(RequestHeaderError::NoUsernameHeader);
         }
-        let extra_prefixes = names
-            .extra_headers_prefixes
-            .iter()
-            .map(|p| p.trim())
-            .filter(|p| !p.is_empty())
-            .map(|p| {
-                // A prefix must itself be a valid header name start; checking it whole is close enough.
-                HeaderName::try_from(p)
-                    .map(|_| p.to_ascii_lowercase())
-                    .map_err(|_| RequestHeaderError::HeaderName(p.to_string()))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
         Ok(RequestHeaderAuthenticator {
             ca,
             allowed_names: allowed_names
                 .into_iter()
                 .filter(|n| !n.is_empty())
                 .collect(),
-            username_headers,
-            group_headers: parse(&names.group_headers)?,
-            extra_prefixes,
+            username_headers: names.username_headers,
+            group_headers: names.group_headers,
+            extra_prefixes: names.extra_prefixes,
         })
     }
 
@@ -126,22 +145,6 @@ impl RequestHeaderAuthenticator {
             .next()
             .and_then(|cn| cn.as_str().ok());
         cn.is_some_and(|cn| self.allowed_names.iter().any(|n| n == cn))
-    }
-
-    /// Removes every identity header this authenticator reads, so that a request whose identity came
-    /// from elsewhere cannot smuggle a forged one further along (to a proxied backend or a webhook).
-    pub fn strip_headers(&self, headers: &mut http::HeaderMap) {
-        for name in self.username_headers.iter().chain(&self.group_headers) {
-            headers.remove(name);
-        }
-        let extras: Vec<HeaderName> = headers
-            .keys()
-            .filter(|name| self.extra_key(name).is_some())
-            .cloned()
-            .collect();
-        for name in extras {
-            headers.remove(name);
-        }
     }
 
     /// The extra key a header carries, if it has one of the extra prefixes. As upstream, the name is
@@ -431,10 +434,12 @@ mod tests {
 
     #[test]
     fn strips_identity_headers() {
-        let setup = Setup::new();
         let mut parts = forged();
         parts.headers.insert("x-other", "kept".parse().unwrap());
-        setup.authenticator(&[]).strip_headers(&mut parts.headers);
+        // The server strips them with IdentityHeaders, built from the names the authenticator reads.
+        crate::authn::IdentityHeaders::new(&RequestHeaderNames::default())
+            .unwrap()
+            .strip(&mut parts.headers);
         let left: Vec<_> = parts.headers.keys().map(|k| k.as_str()).collect();
         assert_eq!(left, ["x-other"]);
     }

@@ -29,7 +29,8 @@ pub const SCOPES_EXTRA: &str = "authentication.kcp.io/scopes";
 pub const CREDENTIAL_ID_EXTRA: &str = "authentication.kubernetes.io/credential-id";
 /// Every ServiceAccount is in this group, and in `system:serviceaccounts:<namespace>`.
 pub const SERVICE_ACCOUNTS_GROUP: &str = "system:serviceaccounts";
-const USERNAME_PREFIX: &str = "system:serviceaccount:";
+/// The user name prefix of ServiceAccounts: `system:serviceaccount:<namespace>:<name>`.
+pub const USERNAME_PREFIX: &str = "system:serviceaccount:";
 
 /// Answers whether a ServiceAccount exists now, and with which uid. The caller backs it with its
 /// storage; an account being deleted should answer `None`.
@@ -52,7 +53,7 @@ pub enum ServiceAccountError {
 }
 
 /// A server's ServiceAccount tokens: the issuer (for the TokenRequest API) and the authenticator that
-/// accepts what it issues (also asked for the cluster of a request's token when routing by it).
+/// accepts what it issues.
 #[derive(Clone, Debug)]
 pub struct ServiceAccountTokens {
     pub issuer: Arc<TokenIssuer>,
@@ -62,6 +63,15 @@ pub struct ServiceAccountTokens {
 /// `system:serviceaccount:<namespace>:<name>`.
 pub fn username(namespace: &str, name: &str) -> String {
     format!("{USERNAME_PREFIX}{namespace}:{name}")
+}
+
+/// The groups of a ServiceAccount in `namespace`, but `system:authenticated`:
+/// `system:serviceaccounts` and `system:serviceaccounts:<namespace>`.
+pub fn groups(namespace: &str) -> Vec<String> {
+    vec![
+        SERVICE_ACCOUNTS_GROUP.to_string(),
+        format!("{SERVICE_ACCOUNTS_GROUP}:{namespace}"),
+    ]
 }
 
 /// Who a valid token speaks for.
@@ -93,14 +103,12 @@ impl ServiceAccountIdentity {
                 vec![format!("JTI={}", self.token_id)],
             );
         }
+        let mut groups = groups(&self.namespace);
+        groups.push(AUTHENTICATED_GROUP.to_string());
         UserInfo {
             name: username(&self.namespace, &self.name),
             uid: self.uid.clone(),
-            groups: vec![
-                SERVICE_ACCOUNTS_GROUP.to_string(),
-                format!("{SERVICE_ACCOUNTS_GROUP}:{}", self.namespace),
-                AUTHENTICATED_GROUP.to_string(),
-            ],
+            groups,
             extra,
         }
     }

@@ -20,6 +20,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::authn::UserInfo;
+use crate::authn::service_account::{CLUSTER_NAME_EXTRA, SCOPES_EXTRA};
 use crate::authz::generations::Generations;
 use crate::authz::rbac::{RbacAuthorizer, RbacIndex};
 use crate::authz::scope::scope_user;
@@ -185,10 +186,11 @@ impl Authorizer for KcpAuthorizer {
 
 /// A ServiceAccount in the logical cluster it belongs to.
 fn is_own_service_account(user: &UserInfo, cluster: &str) -> bool {
-    user.name.starts_with("system:serviceaccount:")
+    user.name
+        .starts_with(crate::authz::rbac::subject::SERVICE_ACCOUNT_PREFIX)
         && user
             .extra
-            .get(crate::authz::scope::CLUSTER_NAME_EXTRA)
+            .get(CLUSTER_NAME_EXTRA)
             .is_some_and(|c| c.iter().any(|c| c == cluster))
 }
 
@@ -233,14 +235,18 @@ fn cache_key(user: &UserInfo, a: &Attributes<'_>) -> String {
         key.push_str(group);
         key.push('\u{0}');
     }
-    // Extras matter to ServiceAccount scoping and subject matching.
-    for (k, values) in &user.extra {
-        key.push_str(k);
-        key.push('=');
-        for v in values {
-            key.push_str(v);
-            key.push(',');
+    // Of the extras, decisions read only these two (ServiceAccount scoping and subject matching);
+    // others, such as a token's credential id, would split the cache per token.
+    for k in [CLUSTER_NAME_EXTRA, SCOPES_EXTRA] {
+        if let Some(values) = user.extra.get(k) {
+            key.push_str(k);
+            key.push('=');
+            for v in values {
+                key.push_str(v);
+                key.push(',');
+            }
         }
+        key.push('\u{0}');
     }
     key
 }
@@ -530,5 +536,29 @@ mod tests {
             authz.authorize(&configmaps(&sa, "b", "create")),
             Decision::NoOpinion
         );
+    }
+
+    #[test]
+    fn the_cache_key_ignores_extras_decisions_do_not_read() {
+        let with = |extra: &[(&str, &str)]| UserInfo {
+            name: "system:serviceaccount:default:robot".into(),
+            extra: extra
+                .iter()
+                .map(|(k, v)| (k.to_string(), vec![v.to_string()]))
+                .collect(),
+            ..UserInfo::default()
+        };
+        let key = |user: &UserInfo| cache_key(user, &configmaps(user, "a", "list"));
+        let credential = crate::authn::service_account::CREDENTIAL_ID_EXTRA;
+        let one = with(&[(CLUSTER_NAME_EXTRA, "a"), (credential, "JTI=1")]);
+        let two = with(&[(CLUSTER_NAME_EXTRA, "a"), (credential, "JTI=2")]);
+        assert_eq!(key(&one), key(&two));
+        // The extras decisions read still tell users apart.
+        assert_ne!(key(&one), key(&with(&[(CLUSTER_NAME_EXTRA, "b")])));
+        assert_ne!(
+            key(&with(&[(SCOPES_EXTRA, "cluster:a")])),
+            key(&with(&[(SCOPES_EXTRA, "cluster:b")]))
+        );
+        assert_ne!(key(&with(&[])), key(&with(&[(SCOPES_EXTRA, "cluster:a")])));
     }
 }

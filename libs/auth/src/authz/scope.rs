@@ -13,8 +13,8 @@ pub use crate::authn::service_account::CLUSTER_NAME_EXTRA;
 use crate::authn::service_account::SCOPES_EXTRA;
 use crate::authn::{AUTHENTICATED_GROUP, UserInfo};
 
-const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
-const ANONYMOUS: &str = "system:anonymous";
+use crate::authz::rbac::authorizer::ANONYMOUS_USER as ANONYMOUS;
+use crate::authz::rbac::subject::SERVICE_ACCOUNT_PREFIX;
 
 /// `user` as it acts in `cluster` (empty: a request outside any logical cluster, where scoping
 /// does not apply).

@@ -2,12 +2,19 @@
 #![allow(dead_code)] // each test file uses its own part
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use bytes::Bytes;
 use clap::Parser;
+use http_body_util::{BodyExt, Full};
+use hyper_util::rt::TokioIo;
 use kcp_shard::Options;
 use kcp_shard::kubeconfig::Config;
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio::task::JoinHandle;
+use tokio_rustls::TlsConnector;
 use tokio_util::sync::CancellationToken;
 
 /// A shard running in this process on a random port, its state under `root`.
@@ -79,5 +86,111 @@ impl Running {
             .expect("the shard did not stop within 15s")
             .unwrap()
             .unwrap();
+    }
+}
+
+/// A client certificate chain and its key.
+pub struct Identity {
+    pub chain: Vec<CertificateDer<'static>>,
+    pub key: PrivateKeyDer<'static>,
+}
+
+/// One request to a shard, over a fresh HTTP/1.1 connection.
+pub struct Request<'a> {
+    pub method: http::Method,
+    pub path: &'a str,
+    pub headers: Vec<(&'a str, String)>,
+    pub body: Option<serde_json::Value>,
+    pub identity: Option<&'a Identity>,
+    pub tls12_only: bool,
+}
+
+impl<'a> Request<'a> {
+    pub fn get(path: &'a str) -> Request<'a> {
+        Request {
+            method: http::Method::GET,
+            path,
+            headers: Vec::new(),
+            body: None,
+            identity: None,
+            tls12_only: false,
+        }
+    }
+
+    pub fn header(mut self, name: &'a str, value: impl Into<String>) -> Self {
+        self.headers.push((name, value.into()));
+        self
+    }
+
+    pub fn bearer(self, token: &str) -> Self {
+        self.header("Authorization", format!("Bearer {token}"))
+    }
+
+    pub fn cert(mut self, identity: &'a Identity) -> Self {
+        self.identity = Some(identity);
+        self
+    }
+
+    /// Sends the request over a fresh HTTP/1.1 connection; returns the status and body.
+    pub async fn send(self, shard: &Running) -> (http::StatusCode, String) {
+        let mut roots = rustls::RootCertStore::empty();
+        roots
+            .add(
+                CertificateDer::from_pem_slice(
+                    std::fs::read_to_string(shard.root.join("ca.crt"))
+                        .unwrap()
+                        .as_bytes(),
+                )
+                .unwrap(),
+            )
+            .unwrap();
+        let versions: &[&rustls::SupportedProtocolVersion] = if self.tls12_only {
+            &[&rustls::version::TLS12]
+        } else {
+            rustls::DEFAULT_VERSIONS
+        };
+        let builder = rustls::ClientConfig::builder_with_provider(Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
+        .with_protocol_versions(versions)
+        .unwrap()
+        .with_root_certificates(roots);
+        let tls = match self.identity {
+            Some(id) => builder
+                .with_client_auth_cert(id.chain.clone(), id.key.clone_key())
+                .unwrap(),
+            None => builder.with_no_client_auth(),
+        };
+        let authority = shard.base_url.strip_prefix("https://").unwrap();
+        let tcp = tokio::net::TcpStream::connect(authority).await.unwrap();
+        let stream = TlsConnector::from(Arc::new(tls))
+            .connect(ServerName::try_from("127.0.0.1").unwrap(), tcp)
+            .await
+            .unwrap();
+        let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .unwrap();
+        tokio::spawn(conn);
+        let mut request = http::Request::builder()
+            .method(self.method)
+            .uri(format!("{}{}", shard.base_url, self.path))
+            .header("Host", authority);
+        for (name, value) in &self.headers {
+            request = request.header(*name, value);
+        }
+        let body = match &self.body {
+            Some(body) => {
+                request = request.header("Content-Type", "application/json");
+                Bytes::from(serde_json::to_vec(body).unwrap())
+            }
+            None => Bytes::new(),
+        };
+        let response = sender
+            .send_request(request.body(Full::new(body)).unwrap())
+            .await
+            .unwrap();
+        let status = response.status();
+        let body = response.into_body().collect().await.unwrap().to_bytes();
+        (status, String::from_utf8_lossy(&body).into_owned())
     }
 }

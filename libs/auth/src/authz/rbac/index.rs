@@ -4,7 +4,6 @@
 use std::collections::{BTreeMap, HashMap};
 use std::fmt;
 use std::ops::ControlFlow;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use kcp_apimachinery::field_error::go_quote;
 use parking_lot::RwLock;
@@ -49,7 +48,6 @@ impl ClusterPolicy {
 pub struct RbacIndex {
     bootstrap_cluster: String,
     clusters: RwLock<HashMap<String, ClusterPolicy>>,
-    generation: AtomicU64,
     /// Per-LC change counters, for caches of decisions about one LC.
     changes: Generations,
 }
@@ -65,7 +63,6 @@ impl fmt::Debug for RbacIndex {
         f.debug_struct("RbacIndex")
             .field("bootstrap_cluster", &self.bootstrap_cluster)
             .field("clusters", &self.clusters.read().len())
-            .field("generation", &self.generation())
             .finish()
     }
 }
@@ -120,18 +117,12 @@ impl RbacIndex {
         RbacIndex {
             bootstrap_cluster: bootstrap_cluster.into(),
             clusters: RwLock::new(HashMap::new()),
-            generation: AtomicU64::new(0),
             changes: Generations::new(),
         }
     }
 
     pub fn bootstrap_cluster(&self) -> &str {
         &self.bootstrap_cluster
-    }
-
-    /// Changes whenever the index changes, so callers can cache decisions keyed by it.
-    pub fn generation(&self) -> u64 {
-        self.generation.load(Ordering::Acquire)
     }
 
     /// Changes whenever the RBAC objects of `cluster` change (or all are reloaded). A decision
@@ -197,7 +188,6 @@ impl RbacIndex {
         };
         drop(clusters);
         if changed {
-            self.generation.fetch_add(1, Ordering::AcqRel);
             self.changes.bump(cluster);
         }
         result
@@ -223,14 +213,12 @@ impl RbacIndex {
     /// Forgets everything (the source of objects starts over with a full listing).
     pub fn clear(&self) {
         self.clusters.write().clear();
-        self.generation.fetch_add(1, Ordering::AcqRel);
         self.changes.bump_all();
     }
 
     /// Forgets every RBAC object of a logical cluster (the LC was deleted).
     pub fn remove_cluster(&self, cluster: &str) {
         if self.clusters.write().remove(cluster).is_some() {
-            self.generation.fetch_add(1, Ordering::AcqRel);
             self.changes.bump(cluster);
         }
     }

@@ -62,15 +62,8 @@ impl PolicyRule {
         if !attrs.resource_request {
             return non_resource_url_matches(self, attrs.path);
         }
-        let combined;
-        let resource = if attrs.subresource.is_empty() {
-            attrs.resource
-        } else {
-            combined = format!("{}/{}", attrs.resource, attrs.subresource);
-            &combined
-        };
         api_group_matches(self, attrs.api_group)
-            && resource_matches(self, resource, attrs.subresource)
+            && resource_matches(self, attrs.resource, attrs.subresource)
             && resource_name_matches(self, attrs.name)
     }
 }
@@ -99,14 +92,21 @@ pub fn api_group_matches(rule: &PolicyRule, group: &str) -> bool {
     rule.api_groups.iter().any(|g| g == ALL || g == group)
 }
 
-/// `combined` is `resource` or `resource/subresource`. A rule entry matches it when it is `*`, equal
-/// to it, or `*/<subresource>`. As in Kubernetes, `resource/*` is not a pattern: it only matches
+/// A rule entry matches the request's `resource` (`resource/subresource` when it names a
+/// subresource) when it is `*`, equal to it, or `*/<subresource>`. As in Kubernetes, `resource/*` is not a pattern: it only matches
 /// itself literally, so `*` or explicit `res/sub` entries must be used to grant subresources.
-pub fn resource_matches(rule: &PolicyRule, combined: &str, subresource: &str) -> bool {
+pub fn resource_matches(rule: &PolicyRule, resource: &str, subresource: &str) -> bool {
     rule.resources.iter().any(|r| {
         r == ALL
-            || r == combined
-            || (!subresource.is_empty() && r.strip_prefix("*/") == Some(subresource))
+            || if subresource.is_empty() {
+                r == resource
+            } else {
+                // `<resource>/<subresource>`, compared in place.
+                r.strip_prefix(resource)
+                    .and_then(|rest| rest.strip_prefix('/'))
+                    == Some(subresource)
+                    || r.strip_prefix("*/") == Some(subresource)
+            }
     })
 }
 

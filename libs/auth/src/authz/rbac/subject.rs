@@ -7,10 +7,10 @@ use serde_json::Value;
 
 use crate::authn::UserInfo;
 
-/// The user name prefix of service accounts: `system:serviceaccount:<namespace>:<name>`.
-pub const SERVICE_ACCOUNT_PREFIX: &str = "system:serviceaccount:";
 /// The user extra kcp sets on service accounts: the logical cluster that issued the token.
 pub use crate::authn::service_account::CLUSTER_NAME_EXTRA;
+/// The user name prefix of service accounts: `system:serviceaccount:<namespace>:<name>`.
+pub use crate::authn::service_account::USERNAME_PREFIX as SERVICE_ACCOUNT_PREFIX;
 
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum SubjectKind {
