@@ -1,7 +1,8 @@
 //! Workspaces end to end with kubectl, on both stores: a workspace is created with its type
 //! defaulted from the parent's, scheduled onto this shard's LogicalCluster, initialized by the
-//! `root:universal` initializer (namespace `default`) and Ready; its path `root:org[:team]` is
-//! served; type rules refuse what kcp refuses; an unknown path is 404.
+//! `root:universal` initializer (namespaces `default` and `kube-system`) and Ready; its path
+//! `root:org[:team]` is served; type rules refuse what kcp refuses; an unknown path is 404; custom
+//! initializers hold readiness and terminators hold deletion until PATCHed away.
 
 use std::path::Path;
 use std::process::Command;
@@ -14,7 +15,8 @@ on_both_stores!(
     workspace_type_rules,
     kubectl_ws_walk,
     home_workspaces,
-    delete_workspace_tree
+    delete_workspace_tree,
+    initializers_and_terminators
 );
 
 /// Creates a workspace in `parent` (a path) and waits until it is Ready; its object then.
@@ -228,8 +230,9 @@ fn kubectl_ws_walk(store: StoreKind) {
     let out = plugin(&config, &["ws", "team"]);
     assert!(out.contains("'root:org:team'"), "{out}");
     // Plain kubectl now works inside the workspace.
+    // The universal initializer gave it kcp's two namespaces.
     let namespaces = plugin(&config, &["get", "namespaces", "-o", "name"]);
-    assert_eq!(namespaces.trim(), "namespace/default");
+    assert_eq!(namespaces.trim(), "namespace/default\nnamespace/kube-system");
     let out = plugin(&config, &["ws", ".."]);
     assert!(out.contains("'root:org'"), "{out}");
     let tree = plugin(&config, &["ws", "tree"]);
@@ -400,4 +403,140 @@ fn delete_workspace_tree(store: StoreKind) {
         !body.contains(&team_lc),
         "the team's content is gone: {body}"
     );
+}
+
+/// The LogicalCluster of a workspace, read in its own LC.
+fn logical_cluster(shard: &Shard, lc: &str) -> Value {
+    shard
+        .kubectl_cmd()
+        .cluster(lc)
+        .json(&["get", "logicalcluster", "cluster", "-o", "json"])
+}
+
+/// Removes `entry` from the LC's `status.<field>` with a JSON patch on the status subresource, as an
+/// initializing or terminating controller does.
+fn remove_from_status(shard: &Shard, lc: &str, field: &str, entry: &str) {
+    let current = logical_cluster(shard, lc);
+    let index = current["status"][field]
+        .as_array()
+        .and_then(|a| a.iter().position(|x| x == entry))
+        .unwrap_or_else(|| panic!("{entry} not in status.{field}: {current}"));
+    let patch = format!(
+        r#"[{{"op":"test","path":"/status/{field}/{index}","value":"{entry}"}},{{"op":"remove","path":"/status/{field}/{index}"}}]"#
+    );
+    shard.kubectl_cmd().cluster(lc).ok(&[
+        "patch",
+        "logicalcluster",
+        "cluster",
+        "--subresource=status",
+        "--type=json",
+        "-p",
+        &patch,
+    ]);
+}
+
+fn initializers_and_terminators(store: StoreKind) {
+    let shard = Shard::start(store);
+    let types = shard.write_file(
+        "types.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: slow\n\
+         spec:\n  initializer: true\n  extend:\n    with:\n    - name: universal\n      path: root\n\
+         ---\napiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: guarded\n\
+         spec:\n  terminator: true\n  extend:\n    with:\n    - name: universal\n      path: root\n",
+    );
+    shard.kubectl_ok(&["create", "-f", types.to_str().unwrap_or_default()]);
+
+    // A custom initializer holds the workspace in Initializing; the universal one still ran.
+    let file = shard.write_file(
+        "ws-slow.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: slow\nspec:\n  type:\n    name: slow\n    path: root\n",
+    );
+    shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let ws = shard.eventually("slow initializing, universal done", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "slow", "-o", "json"]);
+        (ws["status"]["phase"] == "Initializing"
+            && ws["status"]["initializers"] == serde_json::json!(["root:slow"]))
+        .then_some(ws)
+    });
+    let initialized = ws["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "WorkspaceInitialized"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(initialized["status"], "False", "{ws}");
+    assert_eq!(initialized["reason"], "InitializerExists", "{ws}");
+    assert_eq!(
+        ws["metadata"]["labels"]["tenancy.kcp.io/phase"], "Initializing",
+        "{ws}"
+    );
+    let lc = ws["spec"]["cluster"].as_str().unwrap_or_default().to_string();
+    let namespaces = shard
+        .kubectl_cmd()
+        .cluster(&lc)
+        .ok(&["get", "namespaces", "-o", "name"]);
+    assert!(namespaces.contains("namespace/kube-system"), "{namespaces}");
+    // Still initializing a while later: nothing but the PATCH releases it.
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let ws = shard.kubectl_json(&["get", "workspace", "slow", "-o", "json"]);
+    assert_eq!(ws["status"]["phase"], "Initializing", "{ws}");
+    remove_from_status(&shard, &lc, "initializers", "root:slow");
+    shard.eventually("slow Ready", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "slow", "-o", "json"]);
+        (ws["status"]["phase"] == "Ready").then_some(())
+    });
+    let ready = shard.kubectl_ok(&[
+        "get",
+        "workspaces",
+        "-l",
+        "tenancy.kcp.io/phase=Ready",
+        "-o",
+        "name",
+    ]);
+    assert!(ready.contains("workspace.tenancy.kcp.io/slow"), "{ready}");
+
+    // A terminator holds the deletion: the LC is Terminating, its content still served, until
+    // the terminator is removed.
+    let guarded = create_ready(&shard, "root", "guarded", Some("guarded"));
+    let lc = guarded["spec"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(
+        logical_cluster(&shard, &lc)["spec"]["terminators"],
+        serde_json::json!(["root:guarded"])
+    );
+    shard
+        .kubectl_cmd()
+        .cluster(&lc)
+        .ok(&["create", "configmap", "kept", "--from-literal=a=b"]);
+    shard.kubectl_ok(&["delete", "workspace", "guarded", "--wait=false"]);
+    let ws = shard.eventually("guarded Terminating", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "guarded", "-o", "json"]);
+        (ws["status"]["phase"] == "Terminating").then_some(ws)
+    });
+    assert_eq!(
+        ws["status"]["terminators"],
+        serde_json::json!(["root:guarded"]),
+        "{ws}"
+    );
+    let lc_now = logical_cluster(&shard, &lc);
+    assert_eq!(lc_now["status"]["phase"], "Terminating", "{lc_now}");
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    let kept = shard
+        .kubectl_cmd()
+        .cluster(&lc)
+        .ok(&["get", "configmap", "kept", "-o", "name"]);
+    assert_eq!(kept.trim(), "configmap/kept");
+    remove_from_status(&shard, &lc, "terminators", "root:guarded");
+    shard.eventually("guarded gone", || {
+        let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);
+        (!listed.contains("guarded")).then_some(())
+    });
+    let (code, body) = shard.curl_as(
+        Some("shard-admin"),
+        "GET",
+        &format!("/clusters/{lc}/api/v1/configmaps"),
+        None,
+    );
+    assert!(code == 404 || !body.contains("kept"), "{code} {body}");
 }

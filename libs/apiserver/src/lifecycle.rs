@@ -218,9 +218,24 @@ impl ApiServer {
             }
         }
         let _ = self.registry.cache().wait_fresh().await;
-        Ok(self
-            .registry
-            .cache()
+        // Emptied namespaces are finalized here rather than queued behind every other namespace
+        // of the shard: the whole LC is going, nothing else waits on them.
+        let cache = self.registry.cache();
+        let mut finalized = false;
+        for ns in cache.objects_in_cluster(cluster) {
+            if ns.namespace.is_none()
+                && def_of(&ns).is_some_and(|d| is(&d, "", "namespaces"))
+                && is_deleting(&ns)
+                && cache.objects_in_namespace(cluster, &ns.name).is_empty()
+            {
+                self.finalize_namespace(cluster, &ns.name).await?;
+                finalized = true;
+            }
+        }
+        if finalized {
+            let _ = cache.wait_fresh().await;
+        }
+        Ok(cache
             .objects_in_cluster(cluster)
             .iter()
             .filter(|o| def_of(o).is_some_and(|d| !is_logical_cluster(&d)))

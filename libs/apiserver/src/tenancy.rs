@@ -16,8 +16,21 @@ pub const TYPE_ANNOTATION: &str = "internal.tenancy.kcp.io/type";
 pub const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
 /// On a LogicalCluster: the shard holding it.
 pub const SHARD_ANNOTATION: &str = "core.kcp.io/shard";
+/// On a Workspace: the name of the logical cluster it gets, chosen before that LC is created so a
+/// retry after a crash reuses it (kcp's optimistic two-phase scheduling).
+pub const CLUSTER_ANNOTATION: &str = "internal.tenancy.kcp.io/cluster";
+/// Holds a Workspace until its logical cluster is gone (kcp's name).
+pub const WORKSPACE_FINALIZER: &str = "core.kcp.io/logicalcluster";
 /// Types may extend each other this deep at most (kcp refuses longer chains as broken).
 const MAX_CHAIN: usize = 16;
+
+/// 16 base-36 characters from a random UUID, as kcp names workspace LCs.
+pub fn random_cluster_name() -> String {
+    let digits = kcp_apimachinery::names::base36(uuid::Uuid::new_v4().as_u128());
+    // A random u128 has up to 25 base-36 digits; its last 16 are as random as any.
+    let start = digits.len().saturating_sub(16);
+    format!("{:0>16}", &digits[start..])
+}
 
 /// A WorkspaceType reference: the path of the workspace holding it, and its name.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -274,6 +287,18 @@ pub fn placement_error(parent: &[ResolvedType], child: &[ResolvedType]) -> Optio
 #[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
     use super::*;
+
+    #[test]
+    fn cluster_names_are_sixteen_base36_characters() {
+        let a = random_cluster_name();
+        assert_eq!(a.len(), 16);
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+        );
+        assert_ne!(a, random_cluster_name());
+        assert!(kcp_apimachinery::names::is_valid_cluster_name(&a));
+    }
 
     fn t(name: &str, spec: Value) -> ResolvedType {
         ResolvedType {

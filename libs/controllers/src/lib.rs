@@ -8,6 +8,7 @@ mod per_namespace;
 pub mod quota;
 pub mod root_ca;
 pub mod serviceaccounts;
+mod workqueue;
 pub mod workspaces;
 
 use std::sync::Arc;

@@ -1,8 +1,7 @@
 //! The shape the service-account and root-CA controllers share: one named object that every live
 //! namespace of every logical cluster must have, created when the namespace appears, created again
-//! when deleted, and put back when edited. One task serves the whole shard.
+//! when deleted, and put back when edited. One pool of workers serves the whole shard.
 
-use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -12,59 +11,16 @@ use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
 use kcp_apiserver::watch_cache::{CacheEventType, CachedObject};
 use serde_json::Value;
-use tokio::time::Instant;
 
 use crate::feed::{Change, Feed};
+use crate::workqueue::{Outcome, WorkQueue};
 
 /// How soon a namespace whose reconcile failed is looked at again; doubled on each further failure
 /// (a quota may refuse the object for a long time), up to [`MAX_RETRY_DELAY`].
 const RETRY_DELAY: Duration = Duration::from_secs(1);
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(300);
-
-/// Failed namespaces: how often in a row each failed, and when to try again.
-#[derive(Default)]
-struct Retries {
-    failures: HashMap<(String, String), u32>,
-    due: HashMap<(String, String), Instant>,
-}
-
-impl Retries {
-    fn failed(&mut self, ns: (String, String)) {
-        let failures = self.failures.entry(ns.clone()).or_insert(0);
-        let delay = RETRY_DELAY
-            .saturating_mul(1 << (*failures).min(16))
-            .min(MAX_RETRY_DELAY);
-        *failures += 1;
-        self.due.insert(ns, Instant::now() + delay);
-    }
-
-    fn succeeded(&mut self, ns: &(String, String)) {
-        self.failures.remove(ns);
-    }
-
-    /// Waits until the earliest retry is due (forever when none is); cancel-safe.
-    async fn next_due(&self) {
-        match self.due.values().min() {
-            Some(at) => tokio::time::sleep_until(*at).await,
-            None => std::future::pending().await,
-        }
-    }
-
-    /// The namespaces due now.
-    fn take_due(&mut self) -> Vec<(String, String)> {
-        let now = Instant::now();
-        let due: Vec<_> = self
-            .due
-            .iter()
-            .filter(|(_, at)| **at <= now)
-            .map(|(ns, _)| ns.clone())
-            .collect();
-        for ns in &due {
-            self.due.remove(ns);
-        }
-        due
-    }
-}
+/// Namespaces reconciled at once: their writes share the store's commits.
+const WORKERS: usize = 8;
 
 /// The object a [`spawn`]ed controller keeps in every namespace.
 pub(crate) trait NamespaceObject: Send + Sync + 'static {
@@ -183,21 +139,25 @@ impl<O: NamespaceObject> Controller<O> {
         &self,
         server: &ApiServer,
         change: Change,
-        pending: &mut BTreeSet<(String, String)>,
+        queue: &WorkQueue<(String, String)>,
         is_namespace: bool,
     ) {
         match change {
-            Change::Resync => pending.extend(self.all_namespaces(server)),
+            Change::Resync => {
+                for ns in self.all_namespaces(server) {
+                    queue.add(ns);
+                }
+            }
             Change::Event(event) => {
                 let obj = &event.object;
                 if is_namespace {
                     if event.kind != CacheEventType::Deleted {
-                        pending.insert((obj.cluster.clone(), obj.name.clone()));
+                        queue.add((obj.cluster.clone(), obj.name.clone()));
                     }
                 } else if obj.name == self.object.name()
                     && let Some(ns) = &obj.namespace
                 {
-                    pending.insert((obj.cluster.clone(), ns.clone()));
+                    queue.add((obj.cluster.clone(), ns.clone()));
                 }
             }
         }
@@ -213,53 +173,43 @@ pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
     let shutdown = server.shutdown_token();
     let mut namespace_feed = Feed::new(cache.clone(), keyspace(&namespaces).all_clusters());
     let mut object_feed = Feed::new(cache, keyspace(object.def()).all_clusters());
-    let controller = Controller {
+    let controller = Arc::new(Controller {
         server: Arc::downgrade(&server),
         namespaces,
         object,
-    };
-    let mut pending: BTreeSet<(String, String)> =
-        controller.all_namespaces(&server).into_iter().collect();
+    });
+    let queue = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
+    for ns in controller.all_namespaces(&server) {
+        queue.add(ns);
+    }
     drop(server);
-    tokio::spawn(async move {
-        let mut retries = Retries::default();
-        loop {
-            for (cluster, namespace) in std::mem::take(&mut pending) {
-                if shutdown.is_cancelled() {
-                    return;
-                }
-                let Some(server) = controller.server.upgrade() else {
-                    return;
-                };
-                let ns = (cluster, namespace);
-                match controller.reconcile(&server, &ns.0, &ns.1).await {
-                    Ok(()) => retries.succeeded(&ns),
-                    Err(err) => {
-                        tracing::warn!(controller = controller.object.controller(), cluster = %ns.0, namespace = %ns.1, error = %err, "reconcile failed; retrying");
-                        retries.failed(ns);
-                    }
+    let worker = controller.clone();
+    queue.spawn_workers(WORKERS, shutdown.clone(), move |ns: (String, String)| {
+        let controller = worker.clone();
+        async move {
+            let Some(server) = controller.server.upgrade() else {
+                return Outcome::Done;
+            };
+            match controller.reconcile(&server, &ns.0, &ns.1).await {
+                Ok(()) => Outcome::Done,
+                Err(err) => {
+                    tracing::warn!(controller = controller.object.controller(), cluster = %ns.0, namespace = %ns.1, error = %err, "reconcile failed; retrying");
+                    Outcome::Failed
                 }
             }
+        }
+    });
+    tokio::spawn(async move {
+        loop {
             let (change, is_namespace) = tokio::select! {
                 change = namespace_feed.next() => (change, true),
                 change = object_feed.next() => (change, false),
-                _ = retries.next_due() => {
-                    pending.extend(retries.take_due());
-                    continue;
-                }
                 _ = shutdown.cancelled() => return,
             };
             let Some(server) = controller.server.upgrade() else {
                 return;
             };
-            controller.on_change(&server, change, &mut pending, is_namespace);
-            // Take whatever else is queued, so a burst reconciles each namespace once.
-            while let Some(change) = namespace_feed.try_next() {
-                controller.on_change(&server, change, &mut pending, true);
-            }
-            while let Some(change) = object_feed.try_next() {
-                controller.on_change(&server, change, &mut pending, false);
-            }
+            controller.on_change(&server, change, &queue, is_namespace);
         }
     });
 }

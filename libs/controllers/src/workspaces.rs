@@ -1,15 +1,22 @@
-//! The workspace controller: one task for every Workspace and LogicalCluster of the shard.
+//! The workspace controller: every Workspace and LogicalCluster of the shard, reconciled by a pool
+//! of workers (a key at a time each, see [`WorkQueue`]), so thousands of new workspaces are
+//! scheduled concurrently and their writes share the store's commits.
 //!
-//! A new Workspace is scheduled onto a Shard matching its location selector (this shard is the
-//! only one that can take it for now, but the choice goes through the Shard objects in `root`):
-//! a random LC name is recorded on the Workspace first, so a retry after a crash reuses it, then
-//! the LogicalCluster is created with the workspace's path, type, owner and the initializers of
-//! its type chain, and the creator becomes cluster-admin there through the `workspace-admin`
-//! ClusterRoleBinding. Then the Workspace gets `spec.cluster` and `spec.URL`, and its phase follows
-//! its LogicalCluster's. The `root:universal` initializer is run here too: it creates namespace
-//! `default` and removes itself, after which the LC (and so the Workspace) is Ready.
+//! A new Workspace arrives from admission with the name of its future LC and a finalizer. It is
+//! scheduled onto a Shard matching its location selector (this shard is the only one that can take
+//! it for now, but the choice goes through the Shard objects in `root`); its LogicalCluster is
+//! created with the workspace's path, type, owner and the initializers and terminators of its type
+//! chain, and the creator becomes cluster-admin there through the `workspace-admin`
+//! ClusterRoleBinding. The `root:universal` initializer runs right then (namespaces `default` and
+//! `kube-system`), and the Workspace gets `spec.cluster`, `spec.URL` and the status of its LC in
+//! one write. Afterwards its phase follows its LogicalCluster's; an LC whose last initializer is
+//! removed (custom initializers are removed by PATCH) becomes Ready.
+//!
+//! Deleting a Workspace deletes its LC: `Terminating` while terminators are pending (removed by
+//! PATCH), then `Deleting`: its content, child workspaces included, is deleted, the LC goes, and
+//! the Workspace is released.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -18,27 +25,36 @@ use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, created_or_existed, keyspace};
 use kcp_apiserver::tenancy::{
-    OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, new_logical_cluster,
-    workspace_admin_binding,
+    CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER,
+    new_logical_cluster, random_cluster_name, workspace_admin_binding,
 };
-use kcp_apiserver::watch_cache::CacheEventType;
+use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType};
+use parking_lot::Mutex;
 use serde_json::{Value, json};
-use tokio::time::Instant;
 
 use crate::feed::{Change, Feed};
 use crate::per_namespace::builtin;
+use crate::workqueue::{Outcome, WorkQueue};
 
-/// The LC name chosen for a workspace, written before its LogicalCluster is created.
-const CLUSTER_ANNOTATION: &str = "internal.tenancy.kcp.io/cluster";
 /// Shards with this annotation take no new workspaces.
 const UNSCHEDULABLE_ANNOTATION: &str = "experimental.core.kcp.io/unschedulable";
 /// The initializer of the `universal` type in `root`, run by this controller.
 const UNIVERSAL_INITIALIZER: &str = "root:universal";
-/// Holds a Workspace until its logical cluster is gone (kcp's name).
-const WORKSPACE_FINALIZER: &str = "core.kcp.io/logicalcluster";
+/// Namespaces the `universal` initializer creates.
+const UNIVERSAL_NAMESPACES: [&str; 2] = ["default", "kube-system"];
 /// Holds a workspace's LogicalCluster until everything else in the LC is gone.
 const CONTENT_FINALIZER: &str = "core.kcp.io/logicalcluster-content";
-const RETRY_DELAY: Duration = Duration::from_secs(1);
+/// A label with the workspace's phase, as kcp maintains it (selectable with `-l`).
+const PHASE_LABEL: &str = "tenancy.kcp.io/phase";
+/// Workers: enough that many workspaces' writes are in flight together (each write waits for a
+/// durable commit; concurrent ones share it), few enough to bound the memory of a burst.
+const WORKERS: usize = 32;
+/// Backoff of a failed reconcile.
+const RETRY_DELAY: Duration = Duration::from_millis(50);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(10);
+/// A deleting LC whose content waits on something no event of ours announces (an object with a
+/// finalizer of its own) is looked at again after this long.
+const CONTENT_RECHECK: Duration = Duration::from_secs(1);
 
 struct Defs {
     workspaces: Arc<ResourceDef>,
@@ -46,6 +62,24 @@ struct Defs {
     shards: Arc<ResourceDef>,
     bindings: Arc<ResourceDef>,
     namespaces: Arc<ResourceDef>,
+}
+
+/// What a worker reconciles.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+enum Key {
+    /// A Workspace: (its LC, its name).
+    Workspace(String, String),
+    /// A LogicalCluster, by its LC name.
+    Cluster(String),
+}
+
+struct Controller {
+    server: Weak<ApiServer>,
+    defs: Defs,
+    queue: Arc<WorkQueue<Key>>,
+    /// LCs whose content is being deleted: a namespace or workspace leaving one of them brings the
+    /// LC back at once instead of at its next recheck.
+    deleting: Mutex<HashSet<String>>,
 }
 
 /// Starts the controller; it stops with the server.
@@ -76,145 +110,126 @@ pub fn spawn(server: Arc<ApiServer>) {
         }
     };
     let stop = server.shutdown_token();
-    let weak = Arc::downgrade(&server);
+    let cache = server.registry().cache().clone();
+    let feeds = [
+        Feed::new(cache.clone(), keyspace(&defs.workspaces).all_clusters()),
+        Feed::new(
+            cache.clone(),
+            keyspace(&defs.logical_clusters).all_clusters(),
+        ),
+        Feed::new(cache, keyspace(&defs.namespaces).all_clusters()),
+    ];
+    let controller = Arc::new(Controller {
+        server: Arc::downgrade(&server),
+        defs,
+        queue: WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY),
+        deleting: Mutex::new(HashSet::new()),
+    });
     drop(server);
+    let worker = controller.clone();
+    controller
+        .queue
+        .spawn_workers(WORKERS, stop.clone(), move |key| {
+            let controller = worker.clone();
+            async move { controller.reconcile(key).await }
+        });
     tokio::spawn(async move {
         tokio::select! {
             _ = stop.cancelled() => {}
-            _ = run(weak, defs) => {}
+            _ = controller.dispatch(feeds) => {}
         }
     });
 }
 
-/// A workspace by (its LC, its name).
-type WorkspaceKey = (String, String);
-
-async fn run(server: Weak<ApiServer>, defs: Defs) {
-    let (mut workspaces, mut clusters) = {
-        let Some(s) = server.upgrade() else { return };
-        let cache = s.registry().cache().clone();
-        (
-            Feed::new(cache.clone(), keyspace(&defs.workspaces).all_clusters()),
-            Feed::new(cache, keyspace(&defs.logical_clusters).all_clusters()),
-        )
-    };
-    let mut due: HashMap<WorkspaceKey, Instant> = HashMap::new();
-    let mut clusters_due: HashMap<String, Instant> = HashMap::new();
-    let mut resync = true;
-    loop {
-        let mut queue: BTreeSet<WorkspaceKey> = BTreeSet::new();
-        let mut lcs: BTreeSet<String> = BTreeSet::new();
-        if resync {
-            resync = false;
-            let Some(s) = server.upgrade() else { return };
-            let cache = s.registry().cache();
-            for ws in cache.list(keyspace(&defs.workspaces).all_clusters(), None) {
-                queue.insert((ws.cluster.clone(), ws.name.clone()));
-            }
-            for lc in cache.list(keyspace(&defs.logical_clusters).all_clusters(), None) {
-                lcs.insert(lc.cluster.clone());
-            }
-        } else {
-            let next_retry = due.values().chain(clusters_due.values()).min().copied();
-            let retry = async {
-                match next_retry {
-                    Some(at) => tokio::time::sleep_until(at).await,
-                    None => std::future::pending().await,
-                }
+impl Controller {
+    /// Turns watch events into keys, until the server is gone.
+    async fn dispatch(&self, feeds: [Feed; 3]) {
+        let [mut workspaces, mut clusters, mut namespaces] = feeds;
+        self.resync();
+        loop {
+            let (change, from) = tokio::select! {
+                c = workspaces.next() => (c, 0),
+                c = clusters.next() => (c, 1),
+                c = namespaces.next() => (c, 2),
             };
-            tokio::select! {
-                change = workspaces.next() => match change {
-                    Change::Event(e) if e.kind != CacheEventType::Deleted => {
-                        queue.insert((e.object.cluster.clone(), e.object.name.clone()));
-                    }
-                    Change::Event(_) => {}
-                    Change::Resync => resync = true,
+            if self.server.strong_count() == 0 {
+                return;
+            }
+            match change {
+                Change::Resync => self.resync(),
+                Change::Event(e) => match from {
+                    0 => self.on_workspace(&e),
+                    1 => self.on_cluster(&e),
+                    _ => self.on_namespace(&e),
                 },
-                change = clusters.next() => match change {
-                    Change::Event(e) => follow_cluster(&e, &mut lcs, &mut queue),
-                    Change::Resync => resync = true,
-                },
-                _ = retry => {}
-            }
-            // Take what else is queued, so a burst is handled in one pass.
-            while let Some(change) = workspaces.try_next() {
-                match change {
-                    Change::Event(e) if e.kind != CacheEventType::Deleted => {
-                        queue.insert((e.object.cluster.clone(), e.object.name.clone()));
-                    }
-                    Change::Event(_) => {}
-                    Change::Resync => resync = true,
-                }
-            }
-            while let Some(change) = clusters.try_next() {
-                match change {
-                    Change::Event(e) => follow_cluster(&e, &mut lcs, &mut queue),
-                    Change::Resync => resync = true,
-                }
-            }
-            let now = Instant::now();
-            due.retain(|key, at| {
-                if *at <= now {
-                    queue.insert(key.clone());
-                    false
-                } else {
-                    true
-                }
-            });
-            clusters_due.retain(|lc, at| {
-                if *at <= now {
-                    lcs.insert(lc.clone());
-                    false
-                } else {
-                    true
-                }
-            });
-        }
-        let Some(s) = server.upgrade() else { return };
-        for lc in lcs {
-            match reconcile_cluster(&s, &defs, &lc).await {
-                Ok((owner, again)) => {
-                    queue.extend(owner);
-                    if again {
-                        clusters_due.insert(lc, Instant::now() + RETRY_DELAY);
-                    }
-                }
-                Err(err) => {
-                    tracing::warn!(cluster = %lc, error = %err, "logical cluster reconcile failed; retrying");
-                    clusters_due.insert(lc, Instant::now() + RETRY_DELAY);
-                }
-            }
-        }
-        for key in queue {
-            match reconcile_workspace(&s, &defs, &key.0, &key.1).await {
-                Ok(false) => {}
-                Ok(true) => {
-                    due.insert(key, Instant::now() + RETRY_DELAY);
-                }
-                Err(err) => {
-                    tracing::warn!(cluster = %key.0, workspace = %key.1, error = %err, "workspace reconcile failed; retrying");
-                    due.insert(key, Instant::now() + RETRY_DELAY);
-                }
             }
         }
     }
-}
 
-/// A LogicalCluster event: the LC to look at, or (once it is gone) its owning workspace.
-fn follow_cluster(
-    event: &kcp_apiserver::watch_cache::CacheEvent,
-    lcs: &mut BTreeSet<String>,
-    queue: &mut BTreeSet<WorkspaceKey>,
-) {
-    if event.kind != CacheEventType::Deleted {
-        lcs.insert(event.object.cluster.clone());
-    } else if let Some(owner) = event.object.value().ok().as_ref().and_then(owner_of) {
-        queue.insert(owner);
+    /// Queues every Workspace and LogicalCluster (first start, or events were missed).
+    fn resync(&self) {
+        let Some(s) = self.server.upgrade() else {
+            return;
+        };
+        let cache = s.registry().cache();
+        for ws in cache.list(keyspace(&self.defs.workspaces).all_clusters(), None) {
+            self.queue
+                .add(Key::Workspace(ws.cluster.clone(), ws.name.clone()));
+        }
+        for lc in cache.list(keyspace(&self.defs.logical_clusters).all_clusters(), None) {
+            self.queue.add(Key::Cluster(lc.cluster.clone()));
+        }
+    }
+
+    fn on_workspace(&self, event: &CacheEvent) {
+        let o = &event.object;
+        if event.kind == CacheEventType::Deleted {
+            // A child workspace gone: its parent LC may be waiting for it to finish deleting.
+            if self.deleting.lock().contains(&o.cluster) {
+                self.queue.add(Key::Cluster(o.cluster.clone()));
+            }
+        } else {
+            self.queue
+                .add(Key::Workspace(o.cluster.clone(), o.name.clone()));
+        }
+    }
+
+    /// A LogicalCluster event: the LC to look at, or (once it is gone) its owning workspace.
+    fn on_cluster(&self, event: &CacheEvent) {
+        if event.kind != CacheEventType::Deleted {
+            self.queue.add(Key::Cluster(event.object.cluster.clone()));
+            return;
+        }
+        self.deleting.lock().remove(&event.object.cluster);
+        if let Some((cluster, name)) = event.object.value().ok().as_ref().and_then(owner_of) {
+            self.queue.add(Key::Workspace(cluster, name));
+        }
+    }
+
+    fn on_namespace(&self, event: &CacheEvent) {
+        let cluster = &event.object.cluster;
+        if event.kind == CacheEventType::Deleted && self.deleting.lock().contains(cluster) {
+            self.queue.add(Key::Cluster(cluster.clone()));
+        }
+    }
+
+    async fn reconcile(&self, key: Key) -> Outcome {
+        let Some(server) = self.server.upgrade() else {
+            return Outcome::Done;
+        };
+        let result = match &key {
+            Key::Workspace(cluster, name) => self.reconcile_workspace(&server, cluster, name).await,
+            Key::Cluster(cluster) => self.reconcile_cluster(&server, cluster).await,
+        };
+        result.unwrap_or_else(|err| {
+            tracing::warn!(?key, error = %err, "workspace controller: reconcile failed; retrying");
+            Outcome::Failed
+        })
     }
 }
 
 /// The workspace owning a LogicalCluster, if a workspace made it.
-fn owner_of(lc: &Value) -> Option<WorkspaceKey> {
+fn owner_of(lc: &Value) -> Option<(String, String)> {
     (text(lc, "/spec/owner/resource") == "workspaces")
         .then(|| {
             (
@@ -267,12 +282,30 @@ fn string_list(v: &Value, pointer: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// 16 base-36 characters from a random UUID, as kcp names workspace LCs.
-fn random_cluster_name() -> String {
-    let digits = kcp_apimachinery::names::base36(uuid::Uuid::new_v4().as_u128());
-    // A random u128 has up to 25 base-36 digits; its last 16 are as random as any.
-    let start = digits.len().saturating_sub(16);
-    format!("{:0>16}", &digits[start..])
+fn annotation<'v>(v: &'v Value, name: &str) -> Option<&'v str> {
+    v.pointer("/metadata/annotations")
+        .and_then(|a| a.get(name))
+        .and_then(Value::as_str)
+}
+
+/// The metadata map of `obj`, made an object if it was not one.
+fn metadata(obj: &mut Value) -> &mut serde_json::Map<String, Value> {
+    object_at(obj, "metadata")
+}
+
+/// `obj[field]` as a map, made an (empty) object if it was not one.
+fn object_at<'v>(obj: &'v mut Value, field: &str) -> &'v mut serde_json::Map<String, Value> {
+    if !obj.is_object() {
+        *obj = json!({});
+    }
+    let entry = &mut obj[field];
+    if !entry.is_object() {
+        *entry = json!({});
+    }
+    match entry {
+        Value::Object(m) => m,
+        _ => unreachable!("made an object above"),
+    }
 }
 
 /// The Workspace's status as its LogicalCluster's state implies.
@@ -285,6 +318,7 @@ fn mirrored_status(lc: Option<&Value>) -> Value {
         .cloned()
         .unwrap_or(json!("Initializing"));
     let initializers = string_list(lc, "/status/initializers");
+    let terminators = string_list(lc, "/status/terminators");
     let initialized = initializers.is_empty();
     let mut conditions = vec![json!({"type": "WorkspaceScheduled", "status": "True"})];
     conditions.push(if initialized {
@@ -293,9 +327,16 @@ fn mirrored_status(lc: Option<&Value>) -> Value {
         json!({"type": "WorkspaceInitialized", "status": "False", "severity": "Info", "reason": "InitializerExists",
                "message": format!("Initializers still exist: {initializers:?}")})
     });
+    if is_deleting(lc) {
+        conditions.push(json!({"type": "WorkspaceContentDeleted", "status": "False", "severity": "Info",
+            "reason": "ContentDeletionPending", "message": "The content of the logical cluster is being deleted"}));
+    }
     let mut status = json!({"phase": phase, "conditions": conditions});
     if !initialized {
         status["initializers"] = json!(initializers);
+    }
+    if !terminators.is_empty() {
+        status["terminators"] = json!(terminators);
     }
     status
 }
@@ -336,85 +377,160 @@ fn same_status(old: &Value, status: &Value) -> bool {
     strip(old.get("status").unwrap_or(&Value::Null)) == strip(status)
 }
 
-/// Brings one workspace forward; answers whether to look again soon (a deletion under way).
-async fn reconcile_workspace(
-    server: &ApiServer,
-    defs: &Defs,
-    cluster: &str,
-    name: &str,
-) -> Result<bool, ApiError> {
-    let registry = server.registry();
-    let key = keyspace(&defs.workspaces).object(cluster, None, name);
-    let Some(cached) = registry.cache().get(&key) else {
-        return Ok(false);
-    };
-    let ws = cached.value().map_err(ApiError::internal)?;
-    if is_deleting(&ws) {
-        return delete_workspace(server, defs, cluster, name, &ws).await;
-    }
-    let at = ObjectRef {
-        cluster,
-        namespace: None,
-        name,
-    };
-    let scheduled = text(&ws, "/spec/cluster").to_string();
-    let lc_name = if scheduled.is_empty() {
-        match schedule(server, defs, cluster, name, &ws).await? {
-            Some(lc) => lc,
-            None => return Ok(false),
-        }
-    } else {
-        scheduled
-    };
-    let lc_key = keyspace(&defs.logical_clusters).object(&lc_name, None, "cluster");
-    let lc = registry.cache().get(&lc_key).and_then(|o| o.value().ok());
-    let status = mirrored_status(lc.as_ref());
-    if same_status(&ws, &status) {
-        return Ok(false);
-    }
-    match write_status(server, defs, at, &status).await {
-        Err(e) if e.code != 404 => Err(e),
-        _ => Ok(false),
-    }
+/// Where a scheduled workspace lives: its LC's name and URL.
+struct Placement<'a> {
+    cluster: &'a str,
+    url: &'a str,
+    shard: &'a str,
 }
 
-/// A deleted workspace: its LogicalCluster is deleted (which deletes the LC's content, child
-/// workspaces included), and once it is gone the workspace is released.
-async fn delete_workspace(
-    server: &ApiServer,
-    defs: &Defs,
-    cluster: &str,
-    name: &str,
+/// `ws` as it should be: placed (when `placement` is given), its status and phase label those
+/// its LC implies. `None` when it already is.
+fn desired_workspace(
     ws: &Value,
-) -> Result<bool, ApiError> {
-    if !has_finalizer(ws, WORKSPACE_FINALIZER) {
-        return Ok(false);
+    placement: Option<&Placement<'_>>,
+    status: &Value,
+) -> Option<Value> {
+    let phase = status
+        .get("phase")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let placed = placement.is_none_or(|p| text(ws, "/spec/cluster") == p.cluster);
+    let labelled = ws
+        .pointer("/metadata/labels")
+        .and_then(|l| l.get(PHASE_LABEL))
+        .and_then(Value::as_str)
+        == Some(phase);
+    if placed && labelled && same_status(ws, status) {
+        return None;
     }
-    let registry = server.registry();
-    let lc_name = Some(text(ws, "/spec/cluster"))
-        .filter(|c| !c.is_empty())
-        .or_else(|| {
-            ws.pointer("/metadata/annotations")
-                .and_then(|a| a.get(CLUSTER_ANNOTATION))
-                .and_then(Value::as_str)
-        })
-        .map(str::to_string);
-    if let Some(lc_name) = lc_name {
-        let lc_key = keyspace(&defs.logical_clusters).object(&lc_name, None, "cluster");
-        if let Some(lc) = registry.cache().get(&lc_key).and_then(|o| o.value().ok())
+    let mut new = ws.clone();
+    if let Some(p) = placement {
+        let spec = object_at(&mut new, "spec");
+        spec.insert("cluster".into(), json!(p.cluster));
+        spec.insert("URL".into(), json!(p.url));
+        let meta = metadata(&mut new);
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        if let Some(a) = annotations.as_object_mut() {
+            a.insert(SHARD_ANNOTATION.into(), json!(p.shard));
+        }
+    }
+    let meta = metadata(&mut new);
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels[PHASE_LABEL] = json!(phase);
+    let now = kcp_apiserver::registry::now_rfc3339();
+    new["status"] = with_transition_times(status.clone(), ws, &now);
+    Some(new)
+}
+
+impl Controller {
+    fn lc_key(&self, lc: &str) -> String {
+        keyspace(&self.defs.logical_clusters)
+            .object(lc, None, "cluster")
+            .to_string()
+    }
+
+    /// The LogicalCluster `lc` as the cache has it.
+    fn cached_lc(&self, server: &ApiServer, lc: &str) -> Option<Value> {
+        server
+            .registry()
+            .cache()
+            .get(&self.lc_key(lc))
+            .and_then(|o| o.value().ok())
+    }
+
+    /// Brings one workspace forward.
+    async fn reconcile_workspace(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+        name: &str,
+    ) -> Result<Outcome, ApiError> {
+        let key = keyspace(&self.defs.workspaces).object(cluster, None, name);
+        let Some(cached) = server.registry().cache().get(&key) else {
+            return Ok(Outcome::Done);
+        };
+        let ws = cached.value().map_err(ApiError::internal)?;
+        if is_deleting(&ws) {
+            return self.delete_workspace(server, cluster, name, &ws).await;
+        }
+        if text(&ws, "/spec/cluster").is_empty() {
+            return self.schedule(server, cluster, name, &ws).await;
+        }
+        let lc = self.cached_lc(server, text(&ws, "/spec/cluster"));
+        let status = mirrored_status(lc.as_ref());
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name,
+        };
+        self.write_workspace(server, at, None, &status).await?;
+        Ok(Outcome::Done)
+    }
+
+    /// Writes the workspace as [`desired_workspace`] makes it, if that changes anything.
+    async fn write_workspace(
+        &self,
+        server: &ApiServer,
+        at: ObjectRef<'_>,
+        placement: Option<&Placement<'_>>,
+        status: &Value,
+    ) -> Result<(), ApiError> {
+        let written = server
+            .registry()
+            .update(
+                &self.defs.workspaces,
+                at,
+                UpdateKind::Whole,
+                WriteOptions::default(),
+                |old| Ok(desired_workspace(old, placement, status).unwrap_or_else(|| old.clone())),
+            )
+            .await;
+        match written {
+            Err(e) if e.code != 404 => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// A deleted workspace: its LogicalCluster is deleted (which deletes the LC's content, child
+    /// workspaces included), and once it is gone the workspace is released.
+    async fn delete_workspace(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+        name: &str,
+        ws: &Value,
+    ) -> Result<Outcome, ApiError> {
+        if !has_finalizer(ws, WORKSPACE_FINALIZER) {
+            return Ok(Outcome::Done);
+        }
+        let registry = server.registry();
+        let lc_name = Some(text(ws, "/spec/cluster"))
+            .filter(|c| !c.is_empty())
+            .or_else(|| annotation(ws, CLUSTER_ANNOTATION));
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name,
+        };
+        if let Some(lc_name) = lc_name
+            && let Some(lc) = self.cached_lc(server, lc_name)
             // Only an LC this workspace owns.
             && text(&lc, "/spec/owner/uid") == text(ws, "/metadata/uid")
         {
             if !is_deleting(&lc) {
-                let at = ObjectRef {
-                    cluster: &lc_name,
+                let lc_at = ObjectRef {
+                    cluster: lc_name,
                     namespace: None,
                     name: "cluster",
                 };
                 let deleted = registry
                     .delete(
-                        &defs.logical_clusters,
-                        at,
+                        &self.defs.logical_clusters,
+                        lc_at,
                         &kcp_apiserver::registry::DeleteOptions::default(),
                     )
                     .await;
@@ -424,349 +540,395 @@ async fn delete_workspace(
                     return Err(e);
                 }
             }
-            return Ok(true);
-        }
-    }
-    let at = ObjectRef {
-        cluster,
-        namespace: None,
-        name,
-    };
-    match edit_metadata(server, defs, at, |m| {
-        set_finalizer(m, WORKSPACE_FINALIZER, false)
-    })
-    .await
-    {
-        Err(e) if e.code != 404 => Err(e),
-        _ => Ok(false),
-    }
-}
-
-/// Changes a Workspace's metadata.
-async fn edit_metadata(
-    server: &ApiServer,
-    defs: &Defs,
-    at: ObjectRef<'_>,
-    edit: impl Fn(&mut serde_json::Map<String, Value>),
-) -> Result<(), ApiError> {
-    server
-        .registry()
-        .update(
-            &defs.workspaces,
-            at,
-            UpdateKind::Main,
-            WriteOptions::default(),
-            |old| {
-                let mut new = old.clone();
-                if !new["metadata"].is_object() {
-                    new["metadata"] = json!({});
-                }
-                if let Some(m) = new["metadata"].as_object_mut() {
-                    edit(m);
-                }
-                Ok(new)
-            },
-        )
-        .await
-        .map(|_| ())
-}
-
-/// The annotations of `meta`, made an object if they were not one.
-fn annotations(meta: &mut serde_json::Map<String, Value>) -> &mut serde_json::Map<String, Value> {
-    let a = meta.entry("annotations").or_insert_with(|| json!({}));
-    if !a.is_object() {
-        *a = json!({});
-    }
-    match a {
-        Value::Object(m) => m,
-        _ => unreachable!("made an object above"),
-    }
-}
-
-/// Replaces a Workspace's status, keeping the transition times of unchanged conditions.
-async fn write_status(
-    server: &ApiServer,
-    defs: &Defs,
-    at: ObjectRef<'_>,
-    status: &Value,
-) -> Result<(), ApiError> {
-    let now = kcp_apiserver::registry::now_rfc3339();
-    server
-        .registry()
-        .update(
-            &defs.workspaces,
-            at,
-            UpdateKind::Status,
-            WriteOptions::default(),
-            |old| {
-                let mut new = old.clone();
-                new["status"] = with_transition_times(status.clone(), old, &now);
-                Ok(new)
-            },
-        )
-        .await
-        .map(|_| ())
-}
-
-/// Schedules a workspace: the LC name it gets, once its LogicalCluster exists; `None` while it
-/// cannot be scheduled (its status says why).
-async fn schedule(
-    server: &ApiServer,
-    defs: &Defs,
-    cluster: &str,
-    name: &str,
-    ws: &Value,
-) -> Result<Option<String>, ApiError> {
-    let registry = server.registry();
-    let at = ObjectRef {
-        cluster,
-        namespace: None,
-        name,
-    };
-    let Some(reference) = ws.pointer("/spec/type").and_then(TypeRef::from_value) else {
-        return Ok(None);
-    };
-    // Only this shard can create LCs here; other shards' objects are candidates for the front
-    // proxy's scheduler later.
-    let selector = match ws.pointer("/spec/location/selector") {
-        Some(s) => kcp_apimachinery::selector::label::from_label_selector(s)
-            .map_err(|e| ApiError::internal(e.to_string()))?,
-        None => kcp_apimachinery::selector::Selector::everything(),
-    };
-    let shards = registry.cache().list(
-        &keyspace(&defs.shards).cluster(kcp_api_types::tenancy::ROOT),
-        None,
-    );
-    let fits = shards.iter().filter_map(|s| s.value().ok()).any(|shard| {
-        text(&shard, "/metadata/name") == server.shard_name()
-            && selector.matches_object(&shard)
-            && shard
-                .pointer(&format!(
-                    "/metadata/annotations/{}",
-                    UNSCHEDULABLE_ANNOTATION.replace('/', "~1")
-                ))
-                .is_none()
-    });
-    if !fits {
-        let status = json!({"phase": "Scheduling", "conditions": [{
-            "type": "WorkspaceScheduled", "status": "False", "severity": "Error", "reason": "Unschedulable",
-            "message": "No available shards to schedule the workspace",
-        }]});
-        if !same_status(ws, &status) {
-            write_status(server, defs, at, &status).await?;
-        }
-        return Ok(None);
-    }
-    // Phase one: the name, recorded before anything is created under it.
-    let annotation = ws
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(CLUSTER_ANNOTATION))
-        .and_then(Value::as_str)
-        .map(str::to_string);
-    let Some(lc_name) = annotation else {
-        let chosen = random_cluster_name();
-        // The finalizer too: from now on an LC may exist that only this workspace can delete.
-        edit_metadata(server, defs, at, |m| {
-            let a = annotations(m);
-            a.insert(CLUSTER_ANNOTATION.into(), json!(chosen));
-            a.insert(SHARD_ANNOTATION.into(), json!(server.shard_name()));
-            set_finalizer(m, WORKSPACE_FINALIZER, true);
-        })
-        .await?;
-        // The annotation's own event brings the workspace back for phase two.
-        return Ok(None);
-    };
-    // Phase two: the LogicalCluster, then the workspace admin, then the workspace's spec.
-    let types = Types {
-        cache: registry.cache(),
-        paths: server.paths(),
-    };
-    let chain = types.chain(&reference).map_err(ApiError::internal)?;
-    let parent_path = types.path_of(cluster);
-    let owner_json = ws
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(OWNER_ANNOTATION))
-        .and_then(Value::as_str)
-        .unwrap_or("{}")
-        .to_string();
-    let created_by: Value = serde_json::from_str(&owner_json).unwrap_or_else(|_| json!({}));
-    let uid = text(ws, "/metadata/uid").to_string();
-    let mut lc = new_logical_cluster(
-        &format!("{parent_path}:{name}"),
-        &reference,
-        &chain,
-        &created_by,
-    );
-    lc["metadata"]["finalizers"] = json!([CONTENT_FINALIZER]);
-    lc["metadata"]["annotations"][SHARD_ANNOTATION] = json!(server.shard_name());
-    lc["spec"]["owner"] = json!({
-        "apiVersion": "tenancy.kcp.io/v1alpha1",
-        "resource": "workspaces",
-        "name": name,
-        "cluster": cluster,
-        "uid": uid,
-    });
-    match registry
-        .create(
-            &defs.logical_clusters,
-            &lc_name,
-            None,
-            lc,
-            WriteOptions::default(),
-        )
-        .await
-    {
-        Ok(_) => {}
-        Err(e) if e.code == 409 => {
-            // Ours from an earlier attempt, or someone else's: then pick another name.
-            let key = keyspace(&defs.logical_clusters).object(&lc_name, None, "cluster");
-            let existing = registry.cache().get(&key).and_then(|o| o.value().ok());
-            if existing.as_ref().map(|e| text(e, "/spec/owner/uid")) != Some(uid.as_str()) {
-                edit_metadata(server, defs, at, |m| {
-                    annotations(m).remove(CLUSTER_ANNOTATION);
-                })
+            // The workspace shows the deletion's progress; the LC's events bring it back here.
+            self.write_workspace(server, at, None, &mirrored_status(Some(&lc)))
                 .await?;
-                return Ok(None);
-            }
-        }
-        Err(e) => return Err(e),
-    }
-    let username = text(&created_by, "/username");
-    if !username.is_empty() {
-        let binding = workspace_admin_binding(username);
-        created_or_existed(
-            registry
-                .create(
-                    &defs.bindings,
-                    &lc_name,
-                    None,
-                    binding,
-                    WriteOptions::default(),
-                )
-                .await,
-        )?;
-    }
-    let url = format!("{}/clusters/{lc_name}", server.external_url());
-    registry
-        .update(
-            &defs.workspaces,
-            at,
-            UpdateKind::Main,
-            WriteOptions::default(),
-            |old| {
-                let mut new = old.clone();
-                new["spec"]["cluster"] = json!(lc_name);
-                new["spec"]["URL"] = json!(url);
-                Ok(new)
-            },
-        )
-        .await?;
-    Ok(Some(lc_name))
-}
-
-/// Runs the `root:universal` initializer of an LC, or deletes the content of a deleted one; answers
-/// the LC's owning workspace, if any, and whether to look again soon.
-async fn reconcile_cluster(
-    server: &ApiServer,
-    defs: &Defs,
-    cluster: &str,
-) -> Result<(Option<WorkspaceKey>, bool), ApiError> {
-    let registry = server.registry();
-    let key = keyspace(&defs.logical_clusters).object(cluster, None, "cluster");
-    let Some(cached) = registry.cache().get(&key) else {
-        return Ok((None, false));
-    };
-    let lc = cached.value().map_err(ApiError::internal)?;
-    let owner = owner_of(&lc);
-    let at = ObjectRef {
-        cluster,
-        namespace: None,
-        name: "cluster",
-    };
-    if is_deleting(&lc) {
-        if !has_finalizer(&lc, CONTENT_FINALIZER) {
-            return Ok((owner, false));
-        }
-        if server.delete_cluster_content(cluster).await? > 0 {
-            return Ok((owner, true));
+            return Ok(Outcome::Done);
         }
         let released = registry
             .update(
-                &defs.logical_clusters,
+                &self.defs.workspaces,
                 at,
                 UpdateKind::Main,
                 WriteOptions::default(),
                 |old| {
                     let mut new = old.clone();
-                    if let Some(m) = new["metadata"].as_object_mut() {
-                        set_finalizer(m, CONTENT_FINALIZER, false);
-                    }
+                    set_finalizer(metadata(&mut new), WORKSPACE_FINALIZER, false);
                     Ok(new)
                 },
             )
             .await;
-        return match released {
+        match released {
             Err(e) if e.code != 404 => Err(e),
-            _ => Ok((owner, false)),
+            _ => Ok(Outcome::Done),
+        }
+    }
+
+    /// Whether this shard may take a workspace with `ws`'s location selector.
+    fn fits_here(&self, server: &ApiServer, ws: &Value) -> Result<bool, ApiError> {
+        // Only this shard can create LCs here; other shards' objects are candidates for the front
+        // proxy's scheduler later.
+        let selector = match ws.pointer("/spec/location/selector") {
+            Some(s) => kcp_apimachinery::selector::label::from_label_selector(s)
+                .map_err(|e| ApiError::internal(e.to_string()))?,
+            None => kcp_apimachinery::selector::Selector::everything(),
         };
+        let key = keyspace(&self.defs.shards)
+            .object(kcp_api_types::tenancy::ROOT, None, server.shard_name())
+            .to_string();
+        let unschedulable = format!(
+            "/metadata/annotations/{}",
+            UNSCHEDULABLE_ANNOTATION.replace('/', "~1")
+        );
+        Ok(server
+            .registry()
+            .cache()
+            .get(&key)
+            .and_then(|s| s.value().ok())
+            .is_some_and(|shard| {
+                selector.matches_object(&shard) && shard.pointer(&unschedulable).is_none()
+            }))
     }
-    let initializers = string_list(&lc, "/status/initializers");
-    if text(&lc, "/status/phase") != "Initializing"
-        || !initializers.iter().any(|i| i == UNIVERSAL_INITIALIZER)
-    {
-        return Ok((owner, false));
+
+    /// Schedules a workspace: creates its LogicalCluster and admin binding, runs the universal
+    /// initializer, and places the workspace, in that order, so a crash at any point resumes here.
+    async fn schedule(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+        name: &str,
+        ws: &Value,
+    ) -> Result<Outcome, ApiError> {
+        let registry = server.registry();
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name,
+        };
+        let Some(reference) = ws.pointer("/spec/type").and_then(TypeRef::from_value) else {
+            return Ok(Outcome::Done);
+        };
+        if !self.fits_here(server, ws)? {
+            let status = json!({"phase": "Scheduling", "conditions": [{
+                "type": "WorkspaceScheduled", "status": "False", "severity": "Error", "reason": "Unschedulable",
+                "message": "No available shards to schedule the workspace",
+            }]});
+            self.write_workspace(server, at, None, &status).await?;
+            return Ok(Outcome::Done);
+        }
+        // Admission names the LC; a workspace from before that (or whose name was taken) gets
+        // one here, with the finalizer, before anything is created under it.
+        let Some(lc_name) = annotation(ws, CLUSTER_ANNOTATION).map(str::to_string) else {
+            self.rename(server, at, true).await?;
+            return Ok(Outcome::Done);
+        };
+        let uid = text(ws, "/metadata/uid").to_string();
+        let lc = match self.cached_lc(server, &lc_name) {
+            Some(lc) => lc,
+            None => match self
+                .create_lc(server, cluster, name, ws, &reference, &lc_name)
+                .await
+            {
+                Ok(lc) => lc,
+                Err(e) if e.code == 409 => {
+                    // Created meanwhile: ours (an earlier attempt) or someone else's.
+                    let _ = registry.cache().wait_fresh().await;
+                    self.cached_lc(server, &lc_name).unwrap_or_default()
+                }
+                Err(e) => return Err(e),
+            },
+        };
+        if text(&lc, "/spec/owner/uid") != uid {
+            // Someone else's LC: pick another name.
+            self.rename(server, at, false).await?;
+            return Ok(Outcome::Done);
+        }
+        let created_by: Value = annotation(ws, OWNER_ANNOTATION)
+            .and_then(|o| serde_json::from_str(o).ok())
+            .unwrap_or_else(|| json!({}));
+        let username = text(&created_by, "/username");
+        if !username.is_empty() {
+            created_or_existed(
+                registry
+                    .create(
+                        &self.defs.bindings,
+                        &lc_name,
+                        None,
+                        workspace_admin_binding(username),
+                        WriteOptions::default(),
+                    )
+                    .await,
+            )?;
+        }
+        let lc = match self.initialize_universal(server, &lc_name, &lc).await? {
+            Some(initialized) => initialized,
+            None => lc,
+        };
+        let url = format!("{}/clusters/{lc_name}", server.external_url());
+        let placement = Placement {
+            cluster: &lc_name,
+            url: &url,
+            shard: server.shard_name(),
+        };
+        self.write_workspace(server, at, Some(&placement), &mirrored_status(Some(&lc)))
+            .await?;
+        Ok(Outcome::Done)
     }
-    let namespace =
-        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
-    created_or_existed(
+
+    /// Gives the workspace a new LC name (and, with `guard`, the finalizer that protects it).
+    async fn rename(
+        &self,
+        server: &ApiServer,
+        at: ObjectRef<'_>,
+        guard: bool,
+    ) -> Result<(), ApiError> {
+        let chosen = random_cluster_name();
+        server
+            .registry()
+            .update(
+                &self.defs.workspaces,
+                at,
+                UpdateKind::Main,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    let meta = metadata(&mut new);
+                    let a = meta.entry("annotations").or_insert_with(|| json!({}));
+                    if !a.is_object() {
+                        *a = json!({});
+                    }
+                    a[CLUSTER_ANNOTATION] = json!(chosen);
+                    if guard {
+                        set_finalizer(meta, WORKSPACE_FINALIZER, true);
+                    }
+                    Ok(new)
+                },
+            )
+            .await
+            .map(|_| ())
+    }
+
+    /// Creates the LogicalCluster `lc_name` for workspace `name` in `cluster`; answers it as written.
+    async fn create_lc(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+        name: &str,
+        ws: &Value,
+        reference: &TypeRef,
+        lc_name: &str,
+    ) -> Result<Value, ApiError> {
+        let registry = server.registry();
+        let types = Types {
+            cache: registry.cache(),
+            paths: server.paths(),
+        };
+        let chain = types.chain(reference).map_err(ApiError::internal)?;
+        let parent_path = types.path_of(cluster);
+        let created_by: Value = annotation(ws, OWNER_ANNOTATION)
+            .and_then(|o| serde_json::from_str(o).ok())
+            .unwrap_or_else(|| json!({}));
+        let mut lc = new_logical_cluster(
+            &format!("{parent_path}:{name}"),
+            reference,
+            &chain,
+            &created_by,
+        );
+        lc["metadata"]["finalizers"] = json!([CONTENT_FINALIZER]);
+        lc["metadata"]["annotations"][SHARD_ANNOTATION] = json!(server.shard_name());
+        lc["spec"]["owner"] = json!({
+            "apiVersion": "tenancy.kcp.io/v1alpha1",
+            "resource": "workspaces",
+            "name": name,
+            "cluster": cluster,
+            "uid": text(ws, "/metadata/uid"),
+        });
         registry
             .create(
-                &defs.namespaces,
-                cluster,
+                &self.defs.logical_clusters,
+                lc_name,
                 None,
-                namespace,
+                lc,
                 WriteOptions::default(),
             )
-            .await,
-    )?;
-    registry
-        .update(
-            &defs.logical_clusters,
-            at,
-            UpdateKind::Status,
-            WriteOptions::default(),
-            |old| {
-                let mut new = old.clone();
-                let remaining: Vec<String> = string_list(old, "/status/initializers")
-                    .into_iter()
-                    .filter(|i| i != UNIVERSAL_INITIALIZER)
-                    .collect();
-                if remaining.is_empty() {
-                    new["status"]["phase"] = json!("Ready");
+            .await
+            .map(|w| w.object)
+    }
+
+    /// Runs the `root:universal` initializer on `lc` if it is pending: answers the LC as updated,
+    /// `None` when there was nothing to do.
+    async fn initialize_universal(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+        lc: &Value,
+    ) -> Result<Option<Value>, ApiError> {
+        if text(lc, "/status/phase") != "Initializing"
+            || !string_list(lc, "/status/initializers")
+                .iter()
+                .any(|i| i == UNIVERSAL_INITIALIZER)
+        {
+            return Ok(None);
+        }
+        let registry = server.registry();
+        for name in UNIVERSAL_NAMESPACES {
+            let namespace =
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            created_or_existed(
+                registry
+                    .create(
+                        &self.defs.namespaces,
+                        cluster,
+                        None,
+                        namespace,
+                        WriteOptions::default(),
+                    )
+                    .await,
+            )?;
+        }
+        self.remove_initializer(server, cluster, UNIVERSAL_INITIALIZER)
+            .await
+    }
+
+    /// Removes `initializer` from the LC's pending ones (none: only makes an LC with none left
+    /// Ready); answers the LC as updated.
+    async fn remove_initializer(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+        initializer: &str,
+    ) -> Result<Option<Value>, ApiError> {
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name: "cluster",
+        };
+        let written = server
+            .registry()
+            .update(
+                &self.defs.logical_clusters,
+                at,
+                UpdateKind::Status,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    let remaining: Vec<String> = string_list(old, "/status/initializers")
+                        .into_iter()
+                        .filter(|i| i != initializer)
+                        .collect();
+                    if remaining.is_empty() && text(old, "/status/phase") == "Initializing" {
+                        new["status"]["phase"] = json!("Ready");
+                    }
+                    new["status"]["initializers"] = json!(remaining);
+                    Ok(new)
+                },
+            )
+            .await;
+        match written {
+            Ok(w) => Ok(Some(w.object)),
+            Err(e) if e.code == 404 => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// An LC's own progress: initialization of LCs no workspace schedules (homes, bare LCs) and
+    /// readiness once custom initializers are gone; termination and content deletion. Its owning
+    /// workspace is queued to follow it.
+    async fn reconcile_cluster(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+    ) -> Result<Outcome, ApiError> {
+        let Some(lc) = self.cached_lc(server, cluster) else {
+            return Ok(Outcome::Done);
+        };
+        let owner = owner_of(&lc);
+        let outcome = if is_deleting(&lc) {
+            self.delete_cluster(server, cluster, &lc).await?
+        } else {
+            if text(&lc, "/status/phase") == "Initializing" {
+                let initializers = string_list(&lc, "/status/initializers");
+                if initializers.is_empty() {
+                    self.remove_initializer(server, cluster, "").await?;
+                } else if owner.is_none() {
+                    // A workspace's LC is initialized when it is scheduled.
+                    self.initialize_universal(server, cluster, &lc).await?;
                 }
-                new["status"]["initializers"] = json!(remaining);
-                Ok(new)
-            },
-        )
-        .await?;
-    Ok((owner, false))
+            }
+            Outcome::Done
+        };
+        if let Some((c, n)) = owner {
+            self.queue.add(Key::Workspace(c, n));
+        }
+        Ok(outcome)
+    }
+
+    /// A deleting LC: terminators first (they are removed by PATCH), then the content, then the LC.
+    async fn delete_cluster(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+        lc: &Value,
+    ) -> Result<Outcome, ApiError> {
+        if !has_finalizer(lc, CONTENT_FINALIZER) {
+            return Ok(Outcome::Done);
+        }
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name: "cluster",
+        };
+        let registry = server.registry();
+        if !string_list(lc, "/status/terminators").is_empty() {
+            return Ok(Outcome::Done);
+        }
+        if text(lc, "/status/phase") != "Deleting" {
+            let written = registry
+                .update(
+                    &self.defs.logical_clusters,
+                    at,
+                    UpdateKind::Status,
+                    WriteOptions::default(),
+                    |old| {
+                        let mut new = old.clone();
+                        object_at(&mut new, "status").insert("phase".into(), json!("Deleting"));
+                        Ok(new)
+                    },
+                )
+                .await;
+            if let Err(e) = written
+                && e.code != 404
+            {
+                return Err(e);
+            }
+        }
+        self.deleting.lock().insert(cluster.to_string());
+        if server.delete_cluster_content(cluster).await? > 0 {
+            return Ok(Outcome::After(CONTENT_RECHECK));
+        }
+        let released = registry
+            .update(
+                &self.defs.logical_clusters,
+                at,
+                UpdateKind::Main,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    set_finalizer(metadata(&mut new), CONTENT_FINALIZER, false);
+                    Ok(new)
+                },
+            )
+            .await;
+        match released {
+            Err(e) if e.code != 404 => Err(e),
+            _ => Ok(Outcome::Done),
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn cluster_names_are_sixteen_base36_characters() {
-        let a = random_cluster_name();
-        assert_eq!(a.len(), 16);
-        assert!(
-            a.chars()
-                .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
-        );
-        assert_ne!(a, random_cluster_name());
-        assert!(kcp_apimachinery::names::is_valid_cluster_name(&a));
-    }
 
     #[test]
     fn status_follows_the_logical_cluster() {

@@ -270,6 +270,35 @@ impl Strategy for LogicalClusterStrategy {
         map.insert("status".into(), Value::Object(status));
     }
 
+    /// Termination starts: the terminators of the spec become pending in the status, and the LC is
+    /// `Terminating` while any is left, `Deleting` (content deletion) otherwise.
+    fn prepare_for_delete(&self, obj: &mut Value) {
+        let terminators = obj
+            .pointer("/spec/terminators")
+            .cloned()
+            .filter(|t| t.as_array().is_some_and(|a| !a.is_empty()));
+        let Some(map) = obj.as_object_mut() else {
+            return;
+        };
+        let status = map.entry("status").or_insert_with(|| json!({}));
+        let Some(status) = status.as_object_mut() else {
+            return;
+        };
+        let phase = status.get("phase").and_then(Value::as_str);
+        if matches!(phase, Some("Terminating" | "Deleting")) {
+            return;
+        }
+        match terminators {
+            Some(t) => {
+                status.insert("terminators".into(), t);
+                status.insert("phase".into(), json!("Terminating"));
+            }
+            None => {
+                status.insert("phase".into(), json!("Deleting"));
+            }
+        }
+    }
+
     fn tracks_generation(&self) -> bool {
         true
     }

@@ -1,8 +1,9 @@
 //! kcp's workspace admission: a new Workspace gets its type (defaulted from the parent's type),
 //! its creator recorded and its type's labels; it is refused unless the type and every type it
 //! extends exist, the creator may `use` each of them (judged in the type's LC only, as kcp's deep
-//! SubjectAccessReview does), and parent and child types allow each other. Later, the type and
-//! the scheduled cluster never change.
+//! SubjectAccessReview does), and parent and child types allow each other. It also gets the name
+//! of its future logical cluster and the finalizer that keeps it until that LC is gone. Later, the
+//! type and the scheduled cluster never change.
 
 use std::sync::Arc;
 
@@ -16,7 +17,8 @@ use serde_json::{Value, json};
 use super::{Admission, Attributes, Operation};
 use crate::paths::PathIndex;
 use crate::tenancy::{
-    OWNER_ANNOTATION, ResolvedType, TYPE_ANNOTATION, TypeRef, Types, owner_info, placement_error,
+    CLUSTER_ANNOTATION, OWNER_ANNOTATION, ResolvedType, TYPE_ANNOTATION, TypeRef, Types,
+    WORKSPACE_FINALIZER, owner_info, placement_error, random_cluster_name,
 };
 use crate::watch_cache::WatchCache;
 
@@ -173,6 +175,22 @@ impl Admission for WorkspaceAdmission {
             let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
             if let Some(a) = annotations.as_object_mut() {
                 a.insert(OWNER_ANNOTATION.into(), Value::String(owner.to_string()));
+                // The LC name and the finalizer that guards it, chosen here rather than by a first
+                // controller write: scheduling then needs no write before the LC exists. A name
+                // the client sent is replaced (it could point at someone else's LC).
+                a.insert(
+                    CLUSTER_ANNOTATION.into(),
+                    Value::String(random_cluster_name()),
+                );
+            }
+            let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
+            if !finalizers.is_array() {
+                *finalizers = json!([]);
+            }
+            if let Some(list) = finalizers.as_array_mut()
+                && !list.iter().any(|f| f == WORKSPACE_FINALIZER)
+            {
+                list.push(json!(WORKSPACE_FINALIZER));
             }
             if let Some(Value::Object(extra)) = labels {
                 let labels = meta.entry("labels").or_insert_with(|| json!({}));

@@ -28,13 +28,16 @@ pub enum UpdateKind {
     Status,
     /// Only `spec.finalizers` (a Namespace's `/finalize` subresource).
     Finalize,
+    /// The object and its status in one write. Never reached by a request: for the shard's own
+    /// controllers, which would otherwise write a kind with a status subresource twice.
+    Whole,
 }
 
 impl UpdateKind {
     /// The subresource the update writes through (`None` for the object itself).
     pub fn subresource(self) -> Option<&'static str> {
         match self {
-            UpdateKind::Main => None,
+            UpdateKind::Main | UpdateKind::Whole => None,
             UpdateKind::Status => Some("status"),
             UpdateKind::Finalize => Some("finalize"),
         }
@@ -320,7 +323,7 @@ impl Registry {
                 new = self.merge_for(def, kind, new, old, at)?;
             }
             let mut causes = metadata::prepare_update(def, &mut new, old, at.cluster);
-            if kind == UpdateKind::Main {
+            if matches!(kind, UpdateKind::Main | UpdateKind::Whole) {
                 def.strategy
                     .prepare_for_update(&self.ctx(at.cluster), &mut new, old);
             }
@@ -465,6 +468,7 @@ impl Registry {
                 }
                 desired
             }
+            UpdateKind::Whole => desired,
             UpdateKind::Status => {
                 let mut new = old.clone();
                 if let Some(m) = new.as_object_mut() {
