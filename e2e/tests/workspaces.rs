@@ -16,7 +16,8 @@ on_both_stores!(
     kubectl_ws_walk,
     home_workspaces,
     delete_workspace_tree,
-    initializers_and_terminators
+    initializers_and_terminators,
+    workspace_isolation
 );
 
 /// Creates a workspace in `parent` (a path) and waits until it is Ready; its object then.
@@ -232,7 +233,10 @@ fn kubectl_ws_walk(store: StoreKind) {
     // Plain kubectl now works inside the workspace.
     // The universal initializer gave it kcp's two namespaces.
     let namespaces = plugin(&config, &["get", "namespaces", "-o", "name"]);
-    assert_eq!(namespaces.trim(), "namespace/default\nnamespace/kube-system");
+    assert_eq!(
+        namespaces.trim(),
+        "namespace/default\nnamespace/kube-system"
+    );
     let out = plugin(&config, &["ws", ".."]);
     assert!(out.contains("'root:org'"), "{out}");
     let tree = plugin(&config, &["ws", "tree"]);
@@ -469,7 +473,10 @@ fn initializers_and_terminators(store: StoreKind) {
         ws["metadata"]["labels"]["tenancy.kcp.io/phase"], "Initializing",
         "{ws}"
     );
-    let lc = ws["spec"]["cluster"].as_str().unwrap_or_default().to_string();
+    let lc = ws["spec"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
     let namespaces = shard
         .kubectl_cmd()
         .cluster(&lc)
@@ -539,4 +546,109 @@ fn initializers_and_terminators(store: StoreKind) {
         None,
     );
     assert!(code == 404 || !body.contains("kept"), "{code} {body}");
+}
+
+const BOB_TOKEN: &str = "bob-token-9876543210";
+
+/// Two users allowed to create workspaces in root: each becomes admin of what they create and
+/// nothing else; a type they may not `use` is refused; root's content stays closed to them.
+fn workspace_isolation(store: StoreKind) {
+    let tokens = std::env::temp_dir().join(format!(
+        "kcp-e2e-isolation-tokens-{}-{store}.csv",
+        std::process::id()
+    ));
+    std::fs::write(
+        &tokens,
+        format!("{ALICE_TOKEN},alice,alice-uid\n{BOB_TOKEN},bob,bob-uid\n"),
+    )
+    .expect("writing the token file");
+    let shard = Shard::start_with_args(
+        store,
+        ["--token-auth-file".into(), tokens.clone().into_os_string()],
+    );
+    let rbac = shard.write_file(
+        "creators.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: workspace-creator\n\
+         rules:\n- apiGroups: [tenancy.kcp.io]\n  resources: [workspaces]\n  verbs: [create, get, list, watch]\n\
+         ---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: workspace-creators\n\
+         roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: workspace-creator}\n\
+         subjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: alice}\n\
+         - {apiGroup: rbac.authorization.k8s.io, kind: User, name: bob}\n\
+         ---\napiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: private\nspec: {}\n",
+    );
+    shard.kubectl_ok(&["create", "-f", rbac.to_str().unwrap_or_default()]);
+    let alice = Caller::Token(ALICE_TOKEN.to_string());
+    let bob = Caller::Token(BOB_TOKEN.to_string());
+    const WORKSPACES: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces";
+    let create = |who: &Caller, name: &str, ty: &str| {
+        shard.curl_with(
+            who,
+            "POST",
+            WORKSPACES,
+            &[],
+            Some((
+                "application/json",
+                &format!(
+                    r#"{{"apiVersion":"tenancy.kcp.io/v1alpha1","kind":"Workspace","metadata":{{"name":"{name}"}},"spec":{{"type":{{"name":"{ty}","path":"root"}}}}}}"#
+                ),
+            )),
+        )
+    };
+
+    // A type without a `use` grant is refused, with kcp's message.
+    let (code, body) = create(&alice, "secret", "private");
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("unable to use workspace type root:private"),
+        "{body}"
+    );
+    for (who, name) in [(&alice, "alice-ws"), (&bob, "bob-ws")] {
+        let (code, body) = create(who, name, "universal");
+        assert_eq!(code, 201, "{body}");
+        shard.eventually(&format!("{name} Ready"), || {
+            let (code, body) =
+                shard.curl_with(who, "GET", &format!("{WORKSPACES}/{name}"), &[], None);
+            (code == 200 && body.contains(r#""phase":"Ready""#)).then_some(())
+        });
+    }
+
+    // Each is admin in their own workspace ...
+    let configmaps = |ws: &str| format!("/clusters/root:{ws}/api/v1/namespaces/default/configmaps");
+    let body = Some(("application/json", r#"{"metadata":{"name":"mine"}}"#));
+    let (code, text) = shard.curl_with(&alice, "POST", &configmaps("alice-ws"), &[], body);
+    assert_eq!(code, 201, "{text}");
+    let (code, text) = shard.curl_with(&bob, "POST", &configmaps("bob-ws"), &[], body);
+    assert_eq!(code, 201, "{text}");
+    // ... and a stranger in the other's, for reads, writes and by LC name alike.
+    for (who, other) in [(&alice, "bob-ws"), (&bob, "alice-ws")] {
+        let (code, text) = shard.curl_with(who, "GET", &configmaps(other), &[], None);
+        assert_eq!(code, 403, "{text}");
+        let (code, text) = shard.curl_with(who, "POST", &configmaps(other), &[], body);
+        assert_eq!(code, 403, "{text}");
+        let lc = shard.kubectl_json(&["get", "workspace", other, "-o", "json"])["spec"]["cluster"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        let (code, text) = shard.curl_with(
+            who,
+            "GET",
+            &format!("/clusters/{lc}/api/v1/namespaces"),
+            &[],
+            None,
+        );
+        assert_eq!(code, 403, "{text}");
+    }
+    // Workspace rights in root are not rights over root's content, nor over every LC at once.
+    let (code, text) =
+        shard.curl_with(&alice, "GET", "/clusters/root/api/v1/configmaps", &[], None);
+    assert_eq!(code, 403, "{text}");
+    let (code, text) = shard.curl_with(
+        &alice,
+        "GET",
+        "/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspaces",
+        &[],
+        None,
+    );
+    assert_eq!(code, 403, "{text}");
+    let _ = std::fs::remove_file(tokens);
 }
