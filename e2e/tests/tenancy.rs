@@ -41,6 +41,30 @@ fn bootstrap_types_and_shard(store: StoreKind) {
         root_shard["metadata"]["labels"]["name"], "root",
         "{root_shard}"
     );
+    // Every type publishes its initializing and terminating virtual-workspace URLs per shard.
+    let vw = root_shard["spec"]["virtualWorkspaceURL"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(!vw.is_empty(), "{root_shard}");
+    let universal = shard.eventually("universal's virtual workspace URLs", || {
+        let t = shard.kubectl_json(&["get", "workspacetype", "universal", "-o", "json"]);
+        t["status"]["virtualWorkspaces"].is_array().then_some(t)
+    });
+    assert_eq!(
+        universal["status"]["virtualWorkspaces"],
+        serde_json::json!([
+            {"url": format!("{vw}/services/initializingworkspaces/root:universal")},
+            {"url": format!("{vw}/services/terminatingworkspaces/root:universal")},
+        ]),
+        "{universal}"
+    );
+    let ready = universal["status"]["conditions"]
+        .as_array()
+        .and_then(|c| c.iter().find(|c| c["type"] == "VirtualWorkspaceURLsReady"))
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(ready["status"], "True", "{universal}");
 
     // Every authenticated user may use the general-purpose types, not `root` or `home`.
     for (name, expected) in [

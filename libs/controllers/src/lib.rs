@@ -2,6 +2,7 @@
 //! cluster of the shard (never one per cluster), fed by the API server's watch cache and writing
 //! through its registry, so they see the same validation and revisions as requests.
 
+mod conditions;
 mod feed;
 pub mod gc;
 mod per_namespace;
@@ -9,6 +10,7 @@ pub mod quota;
 pub mod root_ca;
 pub mod serviceaccounts;
 mod workqueue;
+pub mod workspace_types;
 pub mod workspaces;
 
 use std::sync::Arc;
@@ -28,5 +30,6 @@ pub fn start(server: Arc<ApiServer>, config: ControllerConfig) {
     serviceaccounts::spawn(server.clone());
     root_ca::spawn(server.clone(), config.root_ca_pem);
     quota::spawn(server.clone());
+    workspace_types::spawn(server.clone());
     workspaces::spawn(server);
 }

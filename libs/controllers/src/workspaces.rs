@@ -32,6 +32,7 @@ use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use crate::conditions::{same_status, with_transition_times};
 use crate::feed::{Change, Feed};
 use crate::per_namespace::builtin;
 use crate::workqueue::{Outcome, WorkQueue};
@@ -339,42 +340,6 @@ fn mirrored_status(lc: Option<&Value>) -> Value {
         status["terminators"] = json!(terminators);
     }
     status
-}
-
-/// Conditions keep their transition time while their status stays.
-fn with_transition_times(mut status: Value, old: &Value, now: &str) -> Value {
-    let old_conditions = old
-        .pointer("/status/conditions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
-    if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
-        for c in conditions.iter_mut() {
-            let kept = old_conditions
-                .iter()
-                .find(|o| o.get("type") == c.get("type") && o.get("status") == c.get("status"))
-                .and_then(|o| o.get("lastTransitionTime").cloned())
-                .unwrap_or_else(|| json!(now));
-            c["lastTransitionTime"] = kept;
-        }
-    }
-    status
-}
-
-/// Whether `status` says what `old` already says (transition times aside).
-fn same_status(old: &Value, status: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(cs) = v.get_mut("conditions").and_then(Value::as_array_mut) {
-            for c in cs {
-                if let Some(m) = c.as_object_mut() {
-                    m.remove("lastTransitionTime");
-                }
-            }
-        }
-        v
-    };
-    strip(old.get("status").unwrap_or(&Value::Null)) == strip(status)
 }
 
 /// Where a scheduled workspace lives: its LC's name and URL.

@@ -1,0 +1,161 @@
+//! WorkspaceType status: where the initializing and terminating virtual workspaces of each type are
+//! served, one URL of each per Shard that has a virtual-workspace URL, as kcp publishes them:
+//! `<virtualWorkspaceURL>/services/initializingworkspaces/<initializer>` and
+//! `.../terminatingworkspaces/<terminator>`, where both names are `<LC of the type>:<type name>`.
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use kcp_api_types::ResourceDef;
+use kcp_apimachinery::status::ApiError;
+use kcp_apiserver::ApiServer;
+use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
+use serde_json::{Value, json};
+
+use crate::conditions::{same_status, with_transition_times};
+use crate::feed::{Change, Feed};
+use crate::per_namespace::builtin;
+use crate::workqueue::{Outcome, WorkQueue};
+
+const RETRY_DELAY: Duration = Duration::from_millis(200);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+
+struct Controller {
+    server: Weak<ApiServer>,
+    types: Arc<ResourceDef>,
+    shards: Arc<ResourceDef>,
+}
+
+/// Starts the controller; it stops with the server.
+pub fn spawn(server: Arc<ApiServer>) {
+    let (Some(types), Some(shards)) = (
+        builtin("tenancy.kcp.io", "workspacetypes"),
+        builtin("core.kcp.io", "shards"),
+    ) else {
+        tracing::error!("workspace type controller: a tenancy kind is missing; not started");
+        return;
+    };
+    let stop = server.shutdown_token();
+    let cache = server.registry().cache().clone();
+    let mut type_feed = Feed::new(cache.clone(), keyspace(&types).all_clusters());
+    let mut shard_feed = Feed::new(cache, keyspace(&shards).all_clusters());
+    let controller = Arc::new(Controller {
+        server: Arc::downgrade(&server),
+        types,
+        shards,
+    });
+    drop(server);
+    let queue: Arc<WorkQueue<(String, String)>> = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
+    let worker = controller.clone();
+    queue.spawn_workers(2, stop.clone(), move |(cluster, name)| {
+        let controller = worker.clone();
+        async move {
+            match controller.reconcile(&cluster, &name).await {
+                Ok(()) => Outcome::Done,
+                Err(err) => {
+                    tracing::warn!(%cluster, %name, error = %err, "workspace type status failed; retrying");
+                    Outcome::Failed
+                }
+            }
+        }
+    });
+    tokio::spawn(async move {
+        controller.all(&queue);
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                change = type_feed.next() => match change {
+                    Change::Event(e) => queue.add((e.object.cluster.clone(), e.object.name.clone())),
+                    Change::Resync => controller.all(&queue),
+                },
+                // Every type lists every shard.
+                _ = shard_feed.next() => controller.all(&queue),
+            }
+        }
+    });
+}
+
+impl Controller {
+    fn all(&self, queue: &WorkQueue<(String, String)>) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        for t in server
+            .registry()
+            .cache()
+            .list(keyspace(&self.types).all_clusters(), None)
+        {
+            queue.add((t.cluster.clone(), t.name.clone()));
+        }
+    }
+
+    /// The URLs of the type `name` in LC `cluster`, from the Shards in root.
+    fn urls(&self, server: &ApiServer, cluster: &str, name: &str) -> Vec<Value> {
+        let lifecycle_name = format!("{cluster}:{name}");
+        let mut urls = BTreeSet::new();
+        let shards = server.registry().cache().list(
+            &keyspace(&self.shards).cluster(kcp_api_types::tenancy::ROOT),
+            None,
+        );
+        for shard in shards.iter().filter_map(|s| s.value().ok()) {
+            let base = shard
+                .pointer("/spec/virtualWorkspaceURL")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .trim_end_matches('/');
+            if base.is_empty() {
+                continue;
+            }
+            for service in ["initializingworkspaces", "terminatingworkspaces"] {
+                urls.insert(format!("{base}/services/{service}/{lifecycle_name}"));
+            }
+        }
+        urls.into_iter().map(|url| json!({ "url": url })).collect()
+    }
+
+    async fn reconcile(&self, cluster: &str, name: &str) -> Result<(), ApiError> {
+        let Some(server) = self.server.upgrade() else {
+            return Ok(());
+        };
+        let key = keyspace(&self.types).object(cluster, None, name);
+        let Some(current) = server.registry().cache().get(&key) else {
+            return Ok(());
+        };
+        let current = current.value().map_err(ApiError::internal)?;
+        let status = json!({
+            "virtualWorkspaces": self.urls(&server, cluster, name),
+            "conditions": [
+                {"type": "Ready", "status": "True"},
+                {"type": "VirtualWorkspaceURLsReady", "status": "True"},
+            ],
+        });
+        if same_status(&current, &status) {
+            return Ok(());
+        }
+        let now = kcp_apiserver::registry::now_rfc3339();
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name,
+        };
+        let written = server
+            .registry()
+            .update(
+                &self.types,
+                at,
+                UpdateKind::Status,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    new["status"] = with_transition_times(status.clone(), old, &now);
+                    Ok(new)
+                },
+            )
+            .await;
+        match written {
+            Err(e) if e.code != 404 => Err(e),
+            _ => Ok(()),
+        }
+    }
+}
