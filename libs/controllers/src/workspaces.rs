@@ -481,8 +481,15 @@ impl Controller {
             namespace: None,
             name,
         };
+        let mut lc = lc_name.and_then(|n| self.cached_lc(server, n));
+        if lc.is_none() && lc_name.is_some() {
+            // Releasing the workspace with its LC still there would orphan that LC: make sure the
+            // cache is not merely behind a create that just happened.
+            let _ = registry.cache().wait_fresh().await;
+            lc = lc_name.and_then(|n| self.cached_lc(server, n));
+        }
         if let Some(lc_name) = lc_name
-            && let Some(lc) = self.cached_lc(server, lc_name)
+            && let Some(lc) = lc
             // Only an LC this workspace owns.
             && text(&lc, "/spec/owner/uid") == text(ws, "/metadata/uid")
         {
