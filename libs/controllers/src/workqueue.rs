@@ -95,7 +95,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
         s.queue.len() + s.active.len()
     }
 
-    async fn next(&self) -> K {
+    /// The next key to handle, marked active; hand it back with [`WorkQueue::done`].
+    pub(crate) async fn next(&self) -> K {
         loop {
             let notified = self.ready.notified();
             {
@@ -114,7 +115,8 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
         }
     }
 
-    fn done(self: &Arc<Self>, key: K, outcome: Outcome) {
+    /// Ends the handling of `key`; `outcome` says whether and when it comes back.
+    pub(crate) fn done(self: &Arc<Self>, key: K, outcome: Outcome) {
         let retry = {
             let mut s = self.state();
             s.active.remove(&key);
@@ -147,6 +149,14 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
         if let Some(delay) = retry {
             self.add_after(key, delay);
         }
+    }
+
+    /// Forgets every queued key (the caller is about to queue what matters again); keys being
+    /// handled finish normally.
+    pub(crate) fn clear(&self) {
+        let mut s = self.state();
+        s.queue.clear();
+        s.queued.clear();
     }
 
     /// Runs `workers` tasks handling keys with `reconcile` until `stop` is cancelled.
@@ -231,31 +241,36 @@ mod tests {
     }
 
     #[tokio::test]
-    async fn failed_keys_come_back_and_dirty_keys_run_again() {
-        let queue: Arc<WorkQueue<&'static str>> =
+    async fn keys_are_deduplicated_and_rerun_after_handling() {
+        let q: Arc<WorkQueue<&'static str>> =
             WorkQueue::new(Duration::from_millis(10), Duration::from_secs(1));
-        let calls = Arc::new(AtomicUsize::new(0));
-        let stop = CancellationToken::new();
-        {
-            let calls = calls.clone();
-            queue.spawn_workers(2, stop.clone(), move |_key| {
-                let calls = calls.clone();
-                async move {
-                    // Fails twice, then succeeds.
-                    if calls.fetch_add(1, Ordering::SeqCst) < 2 {
-                        Outcome::Failed
-                    } else {
-                        Outcome::Done
-                    }
-                }
-            });
+        q.add("a");
+        q.add("a");
+        q.add("b");
+        assert_eq!(q.next().await, "a");
+        // Added while handled: queued again once handling ends.
+        q.add("a");
+        assert_eq!(q.next().await, "b");
+        q.done("b", Outcome::Done);
+        q.done("a", Outcome::Done);
+        assert_eq!(q.next().await, "a");
+        q.done("a", Outcome::Done);
+        assert_eq!(q.len(), 0);
+    }
+
+    #[tokio::test]
+    async fn failures_come_back_with_growing_backoff() {
+        let q: Arc<WorkQueue<&'static str>> =
+            WorkQueue::new(Duration::from_millis(10), Duration::from_secs(1));
+        q.add("a");
+        for n in 1..=3 {
+            let key = q.next().await;
+            q.done(key, Outcome::Failed);
+            assert_eq!(q.state().failures.get("a"), Some(&n));
+            let again = tokio::time::timeout(Duration::from_secs(10), q.next()).await;
+            assert_eq!(again.ok(), Some("a"));
         }
-        queue.add("a");
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-        while calls.load(Ordering::SeqCst) < 3 && tokio::time::Instant::now() < deadline {
-            tokio::time::sleep(Duration::from_millis(5)).await;
-        }
-        assert_eq!(calls.load(Ordering::SeqCst), 3);
-        stop.cancel();
+        q.done("a", Outcome::Done);
+        assert!(q.state().failures.is_empty());
     }
 }

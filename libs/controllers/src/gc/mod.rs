@@ -17,18 +17,22 @@
 mod collect;
 mod graph;
 mod meta;
-mod queue;
 
 use std::sync::{Arc, Weak};
+use std::time::Duration;
 
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::watch_cache::WatchCache;
 use parking_lot::Mutex;
 use tokio_util::sync::CancellationToken;
 
+use crate::workqueue::{Outcome, WorkQueue};
 use graph::Graph;
 use meta::Meta;
-use queue::WorkQueue;
+
+/// Backoff of an object whose collection failed.
+const GC_FIRST_RETRY: Duration = Duration::from_millis(20);
+const GC_LONGEST_RETRY: Duration = Duration::from_secs(60);
 
 /// How the collector runs.
 #[derive(Clone, Copy, Debug)]
@@ -54,7 +58,7 @@ pub struct Collector {
     server: Weak<ApiServer>,
     cache: Arc<WatchCache>,
     graph: Mutex<Graph>,
-    queue: Arc<WorkQueue>,
+    queue: Arc<WorkQueue<String>>,
     event_queue: usize,
     /// How many times the graph was built from a full listing (the first start included).
     resyncs: std::sync::atomic::AtomicU64,
@@ -116,14 +120,14 @@ impl Collector {
                 key = self.queue.next() => key,
                 _ = shutdown.cancelled() => return,
             };
-            let ok = match self.process(&key).await {
-                Ok(()) => true,
+            let outcome = match self.process(&key).await {
+                Ok(()) => Outcome::Done,
                 Err(err) => {
                     tracing::warn!(%key, error = %err, "garbage collection failed; retrying");
-                    false
+                    Outcome::Failed
                 }
             };
-            self.queue.done(key, ok);
+            self.queue.done(key, outcome);
         }
     }
 }
@@ -140,7 +144,7 @@ pub fn spawn_with(server: Arc<ApiServer>, options: GcOptions) -> Arc<Collector> 
         server: Arc::downgrade(&server),
         cache: server.registry().cache().clone(),
         graph: Mutex::new(Graph::default()),
-        queue: Arc::new(WorkQueue::default()),
+        queue: WorkQueue::new(GC_FIRST_RETRY, GC_LONGEST_RETRY),
         event_queue: options.event_queue,
         resyncs: std::sync::atomic::AtomicU64::new(0),
     });
