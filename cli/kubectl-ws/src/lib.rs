@@ -9,7 +9,10 @@ pub mod cluster_url;
 pub mod commands;
 pub mod error;
 pub mod kubeconfig;
+pub mod location;
+pub mod overrides;
 pub mod path;
+pub mod tabwriter;
 pub mod workspace;
 
 pub use error::{Error, Result};

@@ -1,22 +1,25 @@
 //! One module per command. Each takes an [`Env`] and writes to the given output streams.
 
 use std::io::Write;
-use std::path::PathBuf;
 
 use crate::client::Client;
 use crate::cluster_url::{ClusterUrl, origin};
 use crate::error::{Error, Result};
-use crate::kubeconfig::Kubeconfig;
+use crate::kubeconfig::{Kubeconfig, Sources};
+use crate::overrides::Overrides;
 
 pub mod create;
+pub mod create_context;
 pub mod current;
 pub mod tree;
 pub mod use_workspace;
 
-/// What the commands need from the process: where the kubeconfig is and the user's home directory.
+/// What the commands need from the process: the kubeconfig files, the connection flags and the user's
+/// home directory.
 #[derive(Debug, Clone)]
 pub struct Env {
-    pub kubeconfig: PathBuf,
+    pub sources: Sources,
+    pub overrides: Overrides,
     /// Used to undo the shell's expansion of `~` in `kubectl ws ~`.
     pub home_dir: Option<String>,
 }
@@ -29,22 +32,33 @@ pub struct Streams<'a> {
 
 impl Env {
     pub fn load(&self) -> Result<Kubeconfig> {
-        Ok(Kubeconfig::load(&self.kubeconfig)?)
+        Ok(Kubeconfig::load(&self.sources)?)
     }
 
-    /// A client with the current context's credentials, addressing the server's base URL.
+    /// The server requests go to: `--server`, else that of `--context`, else the current context's.
+    pub fn server(&self, kc: &Kubeconfig) -> Result<String> {
+        if let Some(s) = &self.overrides.server {
+            return Ok(s.clone());
+        }
+        Ok(match &self.overrides.context {
+            Some(c) => kc.server_of_context(c)?,
+            None => kc.current_server()?,
+        })
+    }
+
+    /// The workspace requests go to.
+    pub fn current_url(&self, kc: &Kubeconfig) -> Result<ClusterUrl> {
+        let server = self.server(kc)?;
+        ClusterUrl::parse(&server).ok_or(Error::NotAWorkspace(server))
+    }
+
+    /// A client with the effective context's credentials, addressing the server's base URL.
     pub async fn client(&self, kc: &Kubeconfig) -> Result<Client> {
-        let server = kc.current_server()?;
+        let server = self.server(kc)?;
         let base = match ClusterUrl::parse(&server) {
             Some(u) => u.base,
             None => origin(&server).ok_or_else(|| Error::NotAWorkspace(server.clone()))?,
         };
-        Ok(Client::new(&self.kubeconfig, kc.current_context_name(), &base).await?)
+        Ok(Client::new(&kc.paths(), &self.overrides, &base).await?)
     }
-}
-
-/// The workspace the current context points to.
-pub fn current_url(kc: &Kubeconfig) -> Result<ClusterUrl> {
-    let server = kc.current_server()?;
-    ClusterUrl::parse(&server).ok_or(Error::NotAWorkspace(server))
 }

@@ -1,6 +1,6 @@
 //! `kubectl ws [<arg>]` and `kubectl ws use <arg>`: switch the kubeconfig to another workspace.
 
-use super::{Env, Streams, current, current_url};
+use super::{Env, Streams, current};
 use crate::client::Client;
 use crate::cluster_url::ClusterUrl;
 use crate::error::{Error, Result};
@@ -27,9 +27,9 @@ pub async fn run(env: &Env, arg: &str, short: bool, io: &mut Streams<'_>) -> Res
             kc.save()?;
             return current::print(io.out, &server, short, None);
         }
-        Target::Current => return current::print(io.out, &kc.current_server()?, short, None),
+        Target::Current => return current::print(io.out, &env.server(&kc)?, short, None),
         Target::TreeRoot => {
-            let url = current_url(&kc)?;
+            let url = env.current_url(&kc)?;
             let server = url.with_path(&url.path.tree_root());
             return commit(&mut kc, &server, short, None, io);
         }
@@ -40,7 +40,7 @@ pub async fn run(env: &Env, arg: &str, short: bool, io: &mut Streams<'_>) -> Res
         Target::Path { absolute, path } => (absolute, path),
     };
 
-    let url = current_url(&kc)?;
+    let url = env.current_url(&kc)?;
     let target = resolve(&url.path, absolute, &path)?;
     let client = match client {
         Some(client) => client,
