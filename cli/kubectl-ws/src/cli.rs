@@ -36,6 +36,7 @@ impl Global {
             sources,
             overrides: self.overrides.clone(),
             home_dir: home.and_then(|h| h.to_str().map(str::to_owned)),
+            workspace: None,
         })
     }
 }
@@ -90,6 +91,10 @@ pub enum WsCommand {
         /// Interactive workspace tree browser (not supported by this plugin).
         #[arg(short, long)]
         interactive: bool,
+        /// Workspace path to target instead of the current one: ':root:my-ws' absolute, 'my-ws' relative,
+        /// '.' and '..' allowed.
+        #[arg(short, long)]
+        workspace: Option<String>,
     },
     /// Create a kubeconfig context for the current workspace.
     CreateContext {
@@ -133,7 +138,13 @@ impl WsCli {
             Some(WsCommand::Tree {
                 interactive: true, ..
             }) => Err(Error::InteractiveUnsupported),
-            Some(WsCommand::Tree { full, wide, .. }) => {
+            Some(WsCommand::Tree {
+                full,
+                wide,
+                workspace,
+                ..
+            }) => {
+                let env = Env { workspace, ..env };
                 tree::run(&env, TreeArgs { full, wide }, io).await
             }
             Some(WsCommand::CreateContext { name, overwrite }) => {

@@ -29,6 +29,8 @@ pub enum Error {
     CreateContext(Box<Error>),
     #[error("invalid location selector: {0}")]
     LocationSelector(String),
+    #[error("cannot go above the root workspace")]
+    AboveRoot,
     #[error("interactive mode does not accept arguments")]
     InteractiveArguments,
     /// kcp's `-i` is a full-screen terminal UI; this plugin does not have one.

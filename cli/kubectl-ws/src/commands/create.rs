@@ -31,6 +31,10 @@ pub struct CreateArgs {
     /// Create a kubeconfig context for the new workspace with the given name.
     #[arg(long, default_value = "")]
     pub create_context: String,
+    /// Workspace path to create in instead of the current one: ':root:my-ws' absolute, 'my-ws' relative,
+    /// '.' and '..' allowed.
+    #[arg(short, long)]
+    pub workspace: Option<String>,
 }
 
 /// How long kcp waits for a new workspace to become Ready.
@@ -47,7 +51,11 @@ pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<(
         s => Some(location::parse(s).map_err(Error::LocationSelector)?),
     };
     let kc = env.load()?;
-    let parent = env.current_url(&kc)?.path;
+    let target = Env {
+        workspace: args.workspace.clone(),
+        ..env.clone()
+    };
+    let parent = target.current_url(&kc)?.path;
     let type_arg = args.type_ref.as_deref().filter(|t| !t.is_empty());
     if args.ignore_existing && type_arg.is_some_and(|t| t != "root" && !t.starts_with("root:")) {
         return Err(Error::IgnoreExistingRelativeType);
@@ -136,7 +144,8 @@ pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<(
         } else {
             ws.metadata.name.clone()
         };
-        return use_workspace::run(env, &name, false, io).await;
+        // Relative to where it was created, `--workspace` included, as kcp resolves it.
+        return use_workspace::run(&target, &name, false, io).await;
     }
     Ok(())
 }
