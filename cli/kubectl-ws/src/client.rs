@@ -8,6 +8,7 @@ use http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 
+use crate::claims::{Binding, BindingList};
 use crate::overrides::Overrides;
 use crate::path::WorkspacePath;
 use crate::workspace::{Workspace, WorkspaceList};
@@ -217,6 +218,25 @@ impl Client {
             )
             .await?;
         Ok(lc.status.phase)
+    }
+
+    /// The APIBindings of `path`; none when the caller may not list them or the server has no such API.
+    pub async fn list_api_bindings(&self, path: &WorkspacePath) -> Result<Vec<Binding>> {
+        let list: Result<BindingList> = self
+            .json(
+                Method::GET,
+                &format!(
+                    "{}/apis/apis.kcp.io/v1alpha2/apibindings",
+                    path.request_path()
+                ),
+                None,
+            )
+            .await;
+        match list {
+            Ok(l) => Ok(l.items),
+            Err(e) if e.is_forbidden() || e.is_not_found() => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
     }
 
     /// `GET /clusters/root/.../workspaces/~`: the caller's home workspace, created on first access. The server

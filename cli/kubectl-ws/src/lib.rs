@@ -3,6 +3,7 @@
 //! The binaries are thin: they parse flags ([`cli`]) and call [`commands`]. Path arithmetic ([`path`],
 //! [`cluster_url`]) and kubeconfig rewriting ([`kubeconfig`]) do no network I/O; [`client`] makes the calls.
 
+pub mod claims;
 pub mod cli;
 pub mod client;
 pub mod cluster_url;

@@ -1,6 +1,6 @@
 //! The standard kubectl connection flags kcp's plugins accept (client-go's override flags, minus the ones
 //! kcp leaves out: `--cluster`, `--client-certificate`, `--client-key`, `--as`, `--as-group`,
-//! `--request-timeout`).
+//! `--request-timeout`; `--as-uid` is not offered here).
 //!
 //! As in client-go they change how requests are made (server, context, credentials) but not the raw
 //! kubeconfig: switching workspaces still copies the file's current context.
@@ -37,6 +37,12 @@ pub struct Overrides {
     /// connections insecure
     #[arg(long, global = true, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
     pub insecure_skip_tls_verify: Option<bool>,
+    /// If provided, this URL will be used to connect via proxy
+    #[arg(long, global = true)]
+    pub proxy_url: Option<String>,
+    /// If true, opt-out of response compression for all requests to the server
+    #[arg(long, global = true, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
+    pub disable_compression: Option<bool>,
     /// Server name to use for server certificate validation. If it is not provided, the hostname used to
     /// contact the server is used
     #[arg(long, global = true)]
@@ -77,6 +83,12 @@ impl Overrides {
             }
             if let Some(n) = &self.tls_server_name {
                 cluster.tls_server_name = Some(n.clone());
+            }
+            if let Some(p) = &self.proxy_url {
+                cluster.proxy_url = Some(p.clone());
+            }
+            if let Some(d) = self.disable_compression {
+                cluster.disable_compression = Some(d);
             }
             // As client-go: a CA or "insecure" given on the command line replaces all three settings, so
             // the file's CA cannot conflict with an insecure override.
