@@ -278,10 +278,12 @@ async fn handle(
             StatusCode::OK,
             json!({"kind": "APIGroupList", "groups": [{"name": "tenancy.kcp.io"}]}),
         ),
-        ("GET", "apis/apis.kcp.io/v1alpha2/apibindings") if st.bindings.contains_key(&lc) => respond(
-            StatusCode::OK,
-            json!({"kind": "APIBindingList", "apiVersion": "apis.kcp.io/v1alpha2", "items": st.bindings[&lc]}),
-        ),
+        ("GET", "apis/apis.kcp.io/v1alpha2/apibindings") if st.bindings.contains_key(&lc) => {
+            respond(
+                StatusCode::OK,
+                json!({"kind": "APIBindingList", "apiVersion": "apis.kcp.io/v1alpha2", "items": st.bindings[&lc]}),
+            )
+        }
         ("GET", WS) => {
             let items: Vec<Value> = st.children[&lc].iter().map(|w| ws_json(base, w)).collect();
             respond(
