@@ -361,6 +361,14 @@ fn multi_file_kubeconfig(store: StoreKind) {
     );
     assert!(entry(&db, "users", "kcp-admin").is_some(), "{db}");
     assert_eq!(std::fs::read_to_string(&c).unwrap_or_default(), c_text);
+    // client-go's `<file>.lock` files were held while writing, and released.
+    for f in [&a, &b, &c] {
+        assert!(
+            !Path::new(&format!("{}.lock", f.display())).exists(),
+            "{}",
+            f.display()
+        );
+    }
 
     // Plain kubectl reads the same merged result.
     assert_eq!(

@@ -79,7 +79,13 @@ impl ConfigFile {
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(write_err)?;
         }
-        std::fs::write(&self.path, text).map_err(write_err)
+        // A new file gets client-go's mode, 0600: kubeconfigs hold credentials.
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let mut file = options.open(&self.path).map_err(write_err)?;
+        std::io::Write::write_all(&mut file, text.as_bytes()).map_err(write_err)
     }
 
     pub fn current_context(&self) -> &str {

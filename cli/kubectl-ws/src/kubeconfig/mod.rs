@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub mod file;
+pub mod lock;
 pub mod sources;
 
 use file::ConfigFile;
@@ -35,6 +36,11 @@ pub enum KubeconfigError {
     },
     #[error("parsing {path}: {message}")]
     Parse { path: PathBuf, message: String },
+    #[error("locking {path}: {source}")]
+    Lock {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     #[error("serializing kubeconfig: {0}")]
     Serialize(String),
     #[error("no kubeconfig found: pass --kubeconfig, set $KUBECONFIG or create ~/.kube/config")]
@@ -154,7 +160,12 @@ impl Kubeconfig {
     }
 
     /// Writes back every file that changed.
+    /// Writes back every file that changed, holding client-go's locks on all the kubeconfig files.
     pub fn save(&self) -> Result<()> {
+        if !self.files.iter().any(|f| f.dirty) {
+            return Ok(());
+        }
+        let _locks = lock::Locks::acquire(&self.sources.files())?;
         for f in self.files.iter().filter(|f| f.dirty) {
             f.write()?;
         }
