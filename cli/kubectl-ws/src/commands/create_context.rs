@@ -20,7 +20,7 @@ pub struct CreateContext {
 pub fn run(env: &Env, args: &CreateContext, io: &mut Streams<'_>) -> Result<()> {
     let mut kc = env.load()?;
     // As kcp: the copied context is the kubeconfig's current one, whatever `--context` says.
-    let server = kc.current_server_for_copy()?;
+    let server = kc.create_context_server()?;
     let url = ClusterUrl::parse(&server).ok_or_else(|| Error::NotAWorkspace(server.clone()))?;
     let name = match args.name.as_deref().filter(|n| !n.is_empty()) {
         Some(n) => n.to_owned(),

@@ -342,8 +342,9 @@ impl Kubeconfig {
         self.server_of_cluster(&new_cluster)
     }
 
-    /// The current context's server, with create-context's wording when something is missing.
-    pub fn current_server_for_copy(&self) -> Result<String> {
+    /// The current context's server as create-context reads it (its own wording when something is
+    /// missing, and no `--context`).
+    pub fn create_context_server(&self) -> Result<String> {
         let name = self.current_context_name();
         let ctx = self
             .get(Kind::Context, name)
