@@ -5,31 +5,38 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand};
 
 use crate::commands::create::{self, CreateArgs};
+use crate::commands::create_context::{self, CreateContext};
+use crate::commands::tree::TreeArgs;
 use crate::commands::{Env, Streams, current, tree, use_workspace};
 use crate::error::{Error, Result};
-use crate::kubeconfig;
+use crate::kubeconfig::Sources;
+use crate::overrides::Overrides;
 
 const WS_CREATE_DEPRECATION: &str = "Command \"create\" is deprecated, install the 'kubectl create workspace' plugin instead, compare https://docs.kcp.io/kcp/latest/setup/kubectl-plugin/.";
 
 #[derive(Debug, Clone, clap::Args)]
 pub struct Global {
-    /// Path to the kubeconfig file to use (default: $KUBECONFIG, then ~/.kube/config).
+    /// Path to the kubeconfig file (default: the files in $KUBECONFIG merged, else ~/.kube/config)
     #[arg(long, global = true)]
     pub kubeconfig: Option<PathBuf>,
+    #[command(flatten)]
+    pub overrides: Overrides,
 }
 
 impl Global {
     pub fn env(&self) -> Result<Env> {
         let home = std::env::var_os("HOME").map(PathBuf::from);
         let env_var = std::env::var("KUBECONFIG").ok();
-        let kubeconfig = kubeconfig::locate(
+        let sources = Sources::locate(
             self.kubeconfig.as_deref(),
             env_var.as_deref(),
             home.as_deref(),
         )?;
         Ok(Env {
-            kubeconfig,
+            sources,
+            overrides: self.overrides.clone(),
             home_dir: home.and_then(|h| h.to_str().map(str::to_owned)),
+            workspace: None,
         })
     }
 }
@@ -39,7 +46,7 @@ impl Global {
 #[command(
     name = "kubectl ws",
     version,
-    after_help = "Examples:\n  kubectl ws .                  print the current workspace\n  kubectl ws my-workspace       enter a child of the current workspace\n  kubectl ws :root:org:team     enter an absolute path\n  kubectl ws ..                 enter the parent ('..:..' the grand-parent, ':' the root)\n  kubectl ws -                  enter the previous workspace\n  kubectl ws                    go to your home workspace ('~:child' below it)\n  kubectl ws tree               print the tree below the current workspace\n"
+    after_help = "Examples:\n  kubectl ws .                  print the current workspace\n  kubectl ws my-workspace       enter a child of the current workspace\n  kubectl ws :root:org:team     enter an absolute path\n  kubectl ws ..                 enter the parent ('..:..' the grand-parent, ':' the root)\n  kubectl ws -                  enter the previous workspace\n  kubectl ws                    go to your home workspace ('~:child' below it)\n  kubectl ws tree               print the tree below the current workspace\n  kubectl ws create-context     a kubeconfig context for the current workspace, named after it\n"
 )]
 pub struct WsCli {
     #[command(flatten)]
@@ -47,6 +54,9 @@ pub struct WsCli {
     /// Print only the workspace path, e.g. for a shell prompt.
     #[arg(long)]
     pub short: bool,
+    /// Interactive workspace tree browser (not supported by this plugin).
+    #[arg(short, long)]
+    pub interactive: bool,
     /// <workspace>|..|.|-|~|:root:absolute:workspace|relative:workspace
     pub workspace: Option<String>,
     #[command(subcommand)]
@@ -75,6 +85,24 @@ pub enum WsCommand {
         /// Show full workspace names.
         #[arg(short, long)]
         full: bool,
+        /// Show workspace and logical cluster status for each node.
+        #[arg(long)]
+        wide: bool,
+        /// Interactive workspace tree browser (not supported by this plugin).
+        #[arg(short, long)]
+        interactive: bool,
+        /// Workspace path to target instead of the current one: ':root:my-ws' absolute, 'my-ws' relative,
+        /// '.' and '..' allowed.
+        #[arg(short, long)]
+        workspace: Option<String>,
+    },
+    /// Create a kubeconfig context for the current workspace.
+    CreateContext {
+        /// Name of the new context (default: the workspace's path).
+        name: Option<String>,
+        /// Overwrite the context if it already exists.
+        #[arg(long)]
+        overwrite: bool,
     },
     /// Creates a new workspace (deprecated: use `kubectl create workspace`).
     Create(CreateArgs),
@@ -93,6 +121,12 @@ pub struct CreateCli {
 impl WsCli {
     pub async fn run(self, io: &mut Streams<'_>) -> Result<()> {
         let env = self.global.env()?;
+        if self.interactive {
+            if self.workspace.is_some() {
+                return Err(Error::InteractiveArguments);
+            }
+            return Err(Error::InteractiveUnsupported);
+        }
         if let (Some(ws), Some(_)) = (&self.workspace, &self.command) {
             return Err(Error::ExtraArgument(ws.clone()));
         }
@@ -101,7 +135,26 @@ impl WsCli {
                 use_workspace::run(&env, &workspace, short, io).await
             }
             Some(WsCommand::Current { short }) => current::run(&env, short, io),
-            Some(WsCommand::Tree { full }) => tree::run(&env, full, io).await,
+            Some(WsCommand::Tree {
+                interactive: true, ..
+            }) => Err(Error::InteractiveUnsupported),
+            Some(WsCommand::Tree {
+                full,
+                wide,
+                workspace,
+                ..
+            }) => {
+                let env = Env { workspace, ..env };
+                tree::run(&env, TreeArgs { full, wide }, io).await
+            }
+            Some(WsCommand::CreateContext { name, overwrite }) => {
+                let args = CreateContext {
+                    name,
+                    overwrite,
+                    ..CreateContext::default()
+                };
+                create_context::run(&env, &args, io)
+            }
             Some(WsCommand::Create(args)) => {
                 writeln!(io.err, "{WS_CREATE_DEPRECATION}")?;
                 create::run(&env, &args, io).await

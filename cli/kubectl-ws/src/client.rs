@@ -1,13 +1,15 @@
 //! The few HTTP calls the plugin makes, through kube's client so that the kubeconfig's CA, client
 //! certificate/key, token or exec plugin are honoured exactly as kubectl would.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use http::{Method, Request, StatusCode, header};
 use http_body_util::BodyExt;
 use serde::de::DeserializeOwned;
 
+use crate::claims::{Binding, BindingList};
+use crate::overrides::Overrides;
 use crate::path::WorkspacePath;
 use crate::workspace::{Workspace, WorkspaceList};
 
@@ -72,25 +74,41 @@ struct Answer {
 }
 
 impl Client {
-    /// Builds a client from `context` in the kubeconfig at `kubeconfig`, talking to `base` (the server URL
-    /// with `/clusters/...` removed) so that requests can name any workspace.
-    pub async fn new(kubeconfig: &Path, context: &str, base: &str) -> Result<Self> {
+    /// Builds a client from the merged kubeconfig `files` (as kube merges them: first definition wins,
+    /// relative paths resolved against each file) with the command-line `overrides`, talking to `base`
+    /// (the server URL with `/clusters/...` removed) so that requests can name any workspace.
+    pub async fn new(files: &[PathBuf], overrides: &Overrides, base: &str) -> Result<Self> {
+        let shown = files
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(":");
         let config_err = |message: String| ClientError::Config {
-            path: kubeconfig.display().to_string(),
+            path: shown.clone(),
             message,
         };
-        let kc = kube::config::Kubeconfig::read_from(kubeconfig)
+        let mut merged: Option<kube::config::Kubeconfig> = None;
+        for file in files.iter().filter(|f| f.exists()) {
+            let kc =
+                kube::config::Kubeconfig::read_from(file).map_err(|e| config_err(e.to_string()))?;
+            merged = Some(match merged {
+                Some(m) => m.merge(kc).map_err(|e| config_err(e.to_string()))?,
+                None => kc,
+            });
+        }
+        let mut kc = merged.unwrap_or_default();
+        let opts = overrides
+            .apply(&mut kc)
             .map_err(|e| config_err(e.to_string()))?;
-        let opts = kube::config::KubeConfigOptions {
-            context: Some(context.to_owned()),
-            ..Default::default()
-        };
         let mut config = kube::Config::from_custom_kubeconfig(kc, &opts)
             .await
             .map_err(|e| config_err(e.to_string()))?;
         config.cluster_url = base
             .parse()
             .map_err(|e: http::uri::InvalidUri| config_err(e.to_string()))?;
+        if let Some(ns) = &overrides.namespace {
+            config.default_namespace = ns.clone();
+        }
         let inner = kube::Client::try_from(config).map_err(|e| config_err(e.to_string()))?;
         Ok(Self { inner })
     }
@@ -175,6 +193,50 @@ impl Client {
             source,
         })?;
         self.json(Method::POST, &path, Some(body)).await
+    }
+
+    /// `status.phase` of the LogicalCluster of `path` (`cluster`, the one every workspace has).
+    pub async fn logical_cluster_phase(&self, path: &WorkspacePath) -> Result<String> {
+        #[derive(serde::Deserialize, Default)]
+        struct Status {
+            #[serde(default)]
+            phase: String,
+        }
+        #[derive(serde::Deserialize)]
+        struct LogicalCluster {
+            #[serde(default)]
+            status: Status,
+        }
+        let lc: LogicalCluster = self
+            .json(
+                Method::GET,
+                &format!(
+                    "{}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster",
+                    path.request_path()
+                ),
+                None,
+            )
+            .await?;
+        Ok(lc.status.phase)
+    }
+
+    /// The APIBindings of `path`; none when the caller may not list them or the server has no such API.
+    pub async fn list_api_bindings(&self, path: &WorkspacePath) -> Result<Vec<Binding>> {
+        let list: Result<BindingList> = self
+            .json(
+                Method::GET,
+                &format!(
+                    "{}/apis/apis.kcp.io/v1alpha2/apibindings",
+                    path.request_path()
+                ),
+                None,
+            )
+            .await;
+        match list {
+            Ok(l) => Ok(l.items),
+            Err(e) if e.is_forbidden() || e.is_not_found() => Ok(Vec::new()),
+            Err(e) => Err(e),
+        }
     }
 
     /// `GET /clusters/root/.../workspaces/~`: the caller's home workspace, created on first access. The server

@@ -20,8 +20,24 @@ pub enum Error {
     Denied(String),
     #[error("invalid home workspace URL {0:?}")]
     HomeUrl(String),
-    #[error("workspace URL {0:?} does not point to workspace")]
+    #[error("current config context URL {0:?} does not point to workspace")]
     ChildUrl(String),
+    #[error("context {0:?} already exists in kubeconfig, use --overwrite to update it")]
+    ContextExists(String),
+    /// `kubectl create workspace --create-context`: kcp prefixes the create-context failure.
+    #[error("failed to create context: {0}")]
+    CreateContext(Box<Error>),
+    #[error("invalid location selector: {0}")]
+    LocationSelector(String),
+    #[error("cannot go above the root workspace")]
+    AboveRoot,
+    #[error("interactive mode does not accept arguments")]
+    InteractiveArguments,
+    /// kcp's `-i` is a full-screen terminal UI; this plugin does not have one.
+    #[error(
+        "interactive mode (-i) is not supported by this kubectl-ws; use 'kubectl ws tree' and 'kubectl ws <path>'"
+    )]
+    InteractiveUnsupported,
     #[error("--ignore-existing must not be used with non-absolute type path")]
     IgnoreExistingRelativeType,
     #[error(

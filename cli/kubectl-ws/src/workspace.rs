@@ -53,12 +53,19 @@ pub struct WorkspaceList {
 }
 
 impl Workspace {
-    /// A new Workspace object for a create request.
-    pub fn create_request(name: &str, type_ref: Option<&TypeRef>) -> serde_json::Value {
-        let spec = match type_ref {
-            Some(t) => serde_json::json!({ "type": t }),
-            None => serde_json::json!({}),
-        };
+    /// A new Workspace object for a create request; `location_selector` is a `metav1.LabelSelector`.
+    pub fn create_request(
+        name: &str,
+        type_ref: Option<&TypeRef>,
+        location_selector: Option<&serde_json::Value>,
+    ) -> serde_json::Value {
+        let mut spec = serde_json::json!({});
+        if let Some(t) = type_ref {
+            spec["type"] = serde_json::json!(t);
+        }
+        if let Some(s) = location_selector {
+            spec["location"] = serde_json::json!({ "selector": s });
+        }
         serde_json::json!({
             "apiVersion": "tenancy.kcp.io/v1alpha1",
             "kind": "Workspace",

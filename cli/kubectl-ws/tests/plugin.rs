@@ -369,3 +369,38 @@ async fn client_certificate() {
     );
     assert_eq!(s.ok(WS, &["tree"]).await.0, ".\n└── team\n\n");
 }
+
+/// kcp's warnings after switching into a workspace whose APIBinding leaves an exported claim unanswered;
+/// the switch itself succeeds and stdout is unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn permission_claim_warnings() {
+    let s = Setup::new("root:org").await;
+    s.fake.add_binding(
+        "root:org:team",
+        serde_json::json!({
+            "metadata": {"name": "cowboys"},
+            "spec": {"permissionClaims": [
+                {"resource": "configmaps", "verbs": ["get"], "state": "Accepted"},
+            ]},
+            "status": {"exportPermissionClaims": [
+                {"resource": "configmaps", "verbs": ["get"]},
+                {"resource": "secrets", "verbs": ["get"]},
+            ]},
+        }),
+    );
+    let (out, err) = s.ok(WS, &["team"]).await;
+    assert_eq!(
+        out,
+        "Current workspace is 'root:org:team' (type root:universal).\n"
+    );
+    assert_eq!(
+        err,
+        "Warning: claim for secrets exported but not specified on APIBinding cowboys\nAdd this claim to the APIBinding's Spec.\n\
+         Warning: claim for secrets specified on APIBinding cowboys but not accepted or rejected.\n\
+         Warning: allowed verbs () on claim for secrets on APIBinding cowboys do not match expected verbs ().\n"
+    );
+    // Back in a workspace without the API: nothing to say.
+    let (out, err) = s.ok(WS, &["-"]).await;
+    assert_eq!(out, "Current workspace is 'root:org'.\n");
+    assert_eq!(err, "");
+}

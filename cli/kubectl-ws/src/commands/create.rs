@@ -2,8 +2,10 @@
 
 use std::time::{Duration, Instant};
 
-use super::{Env, Streams, current_url, use_workspace};
+use super::create_context::{self, CreateContext};
+use super::{Env, Streams, use_workspace};
 use crate::error::{Error, Result};
+use crate::location;
 use crate::path::TypeRef;
 use crate::workspace::Workspace;
 
@@ -19,9 +21,20 @@ pub struct CreateArgs {
     /// Immediately enter the created workspace.
     #[arg(long)]
     pub enter: bool,
-    /// Ignore if the workspace already exists. Requires none or absolute type path.
+    /// Ignore if the workspace already exists. Requires none or absolute type path. Overwrites the context
+    /// if --create-context is set.
     #[arg(long)]
     pub ignore_existing: bool,
+    /// A label selector to select the scheduling location of the created workspace.
+    #[arg(long, default_value = "")]
+    pub location_selector: String,
+    /// Create a kubeconfig context for the new workspace with the given name.
+    #[arg(long, default_value = "")]
+    pub create_context: String,
+    /// Workspace path to create in instead of the current one: ':root:my-ws' absolute, 'my-ws' relative,
+    /// '.' and '..' allowed.
+    #[arg(short, long)]
+    pub workspace: Option<String>,
 }
 
 /// How long kcp waits for a new workspace to become Ready.
@@ -32,8 +45,17 @@ const VISIBLE_TIMEOUT: Duration = Duration::from_secs(5);
 const VISIBLE_POLL: Duration = Duration::from_millis(100);
 
 pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<()> {
+    // Checked before anything is read, as kcp validates its flags first.
+    let location = match args.location_selector.as_str() {
+        "" => None,
+        s => Some(location::parse(s).map_err(Error::LocationSelector)?),
+    };
     let kc = env.load()?;
-    let parent = current_url(&kc)?.path;
+    let target = Env {
+        workspace: args.workspace.clone(),
+        ..env.clone()
+    };
+    let parent = target.current_url(&kc)?.path;
     let type_arg = args.type_ref.as_deref().filter(|t| !t.is_empty());
     if args.ignore_existing && type_arg.is_some_and(|t| t != "root" && !t.starts_with("root:")) {
         return Err(Error::IgnoreExistingRelativeType);
@@ -45,7 +67,7 @@ pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<(
     let mut ws = match client
         .create_workspace(
             &parent,
-            &Workspace::create_request(&args.name, wanted.as_ref()),
+            &Workspace::create_request(&args.name, wanted.as_ref(), location.as_ref()),
         )
         .await
     {
@@ -105,13 +127,25 @@ pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<(
     }
     writeln!(io.out, "{reference} is ready to use.")?;
 
+    // A context of its own replaces entering: `--enter` only decides whether it becomes the current one.
+    if !args.create_context.is_empty() {
+        let context = CreateContext {
+            name: Some(args.create_context.clone()),
+            overwrite: args.ignore_existing,
+            keep_current: !args.enter,
+            server: Some(ws.spec.url.clone()),
+        };
+        return create_context::run(env, &context, io)
+            .map_err(|e| Error::CreateContext(Box::new(e)));
+    }
     if args.enter {
         let name = if ws.metadata.name.is_empty() {
             args.name.clone()
         } else {
             ws.metadata.name.clone()
         };
-        return use_workspace::run(env, &name, false, io).await;
+        // Relative to where it was created, `--workspace` included, as kcp resolves it.
+        return use_workspace::run(&target, &name, false, io).await;
     }
     Ok(())
 }

@@ -8,7 +8,7 @@ use crate::error::Result;
 
 pub fn run(env: &Env, short: bool, io: &mut Streams<'_>) -> Result<()> {
     let kc = env.load()?;
-    print(io.out, &kc.current_server()?, short, None)
+    print(io.out, &env.server(&kc)?, short, None)
 }
 
 /// Prints the workspace behind `server` in kcp's words; `type_ref` is `path:name` of its type when known.

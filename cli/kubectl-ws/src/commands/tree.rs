@@ -1,4 +1,5 @@
-//! `kubectl ws tree [-f]`: the workspaces below the current one, drawn as kcp draws them (treeprint).
+//! `kubectl ws tree [-f] [--wide]`: the workspaces below the current one, drawn as kcp draws them
+//! (treeprint; with `--wide` aligned by tabwriter).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -8,6 +9,7 @@ use crate::client::Client;
 use crate::cluster_url::ClusterUrl;
 use crate::error::{Error, Result};
 use crate::path::WorkspacePath;
+use crate::tabwriter;
 
 /// One line of the tree and what hangs below it.
 #[derive(Debug, Default, PartialEq, Eq)]
@@ -16,9 +18,18 @@ pub struct Node {
     pub children: Vec<Node>,
 }
 
-pub async fn run(env: &Env, full: bool, io: &mut Streams<'_>) -> Result<()> {
+/// How the tree is labelled.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct TreeArgs {
+    /// Full paths instead of names.
+    pub full: bool,
+    /// Each node followed by its Workspace's and LogicalCluster's phase, in aligned columns.
+    pub wide: bool,
+}
+
+pub async fn run(env: &Env, args: TreeArgs, io: &mut Streams<'_>) -> Result<()> {
     let kc = env.load()?;
-    let server = kc.current_server()?;
+    let server = env.server(&kc)?;
     let Some(url) = ClusterUrl::parse(&server) else {
         // Not an error in kcp either: the context may point at something that is not a workspace.
         writeln!(
@@ -28,23 +39,49 @@ pub async fn run(env: &Env, full: bool, io: &mut Streams<'_>) -> Result<()> {
         return Ok(());
     };
     let client = env.client(&kc).await?;
-    let name = if full {
+    let name = if args.full {
         url.path.to_string()
     } else {
         url.path.base().to_owned()
     };
+    // The starting workspace's own Workspace object is not read: its phase shows as `-`.
+    let label = label(&client, args, &name, &url.path, "").await;
     let mut top = Node {
-        label: name.clone(),
+        label,
         children: Vec::new(),
     };
-    populate(&client, &mut top, url.path.clone(), name, full).await?;
+    populate(&client, &mut top, url.path.clone(), name, args).await?;
     let root = Node {
         label: ".".to_owned(),
         children: vec![top],
     };
-    // kcp prints the tree with Println after treeprint's trailing newline: one empty line at the end.
-    writeln!(io.out, "{}", render(&root))?;
+    if args.wide {
+        write!(io.out, "{}", tabwriter::align(&render(&root), 2))?;
+    } else {
+        // kcp prints the tree with Println after treeprint's trailing newline: one empty line at the end.
+        writeln!(io.out, "{}", render(&root))?;
+    }
     Ok(())
+}
+
+/// The node's name, and with `--wide` its phases: `ws=` from the parent's list (`-` when unknown), `lc=`
+/// from the workspace's LogicalCluster (`Unknown` when it cannot be read).
+async fn label(
+    client: &Client,
+    args: TreeArgs,
+    name: &str,
+    path: &WorkspacePath,
+    ws_phase: &str,
+) -> String {
+    if !args.wide {
+        return name.to_owned();
+    }
+    let lc_phase = match client.logical_cluster_phase(path).await {
+        Ok(p) if !p.is_empty() => p,
+        _ => "Unknown".to_owned(),
+    };
+    let ws_phase = if ws_phase.is_empty() { "-" } else { ws_phase };
+    format!("{name}\tws={ws_phase}\tlc={lc_phase}")
 }
 
 /// Lists the workspaces in `path` and recurses into each through the logical cluster its URL names.
@@ -53,7 +90,7 @@ fn populate<'a>(
     node: &'a mut Node,
     path: WorkspacePath,
     name: String,
-    full: bool,
+    args: TreeArgs,
 ) -> Pin<Box<dyn Future<Output = Result<()>> + 'a>> {
     Box::pin(async move {
         let list = match client.list_workspaces(&path).await {
@@ -66,7 +103,7 @@ fn populate<'a>(
             if ws.metadata.deletion_timestamp.is_some() {
                 continue;
             }
-            let child_name = if full {
+            let child_name = if args.full {
                 format!("{name}:{}", ws.metadata.name)
             } else {
                 ws.metadata.name.clone()
@@ -87,10 +124,10 @@ fn populate<'a>(
                     .ok_or_else(|| Error::ChildUrl(ws.spec.url.clone()))?
             };
             let mut child = Node {
-                label: child_name.clone(),
+                label: label(client, args, &child_name, &child_path, &ws.status.phase).await,
                 children: Vec::new(),
             };
-            populate(client, &mut child, child_path, child_name, full).await?;
+            populate(client, &mut child, child_path, child_name, args).await?;
             node.children.push(child);
         }
         Ok(())

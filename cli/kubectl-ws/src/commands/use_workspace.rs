@@ -1,6 +1,7 @@
 //! `kubectl ws [<arg>]` and `kubectl ws use <arg>`: switch the kubeconfig to another workspace.
 
-use super::{Env, Streams, current, current_url};
+use super::{Env, Streams, current};
+use crate::claims;
 use crate::client::Client;
 use crate::cluster_url::ClusterUrl;
 use crate::error::{Error, Result};
@@ -23,15 +24,18 @@ pub async fn run(env: &Env, arg: &str, short: bool, io: &mut Streams<'_>) -> Res
     let mut client = None;
     let (absolute, path) = match parsed.target {
         Target::Previous => {
+            let client = env.client(&kc).await?;
             let server = kc.swap_previous()?;
             kc.save()?;
+            report_claims(&client, &server, io).await?;
             return current::print(io.out, &server, short, None);
         }
-        Target::Current => return current::print(io.out, &kc.current_server()?, short, None),
+        Target::Current => return current::print(io.out, &env.server(&kc)?, short, None),
         Target::TreeRoot => {
-            let url = current_url(&kc)?;
+            let url = env.current_url(&kc)?;
             let server = url.with_path(&url.path.tree_root());
-            return commit(&mut kc, &server, short, None, io);
+            let client = env.client(&kc).await?;
+            return commit(&mut kc, &client, &server, short, None, io).await;
         }
         Target::Home { rest } => {
             let home = home_path(client.insert(env.client(&kc).await?)).await?;
@@ -40,7 +44,7 @@ pub async fn run(env: &Env, arg: &str, short: bool, io: &mut Streams<'_>) -> Res
         Target::Path { absolute, path } => (absolute, path),
     };
 
-    let url = current_url(&kc)?;
+    let url = env.current_url(&kc)?;
     let target = resolve(&url.path, absolute, &path)?;
     let client = match client {
         Some(client) => client,
@@ -49,11 +53,13 @@ pub async fn run(env: &Env, arg: &str, short: bool, io: &mut Streams<'_>) -> Res
     let type_ref = check_exists(&client, &target).await?;
     commit(
         &mut kc,
+        &client,
         &url.with_path(&target),
         short,
         type_ref.as_deref(),
         io,
-    )?;
+    )
+    .await?;
     if parsed.no_arg && !short {
         writeln!(io.err, "{CD_NOTE}")?;
     }
@@ -61,8 +67,9 @@ pub async fn run(env: &Env, arg: &str, short: bool, io: &mut Streams<'_>) -> Res
 }
 
 /// Switches the kubeconfig to `server` and reports the new workspace.
-fn commit(
+async fn commit(
     kc: &mut Kubeconfig,
+    client: &Client,
     server: &str,
     short: bool,
     type_ref: Option<&str>,
@@ -70,7 +77,25 @@ fn commit(
 ) -> Result<()> {
     kc.enter(server)?;
     kc.save()?;
+    report_claims(client, server, io).await?;
     current::print(io.out, server, short, type_ref)
+}
+
+/// kcp's check after a switch: warnings on stderr for permission claims the workspace's APIBindings
+/// leave unanswered. A failure to look is reported, not fatal: the switch has happened.
+async fn report_claims(client: &Client, server: &str, io: &mut Streams<'_>) -> Result<()> {
+    let Some(url) = ClusterUrl::parse(server) else {
+        return Ok(());
+    };
+    match client.list_api_bindings(&url.path).await {
+        Ok(bindings) => {
+            for w in claims::warnings(&bindings) {
+                writeln!(io.err, "{w}")?;
+            }
+        }
+        Err(e) => writeln!(io.err, "error checking APIBindings: {e}")?,
+    }
+    Ok(())
 }
 
 /// The path of the caller's home workspace, from the `spec.URL` of `root`'s `~` Workspace.

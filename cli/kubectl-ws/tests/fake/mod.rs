@@ -36,6 +36,9 @@ struct State {
     lcs: BTreeMap<String, String>,
     home_429s: u32,
     counter: u32,
+    /// APIBindings per LC name; LCs without an entry answer 404 for the resource, as a server without
+    /// the API does.
+    bindings: BTreeMap<String, Vec<Value>>,
     pub requests: Vec<String>,
 }
 
@@ -212,6 +215,13 @@ impl Fake {
         self.state.lock().unwrap().requests.clone()
     }
 
+    /// Adds an APIBinding to the workspace at `path`.
+    pub fn add_binding(&self, path: &str, binding: Value) {
+        let mut st = self.state.lock().unwrap();
+        let lc = st.lcs[path].clone();
+        st.bindings.entry(lc).or_default().push(binding);
+    }
+
     /// Adds a workspace `name` in `parent` that stays `Initializing` until the next GET of it.
     pub fn add_not_ready(&self, parent: &str, name: &str) {
         self.state
@@ -268,6 +278,12 @@ async fn handle(
             StatusCode::OK,
             json!({"kind": "APIGroupList", "groups": [{"name": "tenancy.kcp.io"}]}),
         ),
+        ("GET", "apis/apis.kcp.io/v1alpha2/apibindings") if st.bindings.contains_key(&lc) => {
+            respond(
+                StatusCode::OK,
+                json!({"kind": "APIBindingList", "apiVersion": "apis.kcp.io/v1alpha2", "items": st.bindings[&lc]}),
+            )
+        }
         ("GET", WS) => {
             let items: Vec<Value> = st.children[&lc].iter().map(|w| ws_json(base, w)).collect();
             respond(
