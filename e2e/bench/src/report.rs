@@ -2,6 +2,7 @@
 
 mod authz;
 mod custom;
+mod workspaces;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -39,6 +40,7 @@ pub struct Report {
     pub memory: Vec<(Backend, Result<LcMemory, String>)>,
     pub crd_memory: Vec<(Backend, CrdMemory)>,
     pub authz: Result<crate::authz::AuthzResults, String>,
+    pub workspaces: Vec<(Backend, Result<crate::workspaces::Workspaces, String>)>,
 }
 
 fn ms(d: Duration) -> String {
@@ -175,6 +177,7 @@ impl Report {
         self.cpu_table(&mut out);
         self.watch_table(&mut out);
         self.memory_table(&mut out);
+        self.workspaces_section(&mut out);
         self.failures(&mut out);
         self.method(&mut out);
         out
@@ -874,6 +877,7 @@ impl Report {
             }
         }
         self.custom_failures(&mut lines);
+        self.workspace_failures(&mut lines);
         let _ = writeln!(out, "## Failures and errors\n");
         if lines.is_empty() {
             let _ = writeln!(out, "None: every request of every phase succeeded.\n");
