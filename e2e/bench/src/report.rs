@@ -189,7 +189,7 @@ impl Report {
         let _ = writeln!(out, "# Benchmarks\n");
         let _ = writeln!(
             out,
-            "Written by `kcp-bench` (`e2e/bench`). Reproduce with:\n\n```sh\ncargo run --release -p kcp-bench -- --out docs/benchmarks.md          # full run, ~12 min on 2 cores\ncargo run --release -p kcp-bench -- --quick --out /tmp/bench.md     # smoke run, ~2 min\n```\n"
+            "Written by `kcp-bench` (`e2e/bench`). Reproduce with:\n\n```sh\ncargo run --release -p kcp-bench -- --out docs/benchmarks.md          # full run, ~20 min on 2 cores\ncargo run --release -p kcp-bench -- --quick --out /tmp/bench.md     # smoke run, ~2 min\n```\n"
         );
         if p.quick {
             let _ = writeln!(
@@ -892,7 +892,7 @@ impl Report {
         let _ = writeln!(out, "## Method\n");
         let _ = writeln!(
             out,
-            "- One process (`kcp-bench`) starts everything it measures on 127.0.0.1: a fresh etcd for the baseline, a fresh etcd + `kcp-shard --etcd-servers` for the shard on etcd, `kcp-shard` on its embedded store, two more fresh shards for the memory phase and four for the CRD memory phase (without and with the CRD, on each store). Each process is killed when its part is done; temporary directories are removed.\n\
+            "- One process (`kcp-bench`) starts everything it measures on 127.0.0.1: a fresh etcd for the baseline, a fresh etcd + `kcp-shard --etcd-servers` for the shard on etcd, `kcp-shard` on its embedded store, two more fresh shards for the memory phase, four for the CRD memory phase (without and with the CRD, on each store) and two for the workspaces part (each restarted once on its own data). Each process is killed when its part is done; temporary directories are removed.\n\
              - Closed loop: each client sends its next request when the previous one answered; throughput = successful operations ÷ wall time of the phase. Every phase stops at its time or operation cap; every request times out after 30 s.\n\
              - The shard is driven over HTTPS with the `system:admin` client certificate of its `admin.kubeconfig` (hyper 1 HTTP/2 over tokio-rustls, JSON). Clients share HTTP/2 connections like the etcd clients share gRPC connections: 1 → 1, 16 → 4, 64 → 8.\n\
              - The shard runs with `RUST_LOG=warn` (set `KCP_BENCH_SHARD_LOG` to change it): the per-request log line is not measured.\n\

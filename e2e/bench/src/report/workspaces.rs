@@ -334,7 +334,7 @@ impl Report {
         );
         let _ = writeln!(
             out,
-            "| store | workspaces | `tree` 404 after | deletions seen by the watch (last after) | LogicalClusters before → after (back after) |\n| --- | ---: | ---: | --- | --- |"
+            "| store | workspaces | `tree` 404 after | Workspace deletions seen by the watch (last after) | deletions/s | LogicalClusters before → after (back after) |\n| --- | ---: | ---: | --- | ---: | --- |"
         );
         for (backend, w) in self.workspace_results() {
             match &w.delete {
@@ -342,7 +342,7 @@ impl Report {
                     let opt_count = |n: Option<u64>| n.map(count).unwrap_or_else(|| "?".into());
                     let _ = writeln!(
                         out,
-                        "| {} | {} | {} | {} ({}) | {} → {} ({}) |",
+                        "| {} | {} | {} | {} ({}) | {} | {} → {} ({}) |",
                         backend.label(),
                         count(d.workspaces),
                         d.gone.map(secs).unwrap_or_else(|| format!(
@@ -351,6 +351,10 @@ impl Report {
                         )),
                         count(d.deleted_events),
                         d.last_deleted.map(secs).unwrap_or_else(|| "–".into()),
+                        d.last_deleted
+                            .filter(|l| !l.is_zero())
+                            .map(|l| rate(d.deleted_events as f64 / l.as_secs_f64()))
+                            .unwrap_or_else(|| "–".into()),
                         opt_count(d.lcs_before),
                         opt_count(d.lcs_after),
                         d.lcs_back.map(secs).unwrap_or_else(|| "not back".into()),
@@ -359,7 +363,7 @@ impl Report {
                 Err(e) => {
                     let _ = writeln!(
                         out,
-                        "| {} | **failed**: {} | | | |",
+                        "| {} | **failed**: {} | | | | |",
                         backend.label(),
                         one_line(e)
                     );
@@ -460,6 +464,12 @@ impl Report {
                         r.sample_ready, r.sampled, r.sample_served
                     ));
                 }
+            }
+            if !w.shard_log.trim().is_empty() {
+                lines.push(format!(
+                    "workspaces on the {label}: the shard logged (last lines):\n{}",
+                    w.shard_log.trim_end()
+                ));
             }
             if w.watch_failures > 0 {
                 lines.push(format!(

@@ -90,7 +90,12 @@ pub struct Workspaces {
     /// Failures of the Ready watch (re-opened each time), and the first one.
     pub watch_failures: u64,
     pub watch_first_failure: Option<String>,
+    /// The end of the shard's log (it logs warnings and errors only, unless `KCP_BENCH_SHARD_LOG`).
+    pub shard_log: String,
 }
+
+/// Lines of the shard's log kept for the report.
+const LOG_LINES: usize = 12;
 
 /// The whole part on a fresh shard on `backend`.
 pub async fn measure(plan: &Plan, binary: &Path, backend: Backend) -> Result<Workspaces, String> {
@@ -318,6 +323,7 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
         restart,
         watch_failures,
         watch_first_failure,
+        shard_log: shard.log_tail(LOG_LINES),
     })
 }
 
