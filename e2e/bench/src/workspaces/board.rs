@@ -160,10 +160,12 @@ async fn watch_loop(
             _ = stop.cancelled() => return,
             r = follow(&mut conn, &mut rv, &state) => r,
         };
-        let failure = match outcome {
+        let (failure, restart_from_now) = match outcome {
             // The server ended the watch (its timeout): re-open it.
-            Ok(()) => None,
-            Err(err) => Some(format!("{err:#}")),
+            Ok(None) => (None, false),
+            // An ERROR event (a resourceVersion too old, say): events since are lost.
+            Ok(Some(error)) => (Some(error), true),
+            Err(err) => (Some(format!("{err:#}")), false),
         };
         if let Some(failure) = failure {
             let mut s = lock(&state);
@@ -177,6 +179,9 @@ async fn watch_loop(
         // The connection may be what failed.
         if let Ok(fresh) = connector.connect().await {
             conn = fresh;
+        }
+        if restart_from_now && let Ok(now) = current_rv(&mut conn).await {
+            rv = now;
         }
     }
 }
@@ -216,8 +221,12 @@ struct Status {
     phase: Option<String>,
 }
 
-/// Reads one watch until it ends, advancing `rv`.
-async fn follow(conn: &mut Conn, rv: &mut String, state: &Mutex<State>) -> anyhow::Result<()> {
+/// Reads one watch until it ends, advancing `rv`; the text of an ERROR event if one ended it.
+async fn follow(
+    conn: &mut Conn,
+    rv: &mut String,
+    state: &Mutex<State>,
+) -> anyhow::Result<Option<String>> {
     let path = format!("{ALL_WORKSPACES}?watch=1&resourceVersion={rv}&timeoutSeconds=3600");
     let response = conn.send(Method::GET, &path, None).await?;
     if response.status() != StatusCode::OK {
@@ -254,10 +263,10 @@ async fn follow(conn: &mut Conn, rv: &mut String, state: &Mutex<State>) -> anyho
                 )
             })?;
             if event.kind == "ERROR" {
-                bail!(
+                return Ok(Some(format!(
                     "GET {path}: ERROR event: {}",
                     String::from_utf8_lossy(&line[..line.len().min(600)])
-                );
+                )));
             }
             if let Some(v) = &event.object.metadata.resource_version {
                 rv.clone_from(v);
@@ -265,7 +274,7 @@ async fn follow(conn: &mut Conn, rv: &mut String, state: &Mutex<State>) -> anyho
             record(state, event, at);
         }
     }
-    Ok(())
+    Ok(None)
 }
 
 fn record(state: &Mutex<State>, event: Event, at: Instant) {
