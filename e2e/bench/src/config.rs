@@ -27,6 +27,13 @@ pub struct Args {
     /// Override how many logical clusters the CRD memory phase creates (without, then with the CRD).
     #[arg(long, value_name = "N")]
     pub crd_lcs: Option<usize>,
+    /// Concurrent creators of the workspaces part (each waits for its workspace to be Ready before
+    /// creating the next one).
+    #[arg(long, value_name = "N")]
+    pub ws_clients: Option<usize>,
+    /// Override how many workspaces the workspaces part aims for in its memory and restart steps.
+    #[arg(long, value_name = "N")]
+    pub workspaces: Option<usize>,
     /// Run only these parts (comma-separated); the report says "not run" for the others. For
     /// focused measurements while working on one area, never for the published report.
     #[arg(long, value_enum, value_delimiter = ',', value_name = "PART")]
@@ -46,6 +53,9 @@ pub enum Part {
     CrdMemory,
     /// GET through kcp's authorizer chain next to system:masters.
     Authz,
+    /// Workspaces: creation to Ready (flat and as a tree), RSS per workspace, deleting a tree,
+    /// restarting with many workspaces.
+    Workspaces,
 }
 
 impl Args {
@@ -86,6 +96,37 @@ pub struct Plan {
     /// Logical clusters of the CRD memory phase (without, then with the CRD) and its cap per run.
     pub crd_lcs: usize,
     pub crd_lcs_cap: Duration,
+    pub ws: WorkspacePlan,
+}
+
+/// Sizes and caps of the workspaces part (per store). The caps keep the whole part within ~10 min on
+/// 2 cores however slow the workspace controller is; whatever a cap cut short is reported as such.
+#[derive(Debug, Clone)]
+pub struct WorkspacePlan {
+    /// Concurrent creators.
+    pub clients: usize,
+    /// Children of workspace `flat`, and the cap of their creation.
+    pub flat: usize,
+    pub flat_cap: Duration,
+    /// `tree` gets `tree_children` children with `tree_grandchildren` children each.
+    pub tree_children: usize,
+    pub tree_grandchildren: usize,
+    pub tree_cap: Duration,
+    /// Workspaces (children of `flat`, counting the first `flat`) of the memory and restart steps,
+    /// and the cap of creating those beyond `flat`.
+    pub total: usize,
+    pub total_cap: Duration,
+    /// How long the deletion of `tree` is followed.
+    pub delete_cap: Duration,
+    /// How long one workspace may take from its POST to Ready before it counts as an error.
+    pub ready_timeout: Duration,
+}
+
+impl WorkspacePlan {
+    /// Workspaces below `tree`.
+    pub fn tree_size(&self) -> usize {
+        self.tree_children * (1 + self.tree_grandchildren)
+    }
 }
 
 impl Plan {
@@ -108,6 +149,18 @@ impl Plan {
                 apply_clients: 16,
                 crd_lcs: 1_000,
                 crd_lcs_cap: Duration::from_secs(30),
+                ws: WorkspacePlan {
+                    clients: 32,
+                    flat: 500,
+                    flat_cap: Duration::from_secs(20),
+                    tree_children: 20,
+                    tree_grandchildren: 24,
+                    tree_cap: Duration::from_secs(20),
+                    total: 2_000,
+                    total_cap: Duration::from_secs(20),
+                    delete_cap: Duration::from_secs(30),
+                    ready_timeout: Duration::from_secs(30),
+                },
             }
         } else {
             Plan {
@@ -127,6 +180,18 @@ impl Plan {
                 apply_clients: 16,
                 crd_lcs: 10_000,
                 crd_lcs_cap: Duration::from_secs(90),
+                ws: WorkspacePlan {
+                    clients: 32,
+                    flat: 10_000,
+                    flat_cap: Duration::from_secs(70),
+                    tree_children: 100,
+                    tree_grandchildren: 99,
+                    tree_cap: Duration::from_secs(70),
+                    total: 100_000,
+                    total_cap: Duration::from_secs(60),
+                    delete_cap: Duration::from_secs(60),
+                    ready_timeout: Duration::from_secs(30),
+                },
             }
         };
         if let Some(secs) = args.phase_secs
@@ -139,6 +204,14 @@ impl Plan {
         }
         if let Some(lcs) = args.crd_lcs {
             plan.crd_lcs = lcs;
+        }
+        if let Some(clients) = args.ws_clients
+            && clients > 0
+        {
+            plan.ws.clients = clients;
+        }
+        if let Some(total) = args.workspaces {
+            plan.ws.total = total;
         }
         plan
     }

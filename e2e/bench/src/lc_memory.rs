@@ -8,6 +8,7 @@ use http::{Method, StatusCode};
 
 use crate::client::{Conn, describe_failure};
 use crate::config::Plan;
+use crate::idle::settle;
 use crate::objects;
 use crate::phase::{self, Limits, Probe, Summary, Worker};
 use crate::procfs;
@@ -15,34 +16,6 @@ use crate::shard::ShardProcess;
 
 /// Logical clusters created before the "before" reading, so one-time allocations are not counted.
 pub const WARM_UP_LCS: u64 = 200;
-/// Pause before each RSS reading (let background work settle) at least this long ...
-const SETTLE: Duration = Duration::from_secs(3);
-/// ... and then until the shard is idle: its controllers may still be creating what each new logical
-/// cluster gets (namespace `default`, its ServiceAccount and CA ConfigMap) after the clients are done.
-const IDLE_WINDOW: Duration = Duration::from_secs(1);
-/// Idle: less CPU than this share of one core over [`IDLE_WINDOW`].
-const IDLE_CPU_SHARE: f64 = 0.03;
-/// Give up waiting for idleness after this long (the reading is then taken anyway).
-const IDLE_CAP: Duration = Duration::from_secs(60);
-
-/// Waits [`SETTLE`], then until `pid` uses (almost) no CPU.
-async fn settle(pid: u32) {
-    tokio::time::sleep(SETTLE).await;
-    let start = std::time::Instant::now();
-    let mut last = procfs::cpu_time(pid);
-    while start.elapsed() < IDLE_CAP {
-        tokio::time::sleep(IDLE_WINDOW).await;
-        let now = procfs::cpu_time(pid);
-        let (Some(before), Some(after)) = (last, now) else {
-            return;
-        };
-        if (after.saturating_sub(before)).as_secs_f64() < IDLE_CPU_SHARE * IDLE_WINDOW.as_secs_f64()
-        {
-            return;
-        }
-        last = now;
-    }
-}
 /// Retries of a ConfigMap create that finds no `default` namespace yet.
 const NAMESPACE_RETRIES: usize = 50;
 

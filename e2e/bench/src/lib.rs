@@ -4,7 +4,8 @@
 //! Phases, each capped in time and operations: raw etcd put / txn create / get / range (the baseline);
 //! on each shard: create, get, update, list (whole and paged), the same (but update) on custom
 //! resources of the same size, server-side apply next to a merge patch, watch latency with 1 and
-//! 1,000 watchers; then, on fresh shards, RSS per logical cluster, without and with a CRD in each.
+//! 1,000 watchers; then, on fresh shards, RSS per logical cluster, without and with a CRD in each;
+//! then workspaces: creation to Ready, RSS per workspace, deleting a tree, restarting with many.
 //! Nothing here is a test: numbers are reported, never asserted.
 
 mod apply;
@@ -14,6 +15,7 @@ mod config;
 mod crd_memory;
 mod custom;
 mod etcd_raw;
+mod idle;
 mod lc_memory;
 mod objects;
 mod phase;
@@ -22,6 +24,7 @@ mod report;
 mod shard;
 mod shard_load;
 mod watch;
+mod workspaces;
 
 use std::time::Instant;
 
@@ -61,6 +64,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         memory: Vec::new(),
         crd_memory: Vec::new(),
         authz: Err("not run".into()),
+        workspaces: Vec::new(),
     };
 
     if args.runs(Part::Baseline) {
@@ -111,6 +115,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         report.authz = authz::measure(&plan, &binary)
             .await
             .map_err(|e| format!("{e:#}"));
+    }
+
+    for backend in [Backend::Embedded, Backend::Etcd] {
+        if !args.runs(Part::Workspaces) {
+            break;
+        }
+        let result = workspaces::measure(&plan, &binary, backend).await;
+        report.workspaces.push((backend, result));
     }
 
     report.elapsed = t0.elapsed();

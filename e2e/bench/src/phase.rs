@@ -13,6 +13,23 @@ pub trait Worker: Send + 'static {
     fn op(&mut self, seq: u64) -> impl Future<Output = anyhow::Result<()>> + Send;
 }
 
+/// A client that measures its own latency: the part of `op` that counts (a workspace creator counts
+/// from its POST to the Ready event, not the wait for a parent to become creatable).
+pub trait TimedWorker: Send + 'static {
+    fn op(&mut self, seq: u64) -> impl Future<Output = anyhow::Result<Duration>> + Send;
+}
+
+/// A [`Worker`] timed from the start to the end of each operation.
+struct WholeOp<W>(W);
+
+impl<W: Worker> TimedWorker for WholeOp<W> {
+    async fn op(&mut self, seq: u64) -> anyhow::Result<Duration> {
+        let t0 = Instant::now();
+        self.0.op(seq).await?;
+        Ok(t0.elapsed())
+    }
+}
+
 /// Caps of a phase.
 #[derive(Debug, Clone, Copy)]
 pub struct Limits {
@@ -127,6 +144,11 @@ struct WorkerResult {
 /// Runs `workers` concurrently until `limits`, then summarizes. A phase never outlives its cap by more
 /// than one request timeout: workers stop starting operations at the deadline.
 pub async fn run<W: Worker>(workers: Vec<W>, limits: Limits, probe: Probe) -> Summary {
+    run_timed(workers.into_iter().map(WholeOp).collect(), limits, probe).await
+}
+
+/// [`run`] for workers that time their operations themselves.
+pub async fn run_timed<W: TimedWorker>(workers: Vec<W>, limits: Limits, probe: Probe) -> Summary {
     let clients = workers.len();
     let counter = Arc::new(AtomicU64::new(0));
     let before = probe.snapshot();
@@ -146,11 +168,8 @@ pub async fn run<W: Worker>(workers: Vec<W>, limits: Limits, probe: Probe) -> Su
                 if seq >= limits.max_ops || Instant::now() >= deadline {
                     break;
                 }
-                let t0 = Instant::now();
-                let outcome = worker.op(seq).await;
-                let took = t0.elapsed();
-                match outcome {
-                    Ok(()) => result.latencies.push(took),
+                match worker.op(seq).await {
+                    Ok(took) => result.latencies.push(took),
                     Err(err) => {
                         result.errors += 1;
                         if result.first_error.is_none() {

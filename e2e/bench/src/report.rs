@@ -2,6 +2,7 @@
 
 mod authz;
 mod custom;
+mod workspaces;
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
@@ -39,6 +40,7 @@ pub struct Report {
     pub memory: Vec<(Backend, Result<LcMemory, String>)>,
     pub crd_memory: Vec<(Backend, CrdMemory)>,
     pub authz: Result<crate::authz::AuthzResults, String>,
+    pub workspaces: Vec<(Backend, Result<crate::workspaces::Workspaces, String>)>,
 }
 
 fn ms(d: Duration) -> String {
@@ -175,6 +177,7 @@ impl Report {
         self.cpu_table(&mut out);
         self.watch_table(&mut out);
         self.memory_table(&mut out);
+        self.workspaces_section(&mut out);
         self.failures(&mut out);
         self.method(&mut out);
         out
@@ -186,7 +189,7 @@ impl Report {
         let _ = writeln!(out, "# Benchmarks\n");
         let _ = writeln!(
             out,
-            "Written by `kcp-bench` (`e2e/bench`). Reproduce with:\n\n```sh\ncargo run --release -p kcp-bench -- --out docs/benchmarks.md          # full run, ~12 min on 2 cores\ncargo run --release -p kcp-bench -- --quick --out /tmp/bench.md     # smoke run, ~2 min\n```\n"
+            "Written by `kcp-bench` (`e2e/bench`). Reproduce with:\n\n```sh\ncargo run --release -p kcp-bench -- --out docs/benchmarks.md          # full run, ~20 min on 2 cores\ncargo run --release -p kcp-bench -- --quick --out /tmp/bench.md     # smoke run, ~2 min\n```\n"
         );
         if p.quick {
             let _ = writeln!(
@@ -874,6 +877,7 @@ impl Report {
             }
         }
         self.custom_failures(&mut lines);
+        self.workspace_failures(&mut lines);
         let _ = writeln!(out, "## Failures and errors\n");
         if lines.is_empty() {
             let _ = writeln!(out, "None: every request of every phase succeeded.\n");
@@ -888,7 +892,7 @@ impl Report {
         let _ = writeln!(out, "## Method\n");
         let _ = writeln!(
             out,
-            "- One process (`kcp-bench`) starts everything it measures on 127.0.0.1: a fresh etcd for the baseline, a fresh etcd + `kcp-shard --etcd-servers` for the shard on etcd, `kcp-shard` on its embedded store, two more fresh shards for the memory phase and four for the CRD memory phase (without and with the CRD, on each store). Each process is killed when its part is done; temporary directories are removed.\n\
+            "- One process (`kcp-bench`) starts everything it measures on 127.0.0.1: a fresh etcd for the baseline, a fresh etcd + `kcp-shard --etcd-servers` for the shard on etcd, `kcp-shard` on its embedded store, two more fresh shards for the memory phase, four for the CRD memory phase (without and with the CRD, on each store) and two for the workspaces part (each restarted once on its own data). Each process is killed when its part is done; temporary directories are removed.\n\
              - Closed loop: each client sends its next request when the previous one answered; throughput = successful operations ÷ wall time of the phase. Every phase stops at its time or operation cap; every request times out after 30 s.\n\
              - The shard is driven over HTTPS with the `system:admin` client certificate of its `admin.kubeconfig` (hyper 1 HTTP/2 over tokio-rustls, JSON). Clients share HTTP/2 connections like the etcd clients share gRPC connections: 1 → 1, 16 → 4, 64 → 8.\n\
              - The shard runs with `RUST_LOG=warn` (set `KCP_BENCH_SHARD_LOG` to change it): the per-request log line is not measured.\n\

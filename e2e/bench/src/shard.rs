@@ -14,6 +14,10 @@ use crate::procfs;
 
 /// How long a shard may take to write its kubeconfig and answer `/readyz`.
 const STARTUP_DEADLINE: Duration = Duration::from_secs(60);
+/// How long a shard may take to exit after SIGTERM before it is killed.
+const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(30);
+/// Readiness is polled this often (it is also the resolution of the measured restart time).
+const READY_POLL: Duration = Duration::from_millis(20);
 
 /// Which store a shard runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,11 +79,25 @@ pub fn shard_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
 /// A running shard with its own temporary root directory, killed on drop.
 pub struct ShardProcess {
     pub backend: Backend,
+    binary: PathBuf,
     child: Child,
     dir: tempfile::TempDir,
     pub connector: Connector,
     etcd: Option<EtcdProcess>,
     etcd_pid: Option<u32>,
+}
+
+/// What a graceful restart took.
+#[derive(Debug, Clone, Copy)]
+pub struct Restarted {
+    /// SIGTERM → the old process exited.
+    pub stop: Duration,
+    /// Whether it exited by itself (not killed after [`SHUTDOWN_DEADLINE`]).
+    pub clean_exit: bool,
+    /// The new process was spawned at this instant ...
+    pub spawned: Instant,
+    /// ... and was ready (kubeconfig written, `/readyz` answered) this long after.
+    pub ready: Duration,
 }
 
 impl ShardProcess {
@@ -97,31 +115,8 @@ impl ShardProcess {
             .prefix("kcp-bench-shard-")
             .tempdir()
             .context("creating the shard's directory")?;
-        let root = dir.path().join("root");
-        std::fs::create_dir_all(&root)?;
-        let log = std::fs::File::create(dir.path().join("shard.log"))?;
-        let mut command = Command::new(binary);
-        command
-            .arg("start")
-            .arg("--root-directory")
-            .arg(&root)
-            .args(["--secure-port", "0", "--bind-address", "127.0.0.1"])
-            // One log line per request would measure the log, not the server.
-            .env(
-                "RUST_LOG",
-                std::env::var("KCP_BENCH_SHARD_LOG").unwrap_or_else(|_| "warn".into()),
-            )
-            .stdin(Stdio::null())
-            .stdout(log.try_clone()?)
-            .stderr(log);
-        if let Some(etcd) = &etcd {
-            command
-                .arg("--etcd-servers")
-                .arg(etcd.endpoints().join(","));
-        }
-        let mut child = command
-            .spawn()
-            .with_context(|| format!("spawning {}", binary.display()))?;
+        std::fs::create_dir_all(dir.path().join("root"))?;
+        let mut child = spawn(binary, dir.path(), etcd.as_ref())?;
         let connector = match wait_ready(&mut child, dir.path()).await {
             Ok(connector) => connector,
             Err(err) => {
@@ -132,11 +127,54 @@ impl ShardProcess {
         };
         Ok(ShardProcess {
             backend,
+            binary: binary.to_path_buf(),
             child,
             dir,
             connector,
             etcd,
             etcd_pid,
+        })
+    }
+
+    /// Stops the shard gracefully (SIGTERM; SIGKILL after [`SHUTDOWN_DEADLINE`]) and starts it again on
+    /// the same root directory and etcd. Its port changes: [`ShardProcess::connector`] follows, and
+    /// connections opened before are dead.
+    pub async fn restart(&mut self) -> anyhow::Result<Restarted> {
+        let t0 = Instant::now();
+        // The `kill` command: no signal crate for one SIGTERM.
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .context("running kill -TERM")?;
+        if !status.success() {
+            bail!("kill -TERM {} failed: {status}", self.child.id());
+        }
+        let mut clean_exit = true;
+        loop {
+            if self.child.try_wait()?.is_some() {
+                break;
+            }
+            if t0.elapsed() > SHUTDOWN_DEADLINE {
+                clean_exit = false;
+                let _ = self.child.kill();
+                let _ = self.child.wait();
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let stop = t0.elapsed();
+        // The new process removes it too, but only once it runs: a stale one would look ready.
+        let _ = std::fs::remove_file(self.dir.path().join("root/admin.kubeconfig"));
+        let spawned = Instant::now();
+        self.child = spawn(&self.binary, self.dir.path(), self.etcd.as_ref())?;
+        self.connector = wait_ready(&mut self.child, self.dir.path()).await?;
+        Ok(Restarted {
+            stop,
+            clean_exit,
+            spawned,
+            ready: spawned.elapsed(),
         })
     }
 
@@ -183,6 +221,37 @@ impl Drop for ShardProcess {
     }
 }
 
+/// Spawns `kcp-shard start` on `dir/root` (and `etcd` when given), its output appended to
+/// `dir/shard.log`.
+fn spawn(binary: &Path, dir: &Path, etcd: Option<&EtcdProcess>) -> anyhow::Result<Child> {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join("shard.log"))?;
+    let mut command = Command::new(binary);
+    command
+        .arg("start")
+        .arg("--root-directory")
+        .arg(dir.join("root"))
+        .args(["--secure-port", "0", "--bind-address", "127.0.0.1"])
+        // One log line per request would measure the log, not the server.
+        .env(
+            "RUST_LOG",
+            std::env::var("KCP_BENCH_SHARD_LOG").unwrap_or_else(|_| "warn".into()),
+        )
+        .stdin(Stdio::null())
+        .stdout(log.try_clone()?)
+        .stderr(log);
+    if let Some(etcd) = etcd {
+        command
+            .arg("--etcd-servers")
+            .arg(etcd.endpoints().join(","));
+    }
+    command
+        .spawn()
+        .with_context(|| format!("spawning {}", binary.display()))
+}
+
 fn log_tail(dir: &Path, lines: usize) -> String {
     let log = std::fs::read_to_string(dir.join("shard.log")).unwrap_or_default();
     let all: Vec<&str> = log.lines().collect();
@@ -213,7 +282,7 @@ async fn wait_ready(child: &mut Child, dir: &Path) -> anyhow::Result<Connector> 
                 Err(err) => last_error = format!("{err:#}"),
             }
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        tokio::time::sleep(READY_POLL).await;
     }
 }
 

@@ -1,0 +1,308 @@
+//! The Ready board: one watch on every Workspace of the shard (`/clusters/*`) tells each creator when
+//! its workspace is Ready. Cheaper than polling each workspace, and the arrival of the Ready event is
+//! what the latency is measured to.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use http::{Method, StatusCode};
+use http_body_util::BodyExt as _;
+use serde::Deserialize;
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+use crate::client::{Conn, Connector, describe_failure};
+
+/// Every Workspace of every logical cluster.
+const ALL_WORKSPACES: &str = "/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspaces";
+/// Pause before re-opening a failed watch.
+const REOPEN_DELAY: Duration = Duration::from_millis(200);
+
+/// A workspace seen Ready.
+#[derive(Debug, Clone)]
+pub struct Ready {
+    /// When its Ready event arrived.
+    pub at: Instant,
+    /// Its logical cluster (`spec.cluster`), where its children are created.
+    pub cluster: String,
+}
+
+struct Waiter {
+    tx: oneshot::Sender<Ready>,
+    /// The last phase seen, for the error when it never gets Ready.
+    phase: String,
+}
+
+#[derive(Default)]
+struct State {
+    waiting: HashMap<String, Waiter>,
+    deleted: u64,
+    last_deleted: Option<Instant>,
+    /// Watch failures (the watch is re-opened from its last resourceVersion), and the first one.
+    failures: u64,
+    first_failure: Option<String>,
+}
+
+/// What the watch saw of deletions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Deletions {
+    pub count: u64,
+    pub last: Option<Instant>,
+}
+
+/// The watch and the creators waiting on it; the watch stops on drop.
+pub struct Board {
+    state: Arc<Mutex<State>>,
+    stop: CancellationToken,
+}
+
+impl Board {
+    /// Opens the watch from the current resourceVersion: later workspaces are all seen.
+    pub async fn start(connector: &Connector) -> anyhow::Result<Board> {
+        let mut conn = connector.connect().await?;
+        let rv = current_rv(&mut conn).await?;
+        let state = Arc::new(Mutex::new(State::default()));
+        let stop = CancellationToken::new();
+        tokio::spawn(watch_loop(
+            connector.clone(),
+            conn,
+            rv,
+            state.clone(),
+            stop.clone(),
+        ));
+        Ok(Board { state, stop })
+    }
+
+    fn state(&self) -> MutexGuard<'_, State> {
+        lock(&self.state)
+    }
+
+    /// Call before creating workspace `name` (names are unique in a run): the receiver gets its
+    /// Ready event.
+    pub fn expect(&self, name: &str) -> oneshot::Receiver<Ready> {
+        let (tx, rx) = oneshot::channel();
+        self.state().waiting.insert(
+            name.to_string(),
+            Waiter {
+                tx,
+                phase: "none (no event yet)".into(),
+            },
+        );
+        rx
+    }
+
+    /// Stops waiting for `name`; the last phase seen of it.
+    pub fn forget(&self, name: &str) -> String {
+        self.state()
+            .waiting
+            .remove(name)
+            .map(|w| w.phase)
+            .unwrap_or_default()
+    }
+
+    pub fn deletions(&self) -> Deletions {
+        let state = self.state();
+        Deletions {
+            count: state.deleted,
+            last: state.last_deleted,
+        }
+    }
+
+    /// How often the watch failed, and the first failure.
+    pub fn failures(&self) -> (u64, Option<String>) {
+        let state = self.state();
+        (state.failures, state.first_failure.clone())
+    }
+}
+
+impl Drop for Board {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+/// A poisoned lock only means a panicking holder; the map is still usable.
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The resourceVersion of the Workspace collection of all logical clusters.
+async fn current_rv(conn: &mut Conn) -> anyhow::Result<String> {
+    #[derive(Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct ListMeta {
+        resource_version: String,
+    }
+    #[derive(Deserialize)]
+    struct List {
+        metadata: ListMeta,
+    }
+    let path = format!("{ALL_WORKSPACES}?limit=1");
+    let body = conn.ok(Method::GET, &path, None).await?;
+    let list: List = serde_json::from_slice(&body)
+        .with_context(|| format!("GET {path}: no metadata.resourceVersion"))?;
+    Ok(list.metadata.resource_version)
+}
+
+async fn watch_loop(
+    connector: Connector,
+    mut conn: Conn,
+    mut rv: String,
+    state: Arc<Mutex<State>>,
+    stop: CancellationToken,
+) {
+    loop {
+        let outcome = tokio::select! {
+            _ = stop.cancelled() => return,
+            r = follow(&mut conn, &mut rv, &state) => r,
+        };
+        let (failure, restart_from_now) = match outcome {
+            // The server ended the watch (its timeout): re-open it.
+            Ok(None) => (None, false),
+            // An ERROR event (a resourceVersion too old, say): events since are lost.
+            Ok(Some(error)) => (Some(error), true),
+            Err(err) => (Some(format!("{err:#}")), false),
+        };
+        if let Some(failure) = failure {
+            let mut s = lock(&state);
+            s.failures += 1;
+            s.first_failure.get_or_insert(failure);
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(REOPEN_DELAY) => {}
+        }
+        // The connection may be what failed.
+        if let Ok(fresh) = connector.connect().await {
+            conn = fresh;
+        }
+        if restart_from_now && let Ok(now) = current_rv(&mut conn).await {
+            rv = now;
+        }
+    }
+}
+
+#[derive(Deserialize)]
+struct Event {
+    #[serde(rename = "type")]
+    kind: String,
+    #[serde(default)]
+    object: Object,
+}
+
+#[derive(Deserialize, Default)]
+struct Object {
+    #[serde(default)]
+    metadata: Meta,
+    #[serde(default)]
+    spec: Spec,
+    #[serde(default)]
+    status: Status,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(rename_all = "camelCase")]
+struct Meta {
+    name: Option<String>,
+    resource_version: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Spec {
+    cluster: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+struct Status {
+    phase: Option<String>,
+}
+
+/// Reads one watch until it ends, advancing `rv`; the text of an ERROR event if one ended it.
+async fn follow(
+    conn: &mut Conn,
+    rv: &mut String,
+    state: &Mutex<State>,
+) -> anyhow::Result<Option<String>> {
+    let path = format!("{ALL_WORKSPACES}?watch=1&resourceVersion={rv}&timeoutSeconds=3600");
+    let response = conn.send(Method::GET, &path, None).await?;
+    if response.status() != StatusCode::OK {
+        let status = response.status();
+        let body = response
+            .into_body()
+            .collect()
+            .await
+            .map(|b| b.to_bytes())
+            .unwrap_or_default();
+        bail!(
+            "{}",
+            describe_failure(&Method::GET, &path, None, status, &body)
+        );
+    }
+    let mut body = response.into_body();
+    let mut buffer: Vec<u8> = Vec::new();
+    while let Some(frame) = body.frame().await {
+        let frame = frame.with_context(|| format!("GET {path}: reading the watch"))?;
+        let at = Instant::now();
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        buffer.extend_from_slice(&data);
+        while let Some(pos) = buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = buffer.drain(..=pos).collect();
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let event: Event = serde_json::from_slice(&line).with_context(|| {
+                format!(
+                    "GET {path}: not a watch event: {}",
+                    String::from_utf8_lossy(&line[..line.len().min(300)])
+                )
+            })?;
+            if event.kind == "ERROR" {
+                return Ok(Some(format!(
+                    "GET {path}: ERROR event: {}",
+                    String::from_utf8_lossy(&line[..line.len().min(600)])
+                )));
+            }
+            if let Some(v) = &event.object.metadata.resource_version {
+                rv.clone_from(v);
+            }
+            record(state, event, at);
+        }
+    }
+    Ok(None)
+}
+
+fn record(state: &Mutex<State>, event: Event, at: Instant) {
+    let mut s = lock(state);
+    let Some(name) = event.object.metadata.name else {
+        return;
+    };
+    match event.kind.as_str() {
+        "DELETED" => {
+            s.deleted += 1;
+            s.last_deleted = Some(at);
+        }
+        "ADDED" | "MODIFIED" => {
+            let phase = event.object.status.phase.unwrap_or_default();
+            if phase == "Ready" {
+                if let Some(waiter) = s.waiting.remove(&name) {
+                    let cluster = event.object.spec.cluster.unwrap_or_default();
+                    // The creator may have given up; nothing to tell then.
+                    let _ = waiter.tx.send(Ready { at, cluster });
+                }
+            } else if let Some(waiter) = s.waiting.get_mut(&name) {
+                waiter.phase = if phase.is_empty() {
+                    "none (no status yet)".into()
+                } else {
+                    phase
+                };
+            }
+        }
+        _ => {}
+    }
+}
