@@ -197,42 +197,46 @@ impl ApiServer {
         let set = self.crds.for_cluster(cluster);
         let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
         let is_logical_cluster = |def: &ResourceDef| is(def, "core.kcp.io", "logicalclusters");
-        for obj in self.registry.cache().objects_in_cluster(cluster) {
-            let Some(def) = def_of(&obj) else { continue };
-            if is_logical_cluster(&def) || is_deleting(&obj) {
-                continue;
-            }
-            let at = ObjectRef {
-                cluster,
-                namespace: obj.namespace.as_deref(),
-                name: &obj.name,
-            };
-            match self
-                .registry
-                .delete(&def, at, &DeleteOptions::default())
-                .await
-            {
-                Ok(_) => {}
-                Err(e) if e.code == 404 || e.code == 409 => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let _ = self.registry.cache().wait_fresh().await;
-        // Emptied namespaces are finalized here rather than queued behind every other namespace
-        // of the shard: the whole LC is going, nothing else waits on them.
         let cache = self.registry.cache();
-        let mut finalized = false;
-        for ns in cache.objects_in_cluster(cluster) {
-            if ns.namespace.is_none()
-                && def_of(&ns).is_some_and(|d| is(&d, "", "namespaces"))
-                && is_deleting(&ns)
-                && cache.objects_in_namespace(cluster, &ns.name).is_empty()
-            {
-                self.finalize_namespace(cluster, &ns.name).await?;
-                finalized = true;
+        // Deleted together: each deletion waits for a commit, and concurrent ones share it.
+        let doomed: Vec<_> = cache
+            .objects_in_cluster(cluster)
+            .into_iter()
+            .filter_map(|obj| {
+                let def = def_of(&obj)?;
+                (!is_logical_cluster(&def) && !is_deleting(&obj)).then_some((def, obj))
+            })
+            .collect();
+        for batch in doomed.chunks(CONTENT_DELETIONS_AT_ONCE) {
+            let deletions = batch
+                .iter()
+                .map(|(def, obj)| self.delete_content(cluster, def, obj));
+            for deleted in futures::future::join_all(deletions).await {
+                deleted?;
             }
         }
-        if finalized {
+        let _ = cache.wait_fresh().await;
+        // Emptied namespaces are released here rather than queued behind every other namespace
+        // of the shard: the whole LC is going, nothing waits on them or reads their conditions.
+        let emptied: Vec<_> = cache
+            .objects_in_cluster(cluster)
+            .into_iter()
+            .filter(|ns| {
+                ns.namespace.is_none()
+                    && def_of(ns).is_some_and(|d| is(&d, "", "namespaces"))
+                    && is_deleting(ns)
+                    && cache.objects_in_namespace(cluster, &ns.name).is_empty()
+            })
+            .collect();
+        if !emptied.is_empty() {
+            for batch in emptied.chunks(CONTENT_DELETIONS_AT_ONCE) {
+                let releases = batch
+                    .iter()
+                    .map(|ns| self.release_namespace(cluster, &ns.name));
+                for released in futures::future::join_all(releases).await {
+                    released?;
+                }
+            }
             let _ = cache.wait_fresh().await;
         }
         Ok(cache
@@ -330,8 +334,36 @@ impl ApiServer {
         if !totals.errors.is_empty() || (served > 0 && !left.is_empty()) {
             return Ok(false);
         }
+        self.release_namespace(cluster, namespace).await?;
+        Ok(true)
+    }
+
+    /// Deletes one object of a logical cluster being deleted; gone or already going is fine.
+    async fn delete_content(
+        &self,
+        cluster: &str,
+        def: &ResourceDef,
+        obj: &crate::watch_cache::CachedObject,
+    ) -> Result<(), ApiError> {
+        let at = ObjectRef {
+            cluster,
+            namespace: obj.namespace.as_deref(),
+            name: &obj.name,
+        };
+        match self
+            .registry
+            .delete(def, at, &DeleteOptions::default())
+            .await
+        {
+            Err(e) if e.code != 404 && e.code != 409 => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Removes the `kubernetes` finalizer of an emptied, terminating namespace, which ends it.
+    async fn release_namespace(&self, cluster: &str, namespace: &str) -> Result<(), ApiError> {
         let Some(ns_def) = self.builtin("", "namespaces") else {
-            return Ok(true);
+            return Ok(());
         };
         let at = ObjectRef {
             cluster,
@@ -344,7 +376,7 @@ impl ApiServer {
             .await
         {
             Ok(_) => {}
-            Err(e) if e.code == 404 => return Ok(true),
+            Err(e) if e.code == 404 => return Ok(()),
             Err(e) => return Err(e),
         }
         // The update that released the finalizer deletes the namespace, unless a concurrent write
@@ -354,9 +386,8 @@ impl ApiServer {
             .delete(&ns_def, at, &DeleteOptions::default())
             .await
         {
-            Ok(_) => Ok(true),
-            Err(e) if e.code == 404 => Ok(true),
-            Err(e) => Err(e),
+            Err(e) if e.code != 404 => Err(e),
+            _ => Ok(()),
         }
     }
 }
@@ -531,6 +562,9 @@ pub fn spawn_namespace_finalizer(
         }
     });
 }
+
+/// Deletions of one logical cluster's content in flight at once.
+const CONTENT_DELETIONS_AT_ONCE: usize = 16;
 
 /// How much history the store keeps for watches and paginated lists (kube-apiserver compacts every 5 minutes).
 pub const COMPACTION_INTERVAL: Duration = Duration::from_secs(300);

@@ -345,6 +345,24 @@ fn set_resource_version(value: &mut Value, revision: Revision) {
     }
 }
 
+/// Objects read per page when the cache loads.
+const LOAD_PAGE: usize = 1000;
+
+/// A page of stored objects as the cache keeps them: (resource prefix, key, object).
+fn decode_page(kvs: Vec<kcp_store::KeyValue>) -> Vec<(String, String, CachedObject)> {
+    let mut out = Vec::with_capacity(kvs.len());
+    for kv in kvs {
+        match (
+            resource_prefix(&kv.key),
+            cached(&kv.key, &kv.value, kv.mod_revision),
+        ) {
+            (Some(prefix), Some(obj)) => out.push((prefix.to_string(), kv.key, obj)),
+            _ => tracing::warn!(key = %kv.key, "skipping unreadable stored object"),
+        }
+    }
+    out
+}
+
 fn cached(key: &str, stored: &[u8], revision: Revision) -> Option<CachedObject> {
     let (cluster, namespace, name) = key_parts(key)?;
     let (value, json) = decorate_cached(stored, revision)?;
@@ -384,36 +402,39 @@ impl WatchCache {
     }
 
     /// Replaces the cache's content with the store's state at `revision`.
+    ///
+    /// Pages are decoded on blocking threads, several at once, while the next page is read: at
+    /// start-up with a million objects, decoding is most of the time the shard is not ready.
     async fn load(&self, store: &dyn Store, revision: Revision) -> Result<(), StoreError> {
         let mut fresh: HashMap<String, BTreeMap<String, Arc<CachedObject>>> = HashMap::new();
+        let mut merge = |decoded: Vec<(String, String, CachedObject)>| {
+            for (prefix, key, obj) in decoded {
+                fresh.entry(prefix).or_default().insert(key, Arc::new(obj));
+            }
+        };
+        let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
+        let mut decoding = VecDeque::new();
         let mut start_after = None;
         loop {
             let page = store
                 .range(kcp_store::RangeRequest {
                     prefix: "/".to_string(),
                     start_after: start_after.clone(),
-                    limit: 1000,
+                    limit: LOAD_PAGE,
                     revision: Some(revision),
                 })
                 .await?;
-            for kv in &page.kvs {
-                match (
-                    resource_prefix(&kv.key),
-                    cached(&kv.key, &kv.value, kv.mod_revision),
-                ) {
-                    (Some(prefix), Some(obj)) => {
-                        fresh
-                            .entry(prefix.to_string())
-                            .or_default()
-                            .insert(kv.key.clone(), Arc::new(obj));
-                    }
-                    _ => tracing::warn!(key = %kv.key, "skipping unreadable stored object"),
+            let done = !page.more || page.kvs.is_empty();
+            start_after = page.kvs.last().map(|kv| kv.key.clone());
+            decoding.push_back(tokio::task::spawn_blocking(move || decode_page(page.kvs)));
+            while decoding.len() > parallel || (done && !decoding.is_empty()) {
+                if let Some(task) = decoding.pop_front() {
+                    merge(task.await.map_err(|e| StoreError::Backend(e.to_string()))?);
                 }
             }
-            if !page.more || page.kvs.is_empty() {
+            if done {
                 break;
             }
-            start_after = page.kvs.last().map(|kv| kv.key.clone());
         }
         self.start_revision.store(revision, Ordering::Release);
         let mut resources = self.resources.write();

@@ -619,7 +619,12 @@ impl Controller {
             .and_then(|o| serde_json::from_str(o).ok())
             .unwrap_or_else(|| json!({}));
         let username = text(&created_by, "/username");
-        if !username.is_empty() {
+        // The admin binding and the universal initializer's namespaces are independent writes:
+        // made together, a workspace waits for one commit instead of three.
+        let admin = async {
+            if username.is_empty() {
+                return Ok(());
+            }
             created_or_existed(
                 registry
                     .create(
@@ -630,12 +635,12 @@ impl Controller {
                         WriteOptions::default(),
                     )
                     .await,
-            )?;
-        }
-        let lc = match self.initialize_universal(server, &lc_name, &lc).await? {
-            Some(initialized) => initialized,
-            None => lc,
+            )
         };
+        let (admin, initialized) =
+            tokio::join!(admin, self.initialize_universal(server, &lc_name, &lc));
+        admin?;
+        let lc = initialized?.unwrap_or(lc);
         let url = format!("{}/clusters/{lc_name}", server.external_url());
         let placement = Placement {
             cluster: &lc_name,
@@ -743,7 +748,7 @@ impl Controller {
             return Ok(None);
         }
         let registry = server.registry();
-        for name in UNIVERSAL_NAMESPACES {
+        let namespace = |name: &'static str| async move {
             let namespace =
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
             created_or_existed(
@@ -756,8 +761,12 @@ impl Controller {
                         WriteOptions::default(),
                     )
                     .await,
-            )?;
-        }
+            )
+        };
+        let [first, second] = UNIVERSAL_NAMESPACES;
+        let (first, second) = tokio::join!(namespace(first), namespace(second));
+        first?;
+        second?;
         self.remove_initializer(server, cluster, UNIVERSAL_INITIALIZER)
             .await
     }

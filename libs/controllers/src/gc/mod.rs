@@ -48,7 +48,10 @@ impl Default for GcOptions {
     fn default() -> GcOptions {
         GcOptions {
             workers: 2,
-            event_queue: 65_536,
+            // A rebuild lists every object of the shard, so falling behind is much cheaper than
+            // being cut off: a burst of writes (thousands of workspaces at once) may queue this
+            // many events (a pointer each) before the graph catches up.
+            event_queue: 1 << 20,
         }
     }
 }
