@@ -346,7 +346,7 @@ fn set_resource_version(value: &mut Value, revision: Revision) {
 }
 
 /// Objects read per page when the cache loads.
-const LOAD_PAGE: usize = 1000;
+const LOAD_PAGE: usize = 5000;
 
 /// A page of stored objects as the cache keeps them: (resource prefix, key, object).
 fn decode_page(kvs: Vec<kcp_store::KeyValue>) -> Vec<(String, String, CachedObject)> {
@@ -394,7 +394,14 @@ impl WatchCache {
             any_all: std::sync::atomic::AtomicBool::new(false),
             observer: std::sync::OnceLock::new(),
         });
+        let started = std::time::Instant::now();
         cache.load(store.as_ref(), revision).await?;
+        tracing::info!(
+            objects = cache.object_count(),
+            revision,
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "watch cache loaded"
+        );
         let stream = store.watch("/", revision).await?;
         let follower = cache.clone();
         tokio::spawn(async move { follower.follow(store, stream).await });
@@ -404,7 +411,8 @@ impl WatchCache {
     /// Replaces the cache's content with the store's state at `revision`.
     ///
     /// Pages are decoded on blocking threads, several at once, while the next page is read: at
-    /// start-up with a million objects, decoding is most of the time the shard is not ready.
+    /// start-up with a million objects, decoding is most of the time the shard is not ready. The
+    /// load is timed in the log.
     async fn load(&self, store: &dyn Store, revision: Revision) -> Result<(), StoreError> {
         let mut fresh: HashMap<String, BTreeMap<String, Arc<CachedObject>>> = HashMap::new();
         let mut merge = |decoded: Vec<(String, String, CachedObject)>| {
@@ -414,27 +422,53 @@ impl WatchCache {
         };
         let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
         let mut decoding = VecDeque::new();
-        let mut start_after = None;
+        // One resource after another: etcd counts every key from a range's start to its end on
+        // each page, so paging through the whole keyspace at once is quadratic in its size.
+        let mut probe_after: Option<String> = None;
         loop {
-            let page = store
+            let probe = store
                 .range(kcp_store::RangeRequest {
                     prefix: "/".to_string(),
-                    start_after: start_after.clone(),
-                    limit: LOAD_PAGE,
+                    start_after: probe_after.clone(),
+                    limit: 1,
                     revision: Some(revision),
                 })
                 .await?;
-            let done = !page.more || page.kvs.is_empty();
-            start_after = page.kvs.last().map(|kv| kv.key.clone());
-            decoding.push_back(tokio::task::spawn_blocking(move || decode_page(page.kvs)));
-            while decoding.len() > parallel || (done && !decoding.is_empty()) {
-                if let Some(task) = decoding.pop_front() {
-                    merge(task.await.map_err(|e| StoreError::Backend(e.to_string()))?);
+            let Some(first) = probe.kvs.into_iter().next() else {
+                break;
+            };
+            let Some(prefix) = resource_prefix(&first.key).map(str::to_string) else {
+                tracing::warn!(key = %first.key, "skipping a stored key outside every resource");
+                probe_after = Some(first.key);
+                continue;
+            };
+            let mut start_after = None;
+            loop {
+                let page = store
+                    .range(kcp_store::RangeRequest {
+                        prefix: prefix.clone(),
+                        start_after: start_after.clone(),
+                        limit: LOAD_PAGE,
+                        revision: Some(revision),
+                    })
+                    .await?;
+                let done = !page.more || page.kvs.is_empty();
+                start_after = page.kvs.last().map(|kv| kv.key.clone());
+                decoding.push_back(tokio::task::spawn_blocking(move || decode_page(page.kvs)));
+                while decoding.len() > parallel {
+                    if let Some(task) = decoding.pop_front() {
+                        merge(task.await.map_err(|e| StoreError::Backend(e.to_string()))?);
+                    }
+                }
+                if done {
+                    break;
                 }
             }
-            if done {
-                break;
-            }
+            // Past every key of this resource: its prefix ends in '/', and '0' follows '/'.
+            probe_after = Some(format!("{}0", &prefix[..prefix.len() - 1]));
+        }
+        while let Some(task) = decoding.pop_front() {
+            merge(task.await.map_err(|e| StoreError::Backend(e.to_string()))?);
         }
         self.start_revision.store(revision, Ordering::Release);
         let mut resources = self.resources.write();
