@@ -373,7 +373,7 @@ fn multi_file_kubeconfig(store: StoreKind) {
     // Plain kubectl reads the same merged result.
     assert_eq!(
         ok(&shard, kc, &["get", "namespaces", "-o", "name"]).trim(),
-        "namespace/default"
+        "namespace/default\nnamespace/kube-system"
     );
     assert_eq!(
         ok(&shard, kc, &["config", "current-context"]).trim(),

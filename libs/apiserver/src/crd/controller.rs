@@ -136,6 +136,7 @@ impl ApiServer {
 
         let mut taken: HashMap<String, (HashSet<String>, HashSet<String>)> = HashMap::new();
         let mut accepted = Vec::new();
+        let mut status_writes = Vec::new();
         let mut cleanup = Vec::new();
         for crd in &crds {
             let group = text(crd, "/spec/group").to_string();
@@ -224,15 +225,19 @@ impl ApiServer {
                 status.insert("acceptedNames".into(), accepted_names);
             }
             if desired.get("status") != crd.get("status") {
-                self.write_crd_status(&def, cluster, crd, desired.clone())
-                    .await?;
+                status_writes.push((crd, desired.clone()));
             }
             if names_ok {
                 accepted.push(desired);
             }
         }
+        // Served before any status says Established: a client that sees the condition may use
+        // the resource at once (as in Kubernetes, where Established means served).
         let served: Vec<ServedCrd<'_>> = accepted.iter().map(|crd| ServedCrd { crd }).collect();
         self.crds.set_cluster(cluster, &served);
+        for (crd, desired) in status_writes {
+            self.write_crd_status(&def, cluster, crd, desired).await?;
+        }
 
         for crd in cleanup {
             if self.delete_custom_resources(cluster, &crd).await? {
