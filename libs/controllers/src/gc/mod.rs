@@ -101,7 +101,16 @@ impl Collector {
     async fn follow(self: Arc<Self>, shutdown: CancellationToken) {
         loop {
             let mut events = self.cache.subscribe_all(self.event_queue);
-            self.resync();
+            // A full listing parses every object of the shard (seconds with a million): on a
+            // blocking thread, so requests arriving meanwhile (a restarted shard's first ones)
+            // still find an async worker.
+            let this = self.clone();
+            if tokio::task::spawn_blocking(move || this.resync())
+                .await
+                .is_err()
+            {
+                return;
+            }
             loop {
                 let event = tokio::select! {
                     event = events.rx.recv() => event,
