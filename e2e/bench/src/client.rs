@@ -351,3 +351,68 @@ pub fn describe_failure(
         None => format!("{method} {path} → {status}: {}", quote(body)),
     }
 }
+
+/// The body of a watch that answered 200, or the failure described as every phase reports it.
+pub async fn watch_body(response: Response<Incoming>, path: &str) -> anyhow::Result<Incoming> {
+    if response.status() == StatusCode::OK {
+        return Ok(response.into_body());
+    }
+    let status = response.status();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .map(|b| b.to_bytes())
+        .unwrap_or_default();
+    bail!(
+        "{}",
+        describe_failure(&Method::GET, path, None, status, &body)
+    )
+}
+
+/// Splits a watch stream's bytes into its events (one JSON object per line).
+#[derive(Default)]
+pub struct WatchLines {
+    buffer: Vec<u8>,
+}
+
+/// One event of a watch, parsed, with its line (for messages).
+pub struct WatchLine<T> {
+    pub event: T,
+    pub line: Vec<u8>,
+}
+
+impl WatchLines {
+    pub fn push(&mut self, data: &[u8]) {
+        self.buffer.extend_from_slice(data);
+    }
+
+    /// The next complete event, `None` until more bytes arrive; fails on a line that is no event.
+    pub fn next<T: serde::de::DeserializeOwned>(
+        &mut self,
+        path: &str,
+    ) -> anyhow::Result<Option<WatchLine<T>>> {
+        while let Some(pos) = self.buffer.iter().position(|b| *b == b'\n') {
+            let line: Vec<u8> = self.buffer.drain(..=pos).collect();
+            if line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let event = serde_json::from_slice(&line).with_context(|| {
+                format!(
+                    "GET {path}: not a watch event: {}",
+                    String::from_utf8_lossy(&line[..line.len().min(300)])
+                )
+            })?;
+            return Ok(Some(WatchLine { event, line }));
+        }
+        Ok(None)
+    }
+}
+
+/// The message for an ERROR event of the watch at `path`.
+pub fn watch_error(path: &str, line: &[u8]) -> String {
+    format!(
+        "GET {path}: ERROR event: {}",
+        String::from_utf8_lossy(&line[..line.len().min(600)])
+    )
+}

@@ -11,7 +11,7 @@ use http_body_util::BodyExt as _;
 use serde::Deserialize;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Conn, Connector, describe_failure};
+use crate::client::{Conn, Connector, WatchLine, WatchLines, watch_body, watch_error};
 use crate::config::Plan;
 use crate::objects;
 use crate::phase::{CpuUse, Probe, Summary};
@@ -80,22 +80,9 @@ async fn watcher(
         _ = stop.cancelled() => return Ok(Vec::new()),
         r = conn.send(Method::GET, &path, None) => r?,
     };
-    if response.status() != StatusCode::OK {
-        let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        bail!(
-            "{}",
-            describe_failure(&Method::GET, &path, None, status, &body)
-        );
-    }
+    let mut body = watch_body(response, &path).await?;
     shared.opened.fetch_add(1, Ordering::Relaxed);
-    let mut body = response.into_body();
-    let mut buffer: Vec<u8> = Vec::new();
+    let mut lines = WatchLines::default();
     let mut arrivals = Vec::with_capacity(events);
     let mut warmed = false;
     loop {
@@ -114,23 +101,10 @@ async fn watcher(
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        buffer.extend_from_slice(&data);
-        while let Some(pos) = buffer.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buffer.drain(..=pos).collect();
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let event: Event = serde_json::from_slice(&line).with_context(|| {
-                format!(
-                    "GET {path}: not a watch event: {}",
-                    String::from_utf8_lossy(&line[..line.len().min(300)])
-                )
-            })?;
+        lines.push(&data);
+        while let Some(WatchLine { event, line }) = lines.next::<Event>(&path)? {
             if event.kind == "ERROR" {
-                bail!(
-                    "GET {path}: ERROR event: {}",
-                    String::from_utf8_lossy(&line[..line.len().min(600)])
-                );
+                bail!("{}", watch_error(&path, &line));
             }
             let name = event
                 .object

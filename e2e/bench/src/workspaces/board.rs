@@ -6,14 +6,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context as _, bail};
-use http::{Method, StatusCode};
+use anyhow::Context as _;
+use http::Method;
 use http_body_util::BodyExt as _;
 use serde::Deserialize;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use crate::client::{Conn, Connector, describe_failure};
+use crate::client::{Conn, Connector, WatchLine, WatchLines, watch_body, watch_error};
 
 /// Every Workspace of every logical cluster.
 const ALL_WORKSPACES: &str = "/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspaces";
@@ -229,44 +229,18 @@ async fn follow(
 ) -> anyhow::Result<Option<String>> {
     let path = format!("{ALL_WORKSPACES}?watch=1&resourceVersion={rv}&timeoutSeconds=3600");
     let response = conn.send(Method::GET, &path, None).await?;
-    if response.status() != StatusCode::OK {
-        let status = response.status();
-        let body = response
-            .into_body()
-            .collect()
-            .await
-            .map(|b| b.to_bytes())
-            .unwrap_or_default();
-        bail!(
-            "{}",
-            describe_failure(&Method::GET, &path, None, status, &body)
-        );
-    }
-    let mut body = response.into_body();
-    let mut buffer: Vec<u8> = Vec::new();
+    let mut body = watch_body(response, &path).await?;
+    let mut lines = WatchLines::default();
     while let Some(frame) = body.frame().await {
         let frame = frame.with_context(|| format!("GET {path}: reading the watch"))?;
         let at = Instant::now();
         let Ok(data) = frame.into_data() else {
             continue;
         };
-        buffer.extend_from_slice(&data);
-        while let Some(pos) = buffer.iter().position(|b| *b == b'\n') {
-            let line: Vec<u8> = buffer.drain(..=pos).collect();
-            if line.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            let event: Event = serde_json::from_slice(&line).with_context(|| {
-                format!(
-                    "GET {path}: not a watch event: {}",
-                    String::from_utf8_lossy(&line[..line.len().min(300)])
-                )
-            })?;
+        lines.push(&data);
+        while let Some(WatchLine { event, line }) = lines.next::<Event>(&path)? {
             if event.kind == "ERROR" {
-                return Ok(Some(format!(
-                    "GET {path}: ERROR event: {}",
-                    String::from_utf8_lossy(&line[..line.len().min(600)])
-                )));
+                return Ok(Some(watch_error(&path, &line)));
             }
             if let Some(v) = &event.object.metadata.resource_version {
                 rv.clone_from(v);

@@ -122,6 +122,10 @@ impl Collector {
                     self.queue.add(key);
                 }
             }
+            if shutdown.is_cancelled() {
+                // The cache closes every subscription when the server stops: not a cut-off.
+                return;
+            }
             tracing::warn!("the garbage collector was cut off from the watch cache; rebuilding");
         }
     }
