@@ -229,6 +229,27 @@ impl Controller {
     }
 }
 
+/// Removes `finalizer` from an object (which ends its deletion if it was the last); gone is fine.
+async fn release(
+    server: &ApiServer,
+    def: &ResourceDef,
+    at: ObjectRef<'_>,
+    finalizer: &str,
+) -> Result<Outcome, ApiError> {
+    let released = server
+        .registry()
+        .update(def, at, UpdateKind::Main, WriteOptions::default(), |old| {
+            let mut new = old.clone();
+            set_finalizer(metadata(&mut new), finalizer, false);
+            Ok(new)
+        })
+        .await;
+    match released {
+        Err(e) if e.code != 404 => Err(e),
+        _ => Ok(Outcome::Done),
+    }
+}
+
 /// The workspace owning a LogicalCluster, if a workspace made it.
 fn owner_of(lc: &Value) -> Option<(String, String)> {
     (text(lc, "/spec/owner/resource") == "workspaces")
@@ -517,23 +538,7 @@ impl Controller {
                 .await?;
             return Ok(Outcome::Done);
         }
-        let released = registry
-            .update(
-                &self.defs.workspaces,
-                at,
-                UpdateKind::Main,
-                WriteOptions::default(),
-                |old| {
-                    let mut new = old.clone();
-                    set_finalizer(metadata(&mut new), WORKSPACE_FINALIZER, false);
-                    Ok(new)
-                },
-            )
-            .await;
-        match released {
-            Err(e) if e.code != 404 => Err(e),
-            _ => Ok(Outcome::Done),
-        }
+        release(server, &self.defs.workspaces, at, WORKSPACE_FINALIZER).await
     }
 
     /// Whether this shard may take a workspace with `ws`'s location selector.
@@ -887,23 +892,7 @@ impl Controller {
         if server.delete_cluster_content(cluster).await? > 0 {
             return Ok(Outcome::After(CONTENT_RECHECK));
         }
-        let released = registry
-            .update(
-                &self.defs.logical_clusters,
-                at,
-                UpdateKind::Main,
-                WriteOptions::default(),
-                |old| {
-                    let mut new = old.clone();
-                    set_finalizer(metadata(&mut new), CONTENT_FINALIZER, false);
-                    Ok(new)
-                },
-            )
-            .await;
-        match released {
-            Err(e) if e.code != 404 => Err(e),
-            _ => Ok(Outcome::Done),
-        }
+        release(server, &self.defs.logical_clusters, at, CONTENT_FINALIZER).await
     }
 }
 
