@@ -167,6 +167,7 @@ impl ShardProcess {
         let stop = t0.elapsed();
         // The new process removes it too, but only once it runs: a stale one would look ready.
         let _ = std::fs::remove_file(self.dir.path().join("root/admin.kubeconfig"));
+        keep_copy(self.data_dir().as_deref());
         let spawned = Instant::now();
         self.child = spawn(&self.binary, self.dir.path(), self.etcd.as_ref())?;
         self.connector = wait_ready(&mut self.child, self.dir.path()).await?;
@@ -219,6 +220,26 @@ impl Drop for ShardProcess {
         // etcd (if any) is killed by its own drop, after the shard.
         drop(self.etcd.take());
     }
+}
+
+/// For work on start-up time: with `KCP_BENCH_KEEP=<dir>`, the stopped shard's data directory (or
+/// etcd's) is copied to `<dir>/<n>` before the restart, so that start can be repeated by hand.
+fn keep_copy(data: Option<&Path>) {
+    let (Ok(keep), Some(data)) = (std::env::var("KCP_BENCH_KEEP"), data) else {
+        return;
+    };
+    let Some(target) = (0..)
+        .map(|n| Path::new(&keep).join(n.to_string()))
+        .find(|p| !p.exists())
+    else {
+        return;
+    };
+    let copied = Command::new("cp").arg("-a").arg(data).arg(&target).status();
+    eprintln!(
+        "KCP_BENCH_KEEP: {} copied to {}: {copied:?}",
+        data.display(),
+        target.display()
+    );
 }
 
 /// Spawns `kcp-shard start` on `dir/root` (and `etcd` when given), its output appended to

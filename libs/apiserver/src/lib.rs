@@ -19,6 +19,7 @@ pub mod registry;
 pub mod request_info;
 pub mod response;
 pub mod serve;
+mod stored_json;
 pub mod table;
 pub mod tenancy;
 #[cfg(feature = "test-util")]
@@ -100,6 +101,7 @@ pub struct ApiServer {
 impl ApiServer {
     /// Builds the server, loads the watch cache and bootstraps the `root` logical cluster.
     pub async fn new(config: ApiServerConfig) -> Result<Arc<ApiServer>, ApiServerError> {
+        let started = std::time::Instant::now();
         let cache = WatchCache::start(config.store.clone()).await?;
         let authorizer = Arc::new(KcpAuthorizer::new(
             config.rbac.clone(),
@@ -113,6 +115,10 @@ impl ApiServer {
             )),
             paths.clone(),
         ])));
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "start-up: authorization and path indexes built"
+        );
         let mut chain = config.authorizers.clone();
         chain.push(authorizer);
         let authorizers = AuthorizerChain::new(chain);
@@ -159,6 +165,10 @@ impl ApiServer {
         lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);
         crd::controller::spawn(server.clone(), crd_queue);
         server.bootstrap().await?;
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "start-up: bootstrap objects in place"
+        );
         Ok(server)
     }
 

@@ -84,12 +84,9 @@ impl ApiServer {
                     crate::paths::PATH_ANNOTATION: ROOT_CLUSTER,
                 });
             }
-            created_or_existed(
-                self.registry
-                    .create(&lc, cluster, None, obj, WriteOptions::default())
-                    .await,
-            )
-            .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+            self.create_missing(&lc, cluster, obj)
+                .await
+                .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
             self.ensure_default_namespace(cluster)
                 .await
                 .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
@@ -113,12 +110,9 @@ impl ApiServer {
             let def = self
                 .builtin("rbac.authorization.k8s.io", plural)
                 .ok_or_else(|| ApiServerError::Bootstrap(format!("{plural} kind missing")))?;
-            created_or_existed(
-                self.registry
-                    .create(&def, cluster, None, object, WriteOptions::default())
-                    .await,
-            )
-            .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+            self.create_missing(&def, cluster, object)
+                .await
+                .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
         }
         // kcp's tenancy: the bootstrap workspace types, and this shard registered in `root`.
         // Created once; an operator's later changes to them are kept.
@@ -135,12 +129,9 @@ impl ApiServer {
             let def = self
                 .builtin(group, plural)
                 .ok_or_else(|| ApiServerError::Bootstrap(format!("{plural} kind missing")))?;
-            created_or_existed(
-                self.registry
-                    .create(&def, ROOT_CLUSTER, None, object, WriteOptions::default())
-                    .await,
-            )
-            .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+            self.create_missing(&def, ROOT_CLUSTER, object)
+                .await
+                .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
         }
         // Resume namespace deletions interrupted by a restart.
         if let Some(ns_def) = self.builtin("", "namespaces") {
@@ -148,11 +139,11 @@ impl ApiServer {
                 .all_clusters()
                 .to_string();
             for ns in self.registry.cache().list(&prefix, None) {
+                // Read without building the whole object: this looks at every namespace.
                 if ns
-                    .value()
-                    .ok()
-                    .and_then(|v| v.pointer("/metadata/deletionTimestamp").cloned())
-                    .is_some_and(|t| !t.is_null())
+                    .json
+                    .parse::<DeletionOnly>()
+                    .is_ok_and(|o| o.metadata.deletion_timestamp.is_some())
                 {
                     self.namespaces.enqueue(&ns.cluster, &ns.name);
                 }
@@ -161,16 +152,35 @@ impl ApiServer {
         Ok(())
     }
 
+    /// Creates `object` in `cluster` unless it exists. The cache is asked first: at start-up every
+    /// bootstrap object usually exists, and a refused create costs a store round trip.
+    async fn create_missing(
+        &self,
+        def: &Arc<ResourceDef>,
+        cluster: &str,
+        object: serde_json::Value,
+    ) -> Result<(), ApiError> {
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default();
+        let key = crate::registry::keyspace(def).object(cluster, None, name);
+        if self.registry.cache().get(&key).is_some() {
+            return Ok(());
+        }
+        created_or_existed(
+            self.registry
+                .create(def, cluster, None, object, WriteOptions::default())
+                .await,
+        )
+    }
+
     async fn ensure_default_namespace(&self, cluster: &str) -> Result<(), ApiError> {
         let Some(ns) = self.builtin("", "namespaces") else {
             return Ok(());
         };
         let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
-        created_or_existed(
-            self.registry
-                .create(&ns, cluster, None, obj, WriteOptions::default())
-                .await,
-        )
+        self.create_missing(&ns, cluster, obj).await
     }
 
     /// Follow-ups of a successful create.
@@ -598,4 +608,17 @@ pub fn spawn_compactor(server: &Arc<ApiServer>, interval: Duration) {
             previous = now;
         }
     });
+}
+
+/// Only an object's `metadata.deletionTimestamp` (serde skips the rest without allocating).
+#[derive(serde::Deserialize)]
+struct DeletionOnly {
+    #[serde(default)]
+    metadata: DeletionMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct DeletionMeta {
+    #[serde(rename = "deletionTimestamp", default)]
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
 }

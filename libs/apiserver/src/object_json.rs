@@ -9,11 +9,14 @@
 
 use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
+use std::ops::Range;
 use std::sync::{Arc, LazyLock, Weak};
 
 use bytes::Bytes;
 use parking_lot::Mutex;
 use serde_json::Value;
+
+use crate::stored_json::Layout;
 
 /// Top-level fields smaller than this are not worth a table entry.
 const SHARE_FIELD_AT_LEAST: usize = 1024;
@@ -133,6 +136,59 @@ impl ObjectJson {
             own: Bytes::from(exact(encoder.own)),
             shared: encoder.shared.into_boxed_slice(),
         })
+    }
+
+    /// The served form of stored bytes whose [`Layout`] is known: `resourceVersion` spliced in at the
+    /// end of `metadata` (where inserting it into the parsed object would put it), large values
+    /// shared as [`ObjectJson::encode`] shares them. Byte-identical to encoding the parsed object.
+    pub(crate) fn from_stored(
+        stored: &[u8],
+        layout: &Layout,
+        resource_version: &str,
+    ) -> ObjectJson {
+        let mut cuts: Vec<&Range<usize>> = layout
+            .fields
+            .iter()
+            .filter(|r| r.len() >= SHARE_FIELD_AT_LEAST)
+            .chain(
+                layout
+                    .field_sets
+                    .iter()
+                    .filter(|r| r.len() >= SHARE_FIELD_SET_AT_LEAST),
+            )
+            .collect();
+        cuts.sort_by_key(|r| r.start);
+        let mut version = layout.metadata_end.map(|(at, has_fields)| {
+            let comma = if has_fields { "," } else { "" };
+            (
+                at,
+                format!("{comma}\"resourceVersion\":\"{resource_version}\""),
+            )
+        });
+        let mut own = Vec::with_capacity(stored.len() + 32);
+        let mut shared = Vec::with_capacity(cuts.len());
+        let mut at = 0;
+        for cut in cuts {
+            // The end of metadata is never inside a shared value: it lies before or after each.
+            if let Some((pos, text)) = version.take_if(|(pos, _)| *pos <= cut.start) {
+                own.extend_from_slice(&stored[at..pos]);
+                own.extend_from_slice(text.as_bytes());
+                at = pos;
+            }
+            own.extend_from_slice(&stored[at..cut.start]);
+            shared.push((own.len(), intern(stored[cut.clone()].to_vec())));
+            at = cut.end;
+        }
+        if let Some((pos, text)) = version {
+            own.extend_from_slice(&stored[at..pos]);
+            own.extend_from_slice(text.as_bytes());
+            at = pos;
+        }
+        own.extend_from_slice(&stored[at..]);
+        ObjectJson {
+            own: Bytes::from(exact(own)),
+            shared: shared.into_boxed_slice(),
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -342,6 +398,37 @@ mod tests {
             encoded.write_to(&mut out);
             assert_eq!(&out[1..], plain.as_slice());
             assert_eq!(encoded.parse::<Value>().unwrap(), value);
+        }
+    }
+
+    #[test]
+    fn stored_bytes_spliced_exactly_as_encoded() {
+        let entry = |m: &str| json!({"manager": m, "fieldsType": "FieldsV1", "fieldsV1": big_field_set(m), "time": "t"});
+        for value in [
+            json!({"metadata": {"name": "a"}, "data": {"k": "v"}}),
+            json!({"metadata": {}, "data": {"k": "v"}}),
+            json!({"kind": "NoMetadata", "spec": big_spec()}),
+            json!({"spec": big_spec(), "metadata": {"name": "a", "labels": {"b": "1", "a": "\u{2603}"}}, "status": big_spec()}),
+            json!({"apiVersion": "v1", "metadata": {"name": "a", "managedFields": [
+                entry("m"), {"manager": "n", "fieldsV1": {"f:a": {}}}, "not an entry", entry("o"),
+            ], "uid": "u"}, "spec": big_spec(), "status": {"s": "\u{2603}\"q"}}),
+        ] {
+            let stored = serde_json::to_vec(&value).unwrap();
+            let layout = crate::stored_json::scan(&stored).unwrap();
+            let spliced = ObjectJson::from_stored(&stored, &layout, "42");
+            let mut decorated = value.clone();
+            if let Some(meta) = decorated.get_mut("metadata").and_then(Value::as_object_mut) {
+                meta.insert("resourceVersion".into(), json!("42"));
+            }
+            let encoded = ObjectJson::encode(&decorated).unwrap();
+            assert_eq!(spliced.to_bytes(), encoded.to_bytes(), "{value}");
+            assert_eq!(spliced.shared.len(), encoded.shared.len(), "{value}");
+            assert!(
+                spliced
+                    .shared
+                    .iter()
+                    .all(|(_, a)| encoded.shared.iter().any(|(_, b)| Arc::ptr_eq(a, b)))
+            );
         }
     }
 

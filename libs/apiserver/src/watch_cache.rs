@@ -365,14 +365,24 @@ fn decode_page(kvs: Vec<kcp_store::KeyValue>) -> Vec<(String, String, CachedObje
 
 fn cached(key: &str, stored: &[u8], revision: Revision) -> Option<CachedObject> {
     let (cluster, namespace, name) = key_parts(key)?;
-    let (value, json) = decorate_cached(stored, revision)?;
+    // The stored bytes with the version spliced in; through a Value only when they are unusual.
+    let (labels, json) = match crate::stored_json::scan(stored) {
+        Some(layout) => {
+            let json = ObjectJson::from_stored(stored, &layout, &revision.to_string());
+            (layout.labels, json)
+        }
+        None => {
+            let (value, json) = decorate_cached(stored, revision)?;
+            (labels_of(&value), json)
+        }
+    };
     Some(CachedObject {
         key: key.to_string(),
         cluster,
         namespace,
         name,
         revision,
-        labels: labels_of(&value),
+        labels,
         json,
     })
 }

@@ -179,9 +179,6 @@ pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
         object,
     });
     let queue = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
-    for ns in controller.all_namespaces(&server) {
-        queue.add(ns);
-    }
     drop(server);
     let worker = controller.clone();
     queue.spawn_workers(WORKERS, shutdown.clone(), move |ns: (String, String)| {
@@ -200,6 +197,13 @@ pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
         }
     });
     tokio::spawn(async move {
+        // Listed here, not before spawning: at start-up that is every namespace of the shard, and
+        // the shard's listener should not wait for it.
+        if let Some(server) = controller.server.upgrade() {
+            for ns in controller.all_namespaces(&server) {
+                queue.add(ns);
+            }
+        }
         loop {
             let (change, is_namespace) = tokio::select! {
                 change = namespace_feed.next() => (change, true),

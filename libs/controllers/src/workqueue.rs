@@ -185,6 +185,10 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
                         outcome = reconcile(key.clone()) => outcome,
                     };
                     queue.done(key, outcome);
+                    // A reconcile that finds nothing to do never awaits, and a full queue never
+                    // makes `next` wait: without this, workers resyncing 100k keys at start-up hold
+                    // every runtime thread and starve the listener (a first TLS handshake took 7 s).
+                    tokio::task::yield_now().await;
                 }
             });
         }

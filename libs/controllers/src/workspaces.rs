@@ -448,6 +448,11 @@ impl Controller {
         }
         let lc = self.cached_lc(server, text(&ws, "/spec/cluster"));
         let status = mirrored_status(lc.as_ref());
+        if desired_workspace(&ws, None, &status).is_none() {
+            // The common case, and every workspace at start-up: no write (not even a no-op one,
+            // which still runs admission and validation).
+            return Ok(Outcome::Done);
+        }
         let at = ObjectRef {
             cluster,
             namespace: None,

@@ -236,6 +236,14 @@ impl Authentication {
 /// written again only once the listener is bound and the API server is ready, so its appearance means
 /// "ready" and its server URL holds the real port (even with `--secure-port 0`).
 pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Result<()> {
+    // Start-up steps are logged with the time since this point: restart time is a target.
+    let started = std::time::Instant::now();
+    let step = |name: &str| {
+        tracing::info!(
+            elapsed_ms = started.elapsed().as_millis() as u64,
+            "start-up: {name}"
+        )
+    };
     let root = &options.root_directory;
     std::fs::create_dir_all(root).with_context(|| format!("creating {}", root.display()))?;
     let kubeconfig_path = root.join(kubeconfig::FILE_NAME);
@@ -268,10 +276,12 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     )
     .context("TLS configuration")?;
 
+    step("PKI and TLS ready");
     let store_config = options.store_config();
     let store = kcp_store::open(&store_config)
         .await
         .with_context(|| format!("opening the store {store_config:?}"))?;
+    step("store open");
 
     let listener =
         tokio::net::TcpListener::bind(SocketAddr::new(options.bind_address, options.secure_port))
@@ -294,6 +304,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     })
     .await
     .context("starting the API server")?;
+    step("API server built");
     authn
         .service_accounts
         .attach(server.registry().cache().clone());
@@ -304,6 +315,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         },
     );
 
+    step("controllers started");
     kubeconfig::write(&kubeconfig_path, &kubeconfig::build(&external_url, &pki))
         .with_context(|| format!("writing {}", kubeconfig_path.display()))?;
 

@@ -144,6 +144,8 @@ impl Collector {
                 }
             };
             self.queue.done(key, outcome);
+            // As WorkQueue's own workers do: a full queue of no-op keys never awaits.
+            tokio::task::yield_now().await;
         }
     }
 }

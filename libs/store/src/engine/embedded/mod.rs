@@ -108,6 +108,12 @@ impl RedbStore {
     pub fn open_with(path: impl AsRef<Path>, options: RedbOptions) -> Result<Self, StoreError> {
         let db = Database::builder()
             .set_cache_size(options.cache_bytes)
+            .set_repair_callback(|session| {
+                // Only after an unclean exit; it walks the whole file, so it shows in start-up time.
+                if session.progress() == 0.0 {
+                    tracing::warn!("the embedded store was not closed cleanly; repairing it");
+                }
+            })
             .create(path)
             .map_err(backend)?;
         let revs = init(&db)?;
