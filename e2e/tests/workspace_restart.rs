@@ -82,7 +82,16 @@ async fn thousand_workspaces_survive_a_restart(store: StoreKind) {
 
     let status = tokio::task::block_in_place(|| shard.stop());
     assert!(status.success(), "kcp-shard did not exit cleanly: {status}");
+    // On etcd the shard saves its watch cache for the next start (and reads it back once).
+    let snapshot = shard.root_directory().join("watch-cache.snapshot");
+    assert_eq!(
+        snapshot.exists(),
+        store == StoreKind::Etcd,
+        "{}",
+        snapshot.display()
+    );
     tokio::task::block_in_place(|| shard.start_again());
+    assert!(!snapshot.exists(), "the snapshot is read at the start");
 
     let api = workspaces(shard.kube_client().await);
     assert_eq!(

@@ -6,6 +6,7 @@
 pub mod admission;
 pub mod apply;
 mod authorization;
+mod cache_snapshot;
 pub mod codec;
 pub mod crd;
 pub mod discovery;
@@ -71,6 +72,9 @@ pub struct ApiServerConfig {
     /// The identity headers (`X-Remote-*` and the configured `--requestheader-*` names) removed
     /// from every request once it is authenticated.
     pub identity_headers: IdentityHeaders,
+    /// Where the watch cache is saved at shutdown and read back at the next start (for stores it
+    /// pays off for: etcd). None: never.
+    pub cache_snapshot: Option<std::path::PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -102,7 +106,9 @@ impl ApiServer {
     /// Builds the server, loads the watch cache and bootstraps the `root` logical cluster.
     pub async fn new(config: ApiServerConfig) -> Result<Arc<ApiServer>, ApiServerError> {
         let started = std::time::Instant::now();
-        let cache = WatchCache::start(config.store.clone()).await?;
+        let cache =
+            WatchCache::start_with_snapshot(config.store.clone(), config.cache_snapshot.as_deref())
+                .await?;
         let authorizer = Arc::new(KcpAuthorizer::new(
             config.rbac.clone(),
             Arc::new(authorization::CachedClusterFacts::new(cache.clone())),
@@ -195,6 +201,20 @@ impl ApiServer {
     /// Cancelled when the server shuts down; in-process controllers stop on it.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.shutdown.clone()
+    }
+
+    /// Saves the watch cache for the next start (see [`ApiServerConfig::cache_snapshot`]). Call
+    /// after [`ApiServer::shutdown`], once requests are drained.
+    pub async fn save_cache_snapshot(&self) -> Result<bool, kcp_store::StoreError> {
+        match &self.config.cache_snapshot {
+            Some(path) => {
+                self.registry
+                    .cache()
+                    .save_snapshot(self.config.store.as_ref(), path)
+                    .await
+            }
+            None => Ok(false),
+        }
     }
 
     /// Ends every open watch so connections can drain.

@@ -138,15 +138,17 @@ impl ObjectJson {
         })
     }
 
-    /// The served form of stored bytes whose [`Layout`] is known: `resourceVersion` spliced in at the
-    /// end of `metadata` (where inserting it into the parsed object would put it), large values
-    /// shared as [`ObjectJson::encode`] shares them. Byte-identical to encoding the parsed object.
+    /// The served form of stored bytes whose [`Layout`] is known: `resourceVersion` set where
+    /// setting it in the parsed object would put it (in place, or at the end of `metadata`), large
+    /// values shared as [`ObjectJson::encode`] shares them. Byte-identical to encoding the parsed
+    /// object.
     pub(crate) fn from_stored(
         stored: &[u8],
         layout: &Layout,
         resource_version: &str,
     ) -> ObjectJson {
-        let mut cuts: Vec<&Range<usize>> = layout
+        // Edits in document order: a span replaced by text, or cut out to be shared.
+        let mut edits: Vec<(Range<usize>, Option<String>)> = layout
             .fields
             .iter()
             .filter(|r| r.len() >= SHARE_FIELD_AT_LEAST)
@@ -156,33 +158,32 @@ impl ObjectJson {
                     .iter()
                     .filter(|r| r.len() >= SHARE_FIELD_SET_AT_LEAST),
             )
+            .map(|r| (r.clone(), None))
             .collect();
-        cuts.sort_by_key(|r| r.start);
-        let mut version = layout.metadata_end.map(|(at, has_fields)| {
-            let comma = if has_fields { "," } else { "" };
-            (
-                at,
-                format!("{comma}\"resourceVersion\":\"{resource_version}\""),
-            )
-        });
-        let mut own = Vec::with_capacity(stored.len() + 32);
-        let mut shared = Vec::with_capacity(cuts.len());
-        let mut at = 0;
-        for cut in cuts {
-            // The end of metadata is never inside a shared value: it lies before or after each.
-            if let Some((pos, text)) = version.take_if(|(pos, _)| *pos <= cut.start) {
-                own.extend_from_slice(&stored[at..pos]);
-                own.extend_from_slice(text.as_bytes());
-                at = pos;
+        let quoted = format!("\"{resource_version}\"");
+        match (&layout.resource_version, layout.metadata_end) {
+            (Some(span), _) => edits.push((span.clone(), Some(quoted))),
+            (None, Some((end, has_fields))) => {
+                let comma = if has_fields { "," } else { "" };
+                edits.push((
+                    end..end,
+                    Some(format!("{comma}\"resourceVersion\":{quoted}")),
+                ));
             }
-            own.extend_from_slice(&stored[at..cut.start]);
-            shared.push((own.len(), intern(stored[cut.clone()].to_vec())));
-            at = cut.end;
+            (None, None) => {}
         }
-        if let Some((pos, text)) = version {
-            own.extend_from_slice(&stored[at..pos]);
-            own.extend_from_slice(text.as_bytes());
-            at = pos;
+        // The version never lies inside a shared value, so spans do not overlap.
+        edits.sort_by_key(|(r, _)| r.start);
+        let mut own = Vec::with_capacity(stored.len() + 32);
+        let mut shared = Vec::with_capacity(edits.len());
+        let mut at = 0;
+        for (span, text) in edits {
+            own.extend_from_slice(&stored[at..span.start]);
+            match text {
+                Some(text) => own.extend_from_slice(text.as_bytes()),
+                None => shared.push((own.len(), intern(stored[span.clone()].to_vec()))),
+            }
+            at = span.end;
         }
         own.extend_from_slice(&stored[at..]);
         ObjectJson {
@@ -407,6 +408,7 @@ mod tests {
         for value in [
             json!({"metadata": {"name": "a"}, "data": {"k": "v"}}),
             json!({"metadata": {}, "data": {"k": "v"}}),
+            json!({"metadata": {"name": "a", "resourceVersion": "7", "uid": "u"}, "spec": big_spec()}),
             json!({"kind": "NoMetadata", "spec": big_spec()}),
             json!({"spec": big_spec(), "metadata": {"name": "a", "labels": {"b": "1", "a": "\u{2603}"}}, "status": big_spec()}),
             json!({"apiVersion": "v1", "metadata": {"name": "a", "managedFields": [

@@ -24,14 +24,16 @@ pub struct Layout {
     /// The closing brace of `metadata`, and whether `metadata` has fields (so the version added
     /// before the brace needs a comma). None without `metadata`.
     pub metadata_end: Option<(usize, bool)>,
+    /// The value of `metadata.resourceVersion`, when the bytes have one (a served form, e.g. from
+    /// a cache snapshot): it is replaced in place.
+    pub resource_version: Option<Range<usize>>,
     /// `metadata.labels`, in document order.
     pub labels: Vec<(String, String)>,
 }
 
 /// The layout of `stored`, or None when it is not an object this pass can read exactly: then the
 /// caller takes the slow path through a Value. That covers keys with escapes (they cannot be
-/// borrowed), `metadata` that is not an object or already holds `resourceVersion`, and labels
-/// that are not all strings.
+/// borrowed), `metadata` that is not an object, and labels that are not all strings.
 pub fn scan(stored: &[u8]) -> Option<Layout> {
     let top: Fields = serde_json::from_slice(stored).ok()?;
     let base = stored.as_ptr() as usize;
@@ -50,7 +52,7 @@ pub fn scan(stored: &[u8]) -> Option<Layout> {
         layout.metadata_end = Some((whole.end - 1, !meta.0.is_empty()));
         for (key, value) in meta.0 {
             match key {
-                "resourceVersion" => return None,
+                "resourceVersion" => layout.resource_version = Some(span(value)),
                 "labels" => layout.labels = labels(value)?,
                 "managedFields" => {
                     // Entries that are not objects are served as they are, with nothing shared.
@@ -143,6 +145,13 @@ mod tests {
     }
 
     #[test]
+    fn finds_a_resource_version() {
+        let s = r#"{"metadata":{"name":"a","resourceVersion":"3","uid":"u"}}"#;
+        let layout = scan(s.as_bytes()).unwrap();
+        assert_eq!(at(s, &layout.resource_version.unwrap()), r#""3""#);
+    }
+
+    #[test]
     fn empty_metadata_and_none() {
         let layout = scan(br#"{"metadata":{}}"#).unwrap();
         assert_eq!(layout.metadata_end, Some((13, false)));
@@ -154,7 +163,6 @@ mod tests {
         for s in [
             r#"[1]"#,
             r#"{"metadata":"x"}"#,
-            r#"{"metadata":{"resourceVersion":"3"}}"#,
             r#"{"metadata":{"labels":{"a":1}}}"#,
             r#"{"metadata":{"na\"me":"a"}}"#,
             r#"{"metadata":{}"#,

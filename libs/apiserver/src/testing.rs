@@ -41,6 +41,7 @@ pub async fn server(store: Arc<dyn Store>) -> Arc<ApiServer> {
         service_account_tokens: None,
         rbac: Default::default(),
         identity_headers: Default::default(),
+        cache_snapshot: None,
     })
     .await
     .expect("the API server starts")

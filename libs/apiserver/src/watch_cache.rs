@@ -231,6 +231,8 @@ pub struct WatchCache {
     any_all: std::sync::atomic::AtomicBool,
     /// Told of every event as it is applied, in order (see [`CacheObserver`]).
     observer: std::sync::OnceLock<Arc<dyn CacheObserver>>,
+    /// Whether the first load came from a snapshot (see [`WatchCache::start_with_snapshot`]).
+    from_snapshot: std::sync::atomic::AtomicBool,
 }
 
 /// State kept beside the cache that must never lag it (the RBAC index): called synchronously,
@@ -363,6 +365,44 @@ fn decode_page(kvs: Vec<kcp_store::KeyValue>) -> Vec<(String, String, CachedObje
     out
 }
 
+/// Whether a snapshot with `header` continues the history of `store` (whose identity and current
+/// revision are given); the reason when not.
+async fn continues(
+    store: &dyn Store,
+    header: &crate::cache_snapshot::Header,
+    identity: &str,
+    current: Revision,
+) -> Result<(), String> {
+    if header.identity != identity {
+        return Err(format!("made of {}, not {identity}", header.identity));
+    }
+    if header.revision > current {
+        return Err(format!(
+            "at revision {}, ahead of the store ({current})",
+            header.revision
+        ));
+    }
+    let Some((key, mod_revision)) = &header.newest else {
+        return Err("empty".into());
+    };
+    // The same write at the same revision: the store did not go back to a backup and on.
+    let found = store
+        .range(kcp_store::RangeRequest {
+            prefix: key.clone(),
+            start_after: None,
+            limit: 1,
+            revision: Some(header.revision),
+        })
+        .await
+        .map_err(|e| format!("reading {key} at revision {}: {e}", header.revision))?;
+    match found.kvs.first() {
+        Some(kv) if kv.key == *key && kv.mod_revision == *mod_revision => Ok(()),
+        _ => Err(format!(
+            "{key} is not at mod revision {mod_revision} in the store"
+        )),
+    }
+}
+
 fn cached(key: &str, stored: &[u8], revision: Revision) -> Option<CachedObject> {
     let (cluster, namespace, name) = key_parts(key)?;
     // The stored bytes with the version spliced in; through a Value only when they are unusual.
@@ -387,9 +427,69 @@ fn cached(key: &str, stored: &[u8], revision: Revision) -> Option<CachedObject> 
     })
 }
 
+/// Objects decoded for a load, by resource prefix and key.
+type Fresh = HashMap<String, BTreeMap<String, Arc<CachedObject>>>;
+
+/// Decodes pages of stored objects on blocking threads, several at once, while the caller reads
+/// the next page: at start-up with a million objects, decoding is most of the time the shard is
+/// not ready.
+struct PageDecoder {
+    fresh: Fresh,
+    decoding: VecDeque<tokio::task::JoinHandle<Vec<(String, String, CachedObject)>>>,
+    parallel: usize,
+}
+
+impl PageDecoder {
+    fn new() -> PageDecoder {
+        PageDecoder {
+            fresh: HashMap::new(),
+            decoding: VecDeque::new(),
+            parallel: std::thread::available_parallelism().map_or(2, |n| n.get()),
+        }
+    }
+
+    async fn push(&mut self, page: Vec<kcp_store::KeyValue>) -> Result<(), StoreError> {
+        self.decoding
+            .push_back(tokio::task::spawn_blocking(move || decode_page(page)));
+        while self.decoding.len() > self.parallel {
+            self.merge_one().await?;
+        }
+        Ok(())
+    }
+
+    async fn merge_one(&mut self) -> Result<(), StoreError> {
+        if let Some(task) = self.decoding.pop_front() {
+            let decoded = task.await.map_err(|e| StoreError::Backend(e.to_string()))?;
+            for (prefix, key, obj) in decoded {
+                self.fresh
+                    .entry(prefix)
+                    .or_default()
+                    .insert(key, Arc::new(obj));
+            }
+        }
+        Ok(())
+    }
+
+    async fn finish(mut self) -> Result<Fresh, StoreError> {
+        while !self.decoding.is_empty() {
+            self.merge_one().await?;
+        }
+        Ok(self.fresh)
+    }
+}
+
 impl WatchCache {
     /// Loads every object from the store and follows its changes until the process ends.
     pub async fn start(store: Arc<dyn Store>) -> Result<Arc<WatchCache>, StoreError> {
+        Self::start_with_snapshot(store, None).await
+    }
+
+    /// [`WatchCache::start`], from the snapshot at `snapshot` when there is a usable one (see
+    /// [`crate::cache_snapshot`]). Returns once the cache reflects the store's current revision.
+    pub async fn start_with_snapshot(
+        store: Arc<dyn Store>,
+        snapshot: Option<&std::path::Path>,
+    ) -> Result<Arc<WatchCache>, StoreError> {
         let revision = store.current_revision().await?;
         let (revision_tx, _) = tokio::sync::watch::channel(revision);
         let cache = Arc::new(WatchCache {
@@ -403,37 +503,143 @@ impl WatchCache {
             all: RwLock::new(Vec::new()),
             any_all: std::sync::atomic::AtomicBool::new(false),
             observer: std::sync::OnceLock::new(),
+            from_snapshot: std::sync::atomic::AtomicBool::new(false),
         });
         let started = std::time::Instant::now();
-        cache.load(store.as_ref(), revision).await?;
+        let from_snapshot = match snapshot {
+            Some(path) => cache.load_snapshot(store.as_ref(), path, revision).await,
+            None => None,
+        };
+        let mut used_snapshot = from_snapshot.is_some();
+        let mut loaded_at = match from_snapshot {
+            Some(at) => at,
+            None => {
+                cache.load(store.as_ref(), revision).await?;
+                revision
+            }
+        };
+        let stream = match store.watch("/", loaded_at).await {
+            Ok(stream) => stream,
+            Err(err) if loaded_at < revision => {
+                tracing::warn!(error = %err, "cannot continue the cache snapshot; reading the store");
+                cache.load(store.as_ref(), revision).await?;
+                loaded_at = revision;
+                used_snapshot = false;
+                store.watch("/", revision).await?
+            }
+            Err(err) => return Err(err),
+        };
+        cache.from_snapshot.store(used_snapshot, Ordering::Release);
+        let follower = cache.clone();
+        tokio::spawn(async move { follower.follow(store, stream).await });
+        // From a snapshot: serve nothing older than the store was when the shard started.
+        while cache.revision() < revision {
+            match cache.wait_for(revision).await {
+                Ok(_) | Err(CacheError::TooNew { .. }) => {}
+                Err(err) => return Err(StoreError::Backend(err.to_string())),
+            }
+        }
         tracing::info!(
             objects = cache.object_count(),
             revision,
+            from_snapshot = used_snapshot,
+            caught_up_from = loaded_at,
             elapsed_ms = started.elapsed().as_millis() as u64,
             "watch cache loaded"
         );
-        let stream = store.watch("/", revision).await?;
-        let follower = cache.clone();
-        tokio::spawn(async move { follower.follow(store, stream).await });
         Ok(cache)
+    }
+
+    /// Fills the cache from the snapshot at `path` when it continues the store's history (see
+    /// [`crate::cache_snapshot`]); answers the revision it shows. None (and the cache untouched)
+    /// when there is no snapshot or it cannot be used.
+    async fn load_snapshot(
+        &self,
+        store: &dyn Store,
+        path: &std::path::Path,
+        current: Revision,
+    ) -> Option<Revision> {
+        let identity = match store.identity().await {
+            Ok(Some(identity)) => identity,
+            _ => return None,
+        };
+        let owned = path.to_path_buf();
+        let opened = tokio::task::spawn_blocking(move || crate::cache_snapshot::take(&owned))
+            .await
+            .ok()?;
+        let (header, reader) = match opened {
+            Ok(Some(found)) => found,
+            Ok(None) => return None,
+            Err(err) => {
+                tracing::warn!(error = %err, "unreadable cache snapshot; reading the store");
+                return None;
+            }
+        };
+        if let Err(why) = continues(store, &header, &identity, current).await {
+            tracing::info!("cache snapshot not used: {why}; reading the store");
+            return None;
+        }
+        match self.fill_from(reader, header.revision).await {
+            Ok(()) => Some(header.revision),
+            Err(err) => {
+                tracing::warn!(error = %err, "cache snapshot broken off; reading the store");
+                None
+            }
+        }
+    }
+
+    async fn fill_from(
+        &self,
+        mut reader: crate::cache_snapshot::Reader,
+        revision: Revision,
+    ) -> Result<(), StoreError> {
+        let mut decoder = PageDecoder::new();
+        loop {
+            let (page, back) = tokio::task::spawn_blocking(move || {
+                let page = reader.page(LOAD_PAGE);
+                (page, reader)
+            })
+            .await
+            .map_err(|e| StoreError::Backend(e.to_string()))?;
+            reader = back;
+            let page = page.map_err(|e| StoreError::Backend(e.to_string()))?;
+            if page.is_empty() {
+                break;
+            }
+            decoder.push(page).await?;
+        }
+        self.install(decoder.finish().await?, revision);
+        Ok(())
+    }
+
+    /// Saves the cache's content to `path` for the next start, when the store is one a snapshot
+    /// is kept of. For shutdown, once nothing writes any more.
+    pub async fn save_snapshot(
+        &self,
+        store: &dyn Store,
+        path: &std::path::Path,
+    ) -> Result<bool, StoreError> {
+        let Some(identity) = store.identity().await? else {
+            return Ok(false);
+        };
+        let revision = self.revision();
+        let objects = self.all_objects();
+        let path = path.to_path_buf();
+        tokio::task::spawn_blocking(move || {
+            crate::cache_snapshot::write(&path, &identity, revision, &objects)
+        })
+        .await
+        .map_err(|e| StoreError::Backend(e.to_string()))?
+        .map_err(|e| StoreError::Backend(format!("writing the cache snapshot: {e}")))?;
+        Ok(true)
     }
 
     /// Replaces the cache's content with the store's state at `revision`.
     ///
-    /// Pages are decoded on blocking threads, several at once, while the next page is read: at
-    /// start-up with a million objects, decoding is most of the time the shard is not ready. The
-    /// load is timed in the log.
+    /// One resource after another: etcd counts every key from a range's start to its end on each
+    /// page, so paging through the whole keyspace at once is quadratic in its size.
     async fn load(&self, store: &dyn Store, revision: Revision) -> Result<(), StoreError> {
-        let mut fresh: HashMap<String, BTreeMap<String, Arc<CachedObject>>> = HashMap::new();
-        let mut merge = |decoded: Vec<(String, String, CachedObject)>| {
-            for (prefix, key, obj) in decoded {
-                fresh.entry(prefix).or_default().insert(key, Arc::new(obj));
-            }
-        };
-        let parallel = std::thread::available_parallelism().map_or(2, |n| n.get());
-        let mut decoding = VecDeque::new();
-        // One resource after another: etcd counts every key from a range's start to its end on
-        // each page, so paging through the whole keyspace at once is quadratic in its size.
+        let mut decoder = PageDecoder::new();
         let mut probe_after: Option<String> = None;
         loop {
             let probe = store
@@ -464,12 +670,7 @@ impl WatchCache {
                     .await?;
                 let done = !page.more || page.kvs.is_empty();
                 start_after = page.kvs.last().map(|kv| kv.key.clone());
-                decoding.push_back(tokio::task::spawn_blocking(move || decode_page(page.kvs)));
-                while decoding.len() > parallel {
-                    if let Some(task) = decoding.pop_front() {
-                        merge(task.await.map_err(|e| StoreError::Backend(e.to_string()))?);
-                    }
-                }
+                decoder.push(page.kvs).await?;
                 if done {
                     break;
                 }
@@ -477,9 +678,12 @@ impl WatchCache {
             // Past every key of this resource: its prefix ends in '/', and '0' follows '/'.
             probe_after = Some(format!("{}0", &prefix[..prefix.len() - 1]));
         }
-        while let Some(task) = decoding.pop_front() {
-            merge(task.await.map_err(|e| StoreError::Backend(e.to_string()))?);
-        }
+        self.install(decoder.finish().await?, revision);
+        Ok(())
+    }
+
+    /// Makes `fresh`, the objects at `revision`, the cache's content.
+    fn install(&self, mut fresh: Fresh, revision: Revision) {
         self.start_revision.store(revision, Ordering::Release);
         let mut resources = self.resources.write();
         // Watchers of the old state cannot be continued consistently: end them so clients re-list.
@@ -509,11 +713,8 @@ impl WatchCache {
         // the new content is in place so their fresh listing sees it.
         self.all.write().clear();
         self.any_all.store(false, Ordering::Release);
-        if revision > self.revision.load(Ordering::Acquire) {
-            self.revision.store(revision, Ordering::Release);
-            self.revision_tx.send_replace(revision);
-        }
-        Ok(())
+        self.revision.store(revision, Ordering::Release);
+        self.revision_tx.send_replace(revision);
     }
 
     fn resource(&self, prefix: &str) -> Arc<ResourceCache> {
@@ -656,6 +857,11 @@ impl WatchCache {
             self.revision.store(rev, Ordering::Release);
             self.revision_tx.send_replace(rev);
         }
+    }
+
+    /// Whether the cache started from a snapshot rather than by reading the store.
+    pub fn started_from_snapshot(&self) -> bool {
+        self.from_snapshot.load(Ordering::Acquire)
     }
 
     /// The newest revision the cache reflects.

@@ -236,4 +236,12 @@ pub trait Store: Send + Sync + 'static {
 
     /// The oldest revision still readable (the compacted revision), 0 if never compacted.
     async fn compacted_revision(&self) -> Result<Revision, StoreError>;
+
+    /// Names this store's history for a copy kept elsewhere (the watch cache's snapshot on local
+    /// disk): a copy made of a store with the same identity at revision R can be brought up to date
+    /// by watching after R. None: the store is local and reading it whole is as cheap as reading a
+    /// copy, so no copy is kept.
+    async fn identity(&self) -> Result<Option<String>, StoreError> {
+        Ok(None)
+    }
 }

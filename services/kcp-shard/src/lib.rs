@@ -230,6 +230,9 @@ impl Authentication {
     }
 }
 
+/// The watch cache saved at shutdown for the next start (on etcd only), in the root directory.
+pub const CACHE_SNAPSHOT: &str = "watch-cache.snapshot";
+
 /// Runs the shard until `shutdown` is cancelled.
 ///
 /// Order matters to callers that watch the root directory: `admin.kubeconfig` is removed first and
@@ -301,6 +304,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         service_account_tokens: Some(authn.service_account_tokens),
         rbac: Default::default(),
         identity_headers: authn.identity_headers,
+        cache_snapshot: Some(root.join(CACHE_SNAPSHOT)),
     })
     .await
     .context("starting the API server")?;
@@ -343,6 +347,16 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     shutdown.cancel();
     let _ = stop_watches.await;
     served.context("serving")?;
+    // Requests are drained and the controllers stopped: the cache no longer changes.
+    let saving = std::time::Instant::now();
+    match server.save_cache_snapshot().await {
+        Ok(true) => tracing::info!(
+            elapsed_ms = saving.elapsed().as_millis() as u64,
+            "watch cache saved for the next start"
+        ),
+        Ok(false) => {}
+        Err(err) => tracing::warn!(error = %err, "saving the watch cache failed"),
+    }
     tracing::info!("shut down");
     Ok(())
 }

@@ -182,6 +182,21 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
 
 #[async_trait::async_trait]
 impl Store for EtcdStore {
+    async fn identity(&self) -> Result<Option<String>, StoreError> {
+        let resp = self
+            .kv
+            .clone()
+            .get(self.probe_key(), Some(GetOptions::new().with_count_only()))
+            .await
+            .map_err(backend)?;
+        // A restored backup gets a new cluster ID, so a copy never continues on different history.
+        let cluster = resp.header().map_or(0, |h| h.cluster_id());
+        Ok(Some(format!(
+            "etcd cluster {cluster:x}, prefix {}",
+            self.prefix
+        )))
+    }
+
     async fn current_revision(&self) -> Result<Revision, StoreError> {
         let resp = self
             .kv
