@@ -118,4 +118,28 @@ fn workspaces_are_validated(store: StoreKind) {
     // Neither invalid workspace was stored.
     let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);
     assert!(listed.trim().is_empty(), "{listed}");
+
+    // The LC name the shard picked cannot be pointed elsewhere (its content is written beside
+    // the LC), not even by an admin; the shard replaces whatever a create sends.
+    let sent = shard.write_file(
+        "named.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: named\n  annotations:\n    internal.tenancy.kcp.io/cluster: root\n",
+    );
+    shard.kubectl_ok(&["create", "-f", sent.to_str().unwrap_or_default()]);
+    let picked = shard.kubectl_ok(&[
+        "get",
+        "workspace",
+        "named",
+        "-o",
+        "jsonpath={.metadata.annotations.internal\\.tenancy\\.kcp\\.io/cluster}",
+    ]);
+    assert!(!picked.is_empty() && picked != "root", "{picked}");
+    let err = shard.kubectl_fails(&[
+        "annotate",
+        "workspace",
+        "named",
+        "--overwrite",
+        "internal.tenancy.kcp.io/cluster=root",
+    ]);
+    assert!(err.contains("field is immutable"), "{err}");
 }

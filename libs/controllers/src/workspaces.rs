@@ -25,8 +25,9 @@ use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, created_or_existed, keyspace};
 use kcp_apiserver::tenancy::{
-    CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER,
-    new_logical_cluster, random_cluster_name, workspace_admin_binding,
+    CLUSTER_ANNOTATION, OWNER_ANNOTATION, ResolvedType, SHARD_ANNOTATION, TypeRef, Types,
+    WORKSPACE_FINALIZER, lifecycle_names, new_logical_cluster, random_cluster_name,
+    workspace_admin_binding,
 };
 use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType};
 use parking_lot::Mutex;
@@ -363,6 +364,14 @@ fn mirrored_status(lc: Option<&Value>) -> Value {
     status
 }
 
+/// Whether `lc` is initializing with `initializer` still to run.
+fn pending(lc: &Value, initializer: &str) -> bool {
+    text(lc, "/status/phase") == "Initializing"
+        && string_list(lc, "/status/initializers")
+            .iter()
+            .any(|i| i == initializer)
+}
+
 /// Where a scheduled workspace lives: its LC's name and URL.
 struct Placement<'a> {
     cluster: &'a str,
@@ -514,6 +523,7 @@ impl Controller {
             let _ = registry.cache().wait_fresh().await;
             lc = lc_name.and_then(|n| self.cached_lc(server, n));
         }
+        let lc_missing = lc.is_none();
         if let Some(lc_name) = lc_name
             && let Some(lc) = lc
             // Only an LC this workspace owns.
@@ -542,6 +552,16 @@ impl Controller {
             self.write_workspace(server, at, None, &mirrored_status(Some(&lc)))
                 .await?;
             return Ok(Outcome::Done);
+        }
+        if let Some(lc_name) = lc_name
+            && lc_missing
+        {
+            // Scheduling writes an LC's content beside the LC: content whose LC was never
+            // created (a failed write, then the deletion) must not outlive the workspace.
+            let left = server.delete_cluster_content(lc_name).await?;
+            if left > 0 {
+                return Ok(Outcome::After(CONTENT_RECHECK));
+            }
         }
         release(server, &self.defs.workspaces, at, WORKSPACE_FINALIZER).await
     }
@@ -605,52 +625,68 @@ impl Controller {
             return Ok(Outcome::Done);
         };
         let uid = text(ws, "/metadata/uid").to_string();
-        let lc = match self.cached_lc(server, &lc_name) {
-            Some(lc) => lc,
-            None => match self
-                .create_lc(server, cluster, name, ws, &reference, &lc_name)
-                .await
-            {
-                Ok(lc) => lc,
-                Err(e) if e.code == 409 => {
-                    // Created meanwhile: ours (an earlier attempt) or someone else's.
-                    let _ = registry.cache().wait_fresh().await;
-                    self.cached_lc(server, &lc_name).unwrap_or_default()
+        let types = Types {
+            cache: registry.cache(),
+            paths: server.paths(),
+        };
+        let chain = types.chain(&reference).map_err(ApiError::internal)?;
+        let universal = lifecycle_names(&chain, "initializer")
+            .iter()
+            .any(|i| i == UNIVERSAL_INITIALIZER);
+        let created_by: Value = annotation(ws, OWNER_ANNOTATION)
+            .and_then(|o| serde_json::from_str(o).ok())
+            .unwrap_or_else(|| json!({}));
+        let username = text(&created_by, "/username");
+        let (lc, fresh) = match self.cached_lc(server, &lc_name) {
+            Some(lc) => (lc, false),
+            None => {
+                // The LC is born past the universal initializer: its namespaces and the admin
+                // binding are written beside it, and the workspace waits for one commit. Safe
+                // because the LC name is ours: admission chose it at random and keeps it immutable.
+                let (created, admin, namespaces) = tokio::join!(
+                    self.create_lc(server, cluster, name, ws, &reference, &chain, &lc_name),
+                    self.admin_binding(server, &lc_name, username),
+                    self.universal_namespaces(server, &lc_name, universal),
+                );
+                match created {
+                    Ok(lc) => {
+                        admin?;
+                        namespaces?;
+                        (lc, true)
+                    }
+                    Err(e) if e.code == 409 => {
+                        // Created meanwhile: ours (an earlier attempt) or someone else's.
+                        let _ = registry.cache().wait_fresh().await;
+                        (self.cached_lc(server, &lc_name).unwrap_or_default(), false)
+                    }
+                    Err(e) => return Err(e),
                 }
-                Err(e) => return Err(e),
-            },
+            }
         };
         if text(&lc, "/spec/owner/uid") != uid {
             // Someone else's LC: pick another name.
             self.rename(server, at, false).await?;
             return Ok(Outcome::Done);
         }
-        let created_by: Value = annotation(ws, OWNER_ANNOTATION)
-            .and_then(|o| serde_json::from_str(o).ok())
-            .unwrap_or_else(|| json!({}));
-        let username = text(&created_by, "/username");
-        // The admin binding and the universal initializer's namespaces are independent writes:
-        // made together, a workspace waits for one commit instead of three.
-        let admin = async {
-            if username.is_empty() {
-                return Ok(());
+        let lc = if fresh {
+            lc
+        } else {
+            // Resumed after a crash or a failed write: make sure of the binding and namespaces
+            // (an LC born past the initializer may lack them), and finish the initializer.
+            let (admin, namespaces) = tokio::join!(
+                self.admin_binding(server, &lc_name, username),
+                self.universal_namespaces(server, &lc_name, universal),
+            );
+            admin?;
+            namespaces?;
+            match pending(&lc, UNIVERSAL_INITIALIZER) {
+                true => self
+                    .remove_initializer(server, &lc_name, UNIVERSAL_INITIALIZER)
+                    .await?
+                    .unwrap_or(lc),
+                false => lc,
             }
-            created_or_existed(
-                registry
-                    .create(
-                        &self.defs.bindings,
-                        &lc_name,
-                        None,
-                        workspace_admin_binding(username),
-                        WriteOptions::default(),
-                    )
-                    .await,
-            )
         };
-        let (admin, initialized) =
-            tokio::join!(admin, self.initialize_universal(server, &lc_name, &lc));
-        admin?;
-        let lc = initialized?.unwrap_or(lc);
         let url = format!("{}/clusters/{lc_name}", server.external_url());
         let placement = Placement {
             cluster: &lc_name,
@@ -660,6 +696,62 @@ impl Controller {
         self.write_workspace(server, at, Some(&placement), &mirrored_status(Some(&lc)))
             .await?;
         Ok(Outcome::Done)
+    }
+
+    /// The `workspace-admin` ClusterRoleBinding making the workspace's creator its admin.
+    async fn admin_binding(
+        &self,
+        server: &ApiServer,
+        lc_name: &str,
+        username: &str,
+    ) -> Result<(), ApiError> {
+        if username.is_empty() {
+            return Ok(());
+        }
+        created_or_existed(
+            server
+                .registry()
+                .create(
+                    &self.defs.bindings,
+                    lc_name,
+                    None,
+                    workspace_admin_binding(username),
+                    WriteOptions::default(),
+                )
+                .await,
+        )
+    }
+
+    /// The namespaces the universal initializer gives (when `wanted`).
+    async fn universal_namespaces(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+        wanted: bool,
+    ) -> Result<(), ApiError> {
+        if !wanted {
+            return Ok(());
+        }
+        let registry = server.registry();
+        let namespace = |name: &'static str| async move {
+            let namespace =
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
+            created_or_existed(
+                registry
+                    .create(
+                        &self.defs.namespaces,
+                        cluster,
+                        None,
+                        namespace,
+                        WriteOptions::default(),
+                    )
+                    .await,
+            )
+        };
+        let [first, second] = UNIVERSAL_NAMESPACES;
+        let (first, second) = tokio::join!(namespace(first), namespace(second));
+        first?;
+        second
     }
 
     /// Gives the workspace a new LC name (and, with `guard`, the finalizer that protects it).
@@ -696,6 +788,7 @@ impl Controller {
     }
 
     /// Creates the LogicalCluster `lc_name` for workspace `name` in `cluster`; answers it as written.
+    #[allow(clippy::too_many_arguments)] // one call site; each is a distinct input
     async fn create_lc(
         &self,
         server: &ApiServer,
@@ -703,22 +796,22 @@ impl Controller {
         name: &str,
         ws: &Value,
         reference: &TypeRef,
+        chain: &[ResolvedType],
         lc_name: &str,
     ) -> Result<Value, ApiError> {
         let registry = server.registry();
-        let types = Types {
+        let parent_path = Types {
             cache: registry.cache(),
             paths: server.paths(),
-        };
-        let chain = types.chain(reference).map_err(ApiError::internal)?;
-        let parent_path = types.path_of(cluster);
+        }
+        .path_of(cluster);
         let created_by: Value = annotation(ws, OWNER_ANNOTATION)
             .and_then(|o| serde_json::from_str(o).ok())
             .unwrap_or_else(|| json!({}));
         let mut lc = new_logical_cluster(
             &format!("{parent_path}:{name}"),
             reference,
-            &chain,
+            chain,
             &created_by,
         );
         lc["metadata"]["finalizers"] = json!([CONTENT_FINALIZER]);
@@ -730,13 +823,27 @@ impl Controller {
             "cluster": cluster,
             "uid": text(ws, "/metadata/uid"),
         });
+        // Past the universal initializer, whose work `schedule` does beside this create.
+        let remaining: Vec<String> = string_list(&lc, "/spec/initializers")
+            .into_iter()
+            .filter(|i| i != UNIVERSAL_INITIALIZER)
+            .collect();
+        let phase = if remaining.is_empty() {
+            "Ready"
+        } else {
+            "Initializing"
+        };
+        lc["status"] = json!({"phase": phase, "initializers": remaining});
         registry
             .create(
                 &self.defs.logical_clusters,
                 lc_name,
                 None,
                 lc,
-                WriteOptions::default(),
+                WriteOptions {
+                    with_status: true,
+                    ..Default::default()
+                },
             )
             .await
             .map(|w| w.object)
@@ -750,33 +857,10 @@ impl Controller {
         cluster: &str,
         lc: &Value,
     ) -> Result<Option<Value>, ApiError> {
-        if text(lc, "/status/phase") != "Initializing"
-            || !string_list(lc, "/status/initializers")
-                .iter()
-                .any(|i| i == UNIVERSAL_INITIALIZER)
-        {
+        if !pending(lc, UNIVERSAL_INITIALIZER) {
             return Ok(None);
         }
-        let registry = server.registry();
-        let namespace = |name: &'static str| async move {
-            let namespace =
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-            created_or_existed(
-                registry
-                    .create(
-                        &self.defs.namespaces,
-                        cluster,
-                        None,
-                        namespace,
-                        WriteOptions::default(),
-                    )
-                    .await,
-            )
-        };
-        let [first, second] = UNIVERSAL_NAMESPACES;
-        let (first, second) = tokio::join!(namespace(first), namespace(second));
-        first?;
-        second?;
+        self.universal_namespaces(server, cluster, true).await?;
         self.remove_initializer(server, cluster, UNIVERSAL_INITIALIZER)
             .await
     }

@@ -261,6 +261,22 @@ impl Admission for WorkspaceAdmission {
                         "field is immutable",
                     ));
                 }
+                // The LC name the shard chose: the workspace controller writes the new LC's
+                // content beside the LC itself, so no request may point it elsewhere.
+                let annotation = |v: &Value| {
+                    v.pointer("/metadata/annotations")
+                        .and_then(|a| a.get(CLUSTER_ANNOTATION))
+                        .cloned()
+                        .unwrap_or(Value::Null)
+                };
+                if annotation(object) != annotation(old) {
+                    return Err(invalid(
+                        attrs.name,
+                        &format!("metadata.annotations[{CLUSTER_ANNOTATION}]"),
+                        &annotation(object),
+                        "field is immutable",
+                    ));
+                }
                 for (path, name) in [("/spec/cluster", "spec.cluster"), ("/spec/URL", "spec.URL")] {
                     let before = field(old, path);
                     if !before.is_null() && field(object, path) != before {

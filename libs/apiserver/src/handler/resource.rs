@@ -163,6 +163,7 @@ impl ApiServer {
                 let opts = WriteOptions {
                     dry_run: ctx.query.dry_run()?,
                     user: Some(&ctx.user),
+                    ..Default::default()
                 };
                 let cluster = cluster.ok_or_else(ApiError::path_not_found)?;
                 if def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions"
@@ -189,6 +190,7 @@ impl ApiServer {
                 let opts = WriteOptions {
                     dry_run: ctx.query.dry_run()?,
                     user: Some(&ctx.user),
+                    ..Default::default()
                 };
                 let at = object_ref(cluster, req)?;
                 let manager = self.field_manager(ctx, &def)?;
@@ -339,6 +341,7 @@ impl ApiServer {
         let opts = WriteOptions {
             dry_run: ctx.query.dry_run()?,
             user: Some(&ctx.user),
+            ..Default::default()
         };
         if patch_type == PatchType::Apply {
             let config = codec::decode_yaml(raw)?;

@@ -157,6 +157,7 @@ impl ApiServer {
         let opts = WriteOptions {
             dry_run: ctx.query.dry_run()?,
             user: Some(&ctx.user),
+            ..Default::default()
         };
         let written = self
             .registry

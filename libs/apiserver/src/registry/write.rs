@@ -17,6 +17,9 @@ pub struct WriteOptions<'a> {
     pub dry_run: bool,
     /// The requesting user, for admission; `None` for the shard's own writes, which are not admitted.
     pub user: Option<&'a kcp_auth::UserInfo>,
+    /// A create keeps the object's status even for a kind with a status subresource. Only for the
+    /// shard's own writes (`user` None), e.g. a LogicalCluster created already initialized.
+    pub with_status: bool,
 }
 
 /// Which part of an object an update may change.
@@ -189,6 +192,7 @@ impl Registry {
         }
         metadata::prepare_create(def, &mut obj, cluster);
         if def.status_subresource
+            && !(opts.with_status && opts.user.is_none())
             && let Some(m) = obj.as_object_mut()
         {
             m.remove("status");
