@@ -242,6 +242,17 @@ pub trait CacheObserver: Send + Sync + 'static {
     fn event(&self, event: &CacheEvent);
     /// The cache was rebuilt from a fresh listing (its watch broke): start over from `objects`.
     fn reloaded(&self, objects: &[Arc<CachedObject>]);
+    /// The observer was just set: every object the cache holds, as if each had been added.
+    fn replay(&self, objects: &[Arc<CachedObject>]) {
+        for obj in objects {
+            self.event(&CacheEvent::new(
+                CacheEventType::Added,
+                obj.revision,
+                obj.clone(),
+                None,
+            ));
+        }
+    }
 }
 
 /// Several observers of one cache, told in order.
@@ -258,6 +269,16 @@ impl CacheObserver for Observers {
         for o in &self.0 {
             o.reloaded(objects);
         }
+    }
+
+    /// Each observer on its own thread: at start-up this is every object of the shard (the RBAC
+    /// and path indexes of 100k workspaces took 0.7 s one after the other).
+    fn replay(&self, objects: &[Arc<CachedObject>]) {
+        std::thread::scope(|scope| {
+            for o in &self.0 {
+                scope.spawn(move || o.replay(objects));
+            }
+        });
     }
 }
 
@@ -1007,18 +1028,16 @@ impl WatchCache {
         if self.observer.set(observer.clone()).is_err() {
             return false;
         }
+        // Under every resource's read lock, as events are delivered under the write lock: an event
+        // applied meanwhile reaches the observer after the replay, never before it.
         let caches: Vec<Arc<ResourceCache>> = self.resources.read().values().cloned().collect();
-        for rc in caches {
-            let st = rc.state.read();
-            for obj in st.objects.values() {
-                observer.event(&CacheEvent::new(
-                    CacheEventType::Added,
-                    obj.revision,
-                    obj.clone(),
-                    None,
-                ));
-            }
-        }
+        let states: Vec<_> = caches.iter().map(|rc| rc.state.read()).collect();
+        let objects: Vec<Arc<CachedObject>> = states
+            .iter()
+            .flat_map(|st| st.objects.values().cloned())
+            .collect();
+        observer.replay(&objects);
+        drop(states);
         true
     }
 
