@@ -539,14 +539,14 @@ impl WatchCache {
                 revision
             }
         };
-        let stream = match store.watch("/", loaded_at).await {
+        let stream = match store.watch_changes("/", loaded_at).await {
             Ok(stream) => stream,
             Err(err) if loaded_at < revision => {
                 tracing::warn!(error = %err, "cannot continue the cache snapshot; reading the store");
                 cache.load(store.as_ref(), revision).await?;
                 loaded_at = revision;
                 used_snapshot = false;
-                store.watch("/", revision).await?
+                store.watch_changes("/", revision).await?
             }
             Err(err) => return Err(err),
         };
@@ -799,7 +799,7 @@ impl WatchCache {
         if let Some(observer) = self.observer.get() {
             observer.reloaded(&self.all_objects());
         }
-        store.watch("/", revision).await
+        store.watch_changes("/", revision).await
     }
 
     fn apply(&self, resp: WatchResponse) {

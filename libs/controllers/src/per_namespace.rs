@@ -65,6 +65,7 @@ fn namespace_unavailable(err: &ApiError) -> bool {
 struct Controller<O> {
     server: Weak<ApiServer>,
     namespaces: Arc<ResourceDef>,
+    logical_clusters: Option<Arc<ResourceDef>>,
     object: O,
 }
 
@@ -90,6 +91,16 @@ impl<O: NamespaceObject> Controller<O> {
         match registry.cache().get(&ns_key) {
             Some(ns) if !is_terminating(&ns) => {}
             _ => return Ok(()),
+        }
+        // A deleting LC's content is on its way out: recreating it there would only make the
+        // deletion find it again (measured: most LCs of a deleted tree waited a recheck for it).
+        if let Some(lcs) = &self.logical_clusters
+            && registry
+                .cache()
+                .get(&keyspace(lcs).object(cluster, None, "cluster"))
+                .is_some_and(|lc| is_terminating(&lc))
+        {
+            return Ok(());
         }
         let def = self.object.def();
         let key = keyspace(def).object(cluster, Some(namespace), self.object.name());
@@ -176,6 +187,7 @@ pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
     let controller = Arc::new(Controller {
         server: Arc::downgrade(&server),
         namespaces,
+        logical_clusters: builtin("core.kcp.io", "logicalclusters"),
         object,
     });
     let queue = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);

@@ -1,5 +1,6 @@
 //! The service-account controller on both stores: every namespace of every logical cluster gets a
-//! `default` ServiceAccount, again after it is deleted, and none while the namespace terminates.
+//! `default` ServiceAccount, again after it is deleted, and none while the namespace or its logical
+//! cluster terminates.
 
 mod common_ctrl;
 
@@ -10,6 +11,7 @@ kcp_apiserver::on_both_stores!(
     existing_and_new_namespaces_get_a_default_service_account,
     a_deleted_default_service_account_comes_back,
     terminating_namespaces_get_none,
+    deleting_logical_clusters_get_none,
 );
 
 async fn default_sa(h: &Harness, cluster: &str, namespace: &str) -> Option<serde_json::Value> {
@@ -120,4 +122,48 @@ async fn terminating_namespaces_get_none(h: &Harness) {
         .await
         .expect("doomed still terminating");
     assert!(!ns["metadata"]["deletionTimestamp"].is_null());
+}
+
+async fn deleting_logical_clusters_get_none(h: &Harness) {
+    kcp_controllers::serviceaccounts::spawn(h.server.clone());
+    // A finalizer holds the LC in deletion, as the workspace controller's does while it deletes
+    // the content.
+    let lc = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster",
+        "metadata": {"name": "cluster", "finalizers": ["example.com/hold"]}});
+    create(h, "going", None, "core.kcp.io", "logicalclusters", lc)
+        .await
+        .expect("LC created");
+    create_namespace(h, "going", "apps").await;
+    eventually("default SA in going/apps", || {
+        default_sa(h, "going", "apps")
+    })
+    .await;
+    delete(
+        h,
+        "going",
+        None,
+        "core.kcp.io",
+        "logicalclusters",
+        "cluster",
+    )
+    .await;
+    let lc = get(
+        h,
+        "going",
+        None,
+        "core.kcp.io",
+        "logicalclusters",
+        "cluster",
+    )
+    .await
+    .expect("LC held by its finalizer");
+    assert!(!lc["metadata"]["deletionTimestamp"].is_null());
+    delete(h, "going", Some("apps"), "", "serviceaccounts", "default").await;
+    // Sync point: the controller handles a later namespace, so it has seen the deletion.
+    create_namespace(h, "root", "sync").await;
+    eventually("default SA in sync", || default_sa(h, "root", "sync")).await;
+    assert!(
+        default_sa(h, "going", "apps").await.is_none(),
+        "a deleting LC got its default SA back"
+    );
 }

@@ -184,8 +184,8 @@ impl Registry {
             if opts.dry_run {
                 return Ok(DeleteOutcome::Deleted(obj));
             }
-            match self.store.delete(&key, Some(current.revision)).await {
-                Ok((rev, _)) => {
+            match self.store.delete_version(&key, current.revision).await {
+                Ok(rev) => {
                     self.cache.note_write(rev);
                     return Ok(DeleteOutcome::Deleted(obj));
                 }

@@ -414,8 +414,8 @@ impl Registry {
         name: &str,
     ) -> Result<(), ApiError> {
         for _ in 0..MAX_ATTEMPTS {
-            match self.store.delete(key, Some(revision)).await {
-                Ok((deleted_at, _)) => {
+            match self.store.delete_version(key, revision).await {
+                Ok(deleted_at) => {
                     self.cache.note_write(deleted_at);
                     return Ok(());
                 }

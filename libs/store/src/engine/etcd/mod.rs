@@ -305,6 +305,31 @@ impl Store for EtcdStore {
         }
     }
 
+    async fn delete_version(&self, key: &str, expected: Revision) -> Result<Revision, StoreError> {
+        let full = self.full(key);
+        let when = vec![
+            Compare::version(full.clone(), CompareOp::Greater, 0),
+            Compare::mod_revision(full.clone(), CompareOp::Equal, expected),
+        ];
+        let txn = Txn::new()
+            .when(when)
+            .and_then([TxnOp::delete(full.clone(), None)])
+            .or_else([TxnOp::get(full, None)]);
+        let resp = self.txn(txn, 0).await?;
+        if resp.succeeded() {
+            return header_revision(resp.header());
+        }
+        match self.current_from_else(&resp)? {
+            None => Err(StoreError::NotFound {
+                key: key.to_owned(),
+            }),
+            Some(current) => Err(StoreError::Conflict {
+                key: key.to_owned(),
+                current: Some(current),
+            }),
+        }
+    }
+
     async fn delete(
         &self,
         key: &str,
@@ -354,36 +379,15 @@ impl Store for EtcdStore {
     }
 
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StoreError> {
-        let after = after.max(0);
-        // etcd 3.4 silently waits on a watch from the future; the other engines refuse it.
-        let current = self.current_revision().await?;
-        if after > current {
-            return Err(StoreError::FutureRevision {
-                requested: after,
-                current,
-            });
-        }
-        let full = self.full(prefix);
-        let opts = WatchOptions::new()
-            .with_range(prefix_end(&full))
-            .with_start_revision(after + 1)
-            .with_prev_key()
-            .with_progress_notify();
-        let key = if full.is_empty() { vec![0] } else { full };
-        let (sender, responses) = self
-            .watch
-            .clone()
-            .watch(key, Some(opts))
-            .await
-            .map_err(backend)?
-            .split();
-        Ok(watch::into_stream(
-            sender,
-            responses,
-            self.prefix.clone(),
-            after,
-            self.progress_interval,
-        ))
+        self.watch_with(prefix, after, true).await
+    }
+
+    async fn watch_changes(
+        &self,
+        prefix: &str,
+        after: Revision,
+    ) -> Result<WatchStream, StoreError> {
+        self.watch_with(prefix, after, false).await
     }
 
     async fn compact(&self, revision: Revision) -> Result<(), StoreError> {
@@ -423,6 +427,48 @@ impl Store for EtcdStore {
         }
         self.compacted_floor.fetch_max(high, Ordering::AcqRel);
         Ok(high)
+    }
+}
+
+impl EtcdStore {
+    async fn watch_with(
+        &self,
+        prefix: &str,
+        after: Revision,
+        prev: bool,
+    ) -> Result<WatchStream, StoreError> {
+        let after = after.max(0);
+        // etcd 3.4 silently waits on a watch from the future; the other engines refuse it.
+        let current = self.current_revision().await?;
+        if after > current {
+            return Err(StoreError::FutureRevision {
+                requested: after,
+                current,
+            });
+        }
+        let full = self.full(prefix);
+        let mut opts = WatchOptions::new()
+            .with_range(prefix_end(&full))
+            .with_start_revision(after + 1)
+            .with_progress_notify();
+        if prev {
+            opts = opts.with_prev_key();
+        }
+        let key = if full.is_empty() { vec![0] } else { full };
+        let (sender, responses) = self
+            .watch
+            .clone()
+            .watch(key, Some(opts))
+            .await
+            .map_err(backend)?
+            .split();
+        Ok(watch::into_stream(
+            sender,
+            responses,
+            self.prefix.clone(),
+            after,
+            self.progress_interval,
+        ))
     }
 }
 

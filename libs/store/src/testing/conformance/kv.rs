@@ -99,6 +99,29 @@ pub async fn crud_and_cas(store: Arc<dyn Store>) {
     assert_eq!(deleted, v5);
     assert!(store.current_revision().await.expect("revision") >= r5);
 
+    // A delete of a known version answers its revision only, and refuses as `delete` does.
+    let r7 = store.create(key, b("v7")).await.expect("create again");
+    let v7 = KeyValue {
+        key: key.into(),
+        value: b("v7"),
+        create_revision: r7,
+        mod_revision: r7,
+    };
+    assert_eq!(
+        store.delete_version(key, r5).await,
+        Err(StoreError::Conflict {
+            key: key.into(),
+            current: Some(v7)
+        })
+    );
+    let r8 = store.delete_version(key, r7).await.expect("delete_version");
+    assert!(r8 > r7);
+    assert_eq!(store.get(key).await.expect("get"), None);
+    assert!(matches!(
+        store.delete_version(key, r7).await,
+        Err(StoreError::NotFound { .. })
+    ));
+
     // Empty values are values.
     let r6 = store
         .create("/crud/empty", Bytes::new())
