@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::ApiError;
+use kcp_store::StoreError;
 use serde_json::json;
 use tokio::sync::mpsc;
 
@@ -217,10 +218,26 @@ impl ApiServer {
                 (!is_logical_cluster(&def) && !is_deleting(&obj)).then_some((def, obj))
             })
             .collect();
-        for batch in doomed.chunks(CONTENT_DELETIONS_AT_ONCE) {
+        // Namespaces last: one emptied by then is removed in a single write, instead of being
+        // marked Terminating and released afterwards.
+        let (namespaces, rest): (Vec<_>, Vec<_>) = doomed
+            .into_iter()
+            .partition(|(def, _)| is(def, "", "namespaces"));
+        for batch in rest.chunks(CONTENT_DELETIONS_AT_ONCE) {
             let deletions = batch
                 .iter()
                 .map(|(def, obj)| self.delete_content(cluster, def, obj));
+            for deleted in futures::future::join_all(deletions).await {
+                deleted?;
+            }
+        }
+        if !namespaces.is_empty() {
+            let _ = cache.wait_fresh().await;
+        }
+        for batch in namespaces.chunks(CONTENT_DELETIONS_AT_ONCE) {
+            let deletions = batch
+                .iter()
+                .map(|(def, ns)| self.delete_namespace_of_deleted_cluster(cluster, def, ns));
             for deleted in futures::future::join_all(deletions).await {
                 deleted?;
             }
@@ -368,6 +385,44 @@ impl ApiServer {
             Err(e) if e.code != 404 && e.code != 409 => Err(e),
             _ => Ok(()),
         }
+    }
+
+    /// A namespace of a logical cluster being deleted: removed at once when it is empty and
+    /// nothing but Kubernetes' own finalizer would hold it (nobody waits on its conditions: the
+    /// whole LC is going); otherwise deleted as any namespace, content first.
+    async fn delete_namespace_of_deleted_cluster(
+        &self,
+        cluster: &str,
+        def: &ResourceDef,
+        ns: &crate::watch_cache::CachedObject,
+    ) -> Result<(), ApiError> {
+        let empty = self
+            .registry
+            .cache()
+            .objects_in_namespace(cluster, &ns.name)
+            .is_empty();
+        if empty
+            && ns
+                .json
+                .parse::<FinalizersOnly>()
+                .is_ok_and(|f| f.only_kubernetes())
+        {
+            match self
+                .registry
+                .store()
+                .delete_version(&ns.key, ns.revision)
+                .await
+            {
+                Ok(revision) => {
+                    self.registry.cache().note_write(revision);
+                    return Ok(());
+                }
+                // Changed or gone meanwhile: the ordinary path decides.
+                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => {}
+                Err(err) => return Err(crate::registry::store_error(def, &ns.name, err)),
+            }
+        }
+        self.delete_content(cluster, def, ns).await
     }
 
     /// Removes the `kubernetes` finalizer of an emptied, terminating namespace, which ends it.
@@ -621,4 +676,31 @@ struct DeletionOnly {
 struct DeletionMeta {
     #[serde(rename = "deletionTimestamp", default)]
     deletion_timestamp: Option<serde::de::IgnoredAny>,
+}
+
+/// A namespace's finalizers (serde skips the rest without allocating).
+#[derive(serde::Deserialize)]
+struct FinalizersOnly {
+    #[serde(default)]
+    metadata: MetaFinalizers,
+    #[serde(default)]
+    spec: MetaFinalizers,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct MetaFinalizers {
+    #[serde(default)]
+    finalizers: Vec<String>,
+}
+
+impl FinalizersOnly {
+    /// Nothing but `kubernetes` (the namespace controller's own) holds the namespace.
+    fn only_kubernetes(&self) -> bool {
+        self.metadata.finalizers.is_empty()
+            && self
+                .spec
+                .finalizers
+                .iter()
+                .all(|f| f == NAMESPACE_FINALIZER)
+    }
 }
