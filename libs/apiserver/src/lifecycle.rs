@@ -209,7 +209,6 @@ impl ApiServer {
         let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
         let is_logical_cluster = |def: &ResourceDef| is(def, "core.kcp.io", "logicalclusters");
         let cache = self.registry.cache();
-        // Deleted together: each deletion waits for a commit, and concurrent ones share it.
         let doomed: Vec<_> = cache
             .objects_in_cluster(cluster)
             .into_iter()
@@ -223,25 +222,14 @@ impl ApiServer {
         let (namespaces, rest): (Vec<_>, Vec<_>) = doomed
             .into_iter()
             .partition(|(def, _)| is(def, "", "namespaces"));
-        for batch in rest.chunks(CONTENT_DELETIONS_AT_ONCE) {
-            let deletions = batch
-                .iter()
-                .map(|(def, obj)| self.delete_content(cluster, def, obj));
-            for deleted in futures::future::join_all(deletions).await {
-                deleted?;
-            }
-        }
+        in_batches(&rest, |(def, obj)| self.delete_content(cluster, def, obj)).await?;
         if !namespaces.is_empty() {
             let _ = cache.wait_fresh().await;
         }
-        for batch in namespaces.chunks(CONTENT_DELETIONS_AT_ONCE) {
-            let deletions = batch
-                .iter()
-                .map(|(def, ns)| self.delete_namespace_of_deleted_cluster(cluster, def, ns));
-            for deleted in futures::future::join_all(deletions).await {
-                deleted?;
-            }
-        }
+        in_batches(&namespaces, |(def, ns)| {
+            self.delete_namespace_of_deleted_cluster(cluster, def, ns)
+        })
+        .await?;
         let _ = cache.wait_fresh().await;
         // Emptied namespaces are released here rather than queued behind every other namespace
         // of the shard: the whole LC is going, nothing waits on them or reads their conditions.
@@ -256,14 +244,7 @@ impl ApiServer {
             })
             .collect();
         if !emptied.is_empty() {
-            for batch in emptied.chunks(CONTENT_DELETIONS_AT_ONCE) {
-                let releases = batch
-                    .iter()
-                    .map(|ns| self.release_namespace(cluster, &ns.name));
-                for released in futures::future::join_all(releases).await {
-                    released?;
-                }
-            }
+            in_batches(&emptied, |ns| self.release_namespace(cluster, &ns.name)).await?;
             let _ = cache.wait_fresh().await;
         }
         Ok(cache
@@ -676,6 +657,21 @@ struct DeletionOnly {
 struct DeletionMeta {
     #[serde(rename = "deletionTimestamp", default)]
     deletion_timestamp: Option<serde::de::IgnoredAny>,
+}
+
+/// Runs `delete` for every item, [`CONTENT_DELETIONS_AT_ONCE`] at a time: each deletion waits for
+/// a commit, and concurrent ones share it.
+async fn in_batches<'a, T, F, Fut>(items: &'a [T], delete: F) -> Result<(), ApiError>
+where
+    F: Fn(&'a T) -> Fut,
+    Fut: std::future::Future<Output = Result<(), ApiError>>,
+{
+    for batch in items.chunks(CONTENT_DELETIONS_AT_ONCE) {
+        for done in futures::future::join_all(batch.iter().map(&delete)).await {
+            done?;
+        }
+    }
+    Ok(())
 }
 
 /// A namespace's finalizers (serde skips the rest without allocating).

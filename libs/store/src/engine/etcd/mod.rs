@@ -183,14 +183,9 @@ fn prefix_end(prefix: &[u8]) -> Vec<u8> {
 #[async_trait::async_trait]
 impl Store for EtcdStore {
     async fn identity(&self) -> Result<Option<String>, StoreError> {
-        let resp = self
-            .kv
-            .clone()
-            .get(self.probe_key(), Some(GetOptions::new().with_count_only()))
-            .await
-            .map_err(backend)?;
-        // A restored backup gets a new cluster ID, so a copy never continues on different history.
-        let cluster = resp.header().map_or(0, |h| h.cluster_id());
+        // The cluster ID tells etcd clusters apart. A backup restored into the same cluster keeps
+        // it; the watch cache catches that by looking for its newest object at its revision.
+        let cluster = self.probe().await?.header().map_or(0, |h| h.cluster_id());
         Ok(Some(format!(
             "etcd cluster {cluster:x}, prefix {}",
             self.prefix
@@ -198,13 +193,7 @@ impl Store for EtcdStore {
     }
 
     async fn current_revision(&self) -> Result<Revision, StoreError> {
-        let resp = self
-            .kv
-            .clone()
-            .get(self.probe_key(), Some(GetOptions::new().with_count_only()))
-            .await
-            .map_err(backend)?;
-        header_revision(resp.header())
+        header_revision(self.probe().await?.header())
     }
 
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StoreError> {
@@ -280,54 +269,14 @@ impl Store for EtcdStore {
         expected: Revision,
     ) -> Result<Revision, StoreError> {
         crate::check_value_size(&value)?;
-        let full = self.full(key);
         let len = value.len();
-        let txn = Txn::new()
-            .when([
-                // An absent key has version 0; this keeps `expected == 0` from creating it.
-                Compare::version(full.clone(), CompareOp::Greater, 0),
-                Compare::mod_revision(full.clone(), CompareOp::Equal, expected),
-            ])
-            .and_then([TxnOp::put(full.clone(), Vec::from(value), None)])
-            .or_else([TxnOp::get(full, None)]);
-        let resp = self.txn(txn, len).await?;
-        if resp.succeeded() {
-            return header_revision(resp.header());
-        }
-        match self.current_from_else(&resp)? {
-            None => Err(StoreError::NotFound {
-                key: key.to_owned(),
-            }),
-            Some(current) => Err(StoreError::Conflict {
-                key: key.to_owned(),
-                current: Some(current),
-            }),
-        }
+        let put = TxnOp::put(self.full(key), Vec::from(value), None);
+        self.at_version(key, expected, put, len).await
     }
 
     async fn delete_version(&self, key: &str, expected: Revision) -> Result<Revision, StoreError> {
-        let full = self.full(key);
-        let when = vec![
-            Compare::version(full.clone(), CompareOp::Greater, 0),
-            Compare::mod_revision(full.clone(), CompareOp::Equal, expected),
-        ];
-        let txn = Txn::new()
-            .when(when)
-            .and_then([TxnOp::delete(full.clone(), None)])
-            .or_else([TxnOp::get(full, None)]);
-        let resp = self.txn(txn, 0).await?;
-        if resp.succeeded() {
-            return header_revision(resp.header());
-        }
-        match self.current_from_else(&resp)? {
-            None => Err(StoreError::NotFound {
-                key: key.to_owned(),
-            }),
-            Some(current) => Err(StoreError::Conflict {
-                key: key.to_owned(),
-                current: Some(current),
-            }),
-        }
+        let delete = TxnOp::delete(self.full(key), None);
+        self.at_version(key, expected, delete, 0).await
     }
 
     async fn delete(
@@ -431,6 +380,48 @@ impl Store for EtcdStore {
 }
 
 impl EtcdStore {
+    /// A read that only wants the response header.
+    async fn probe(&self) -> Result<etcd_client::GetResponse, StoreError> {
+        self.kv
+            .clone()
+            .get(self.probe_key(), Some(GetOptions::new().with_count_only()))
+            .await
+            .map_err(backend)
+    }
+
+    /// Runs `op` if `key` exists at mod revision `expected`; answers the write's revision, or
+    /// NotFound / Conflict with the current value. (An absent key has version 0, which also keeps
+    /// `expected == 0` from matching it.)
+    async fn at_version(
+        &self,
+        key: &str,
+        expected: Revision,
+        op: TxnOp,
+        len: usize,
+    ) -> Result<Revision, StoreError> {
+        let full = self.full(key);
+        let txn = Txn::new()
+            .when([
+                Compare::version(full.clone(), CompareOp::Greater, 0),
+                Compare::mod_revision(full.clone(), CompareOp::Equal, expected),
+            ])
+            .and_then([op])
+            .or_else([TxnOp::get(full, None)]);
+        let resp = self.txn(txn, len).await?;
+        if resp.succeeded() {
+            return header_revision(resp.header());
+        }
+        match self.current_from_else(&resp)? {
+            None => Err(StoreError::NotFound {
+                key: key.to_owned(),
+            }),
+            Some(current) => Err(StoreError::Conflict {
+                key: key.to_owned(),
+                current: Some(current),
+            }),
+        }
+    }
+
     async fn watch_with(
         &self,
         prefix: &str,
