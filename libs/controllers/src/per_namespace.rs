@@ -211,9 +211,14 @@ pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
     tokio::spawn(async move {
         // Listed here, not before spawning: at start-up that is every namespace of the shard, and
         // the shard's listener should not wait for it.
-        if let Some(server) = controller.server.upgrade() {
-            for ns in controller.all_namespaces(&server) {
-                queue.add(ns);
+        let all = match controller.server.upgrade() {
+            Some(server) => controller.all_namespaces(&server),
+            None => return,
+        };
+        for (i, ns) in all.into_iter().enumerate() {
+            queue.add(ns);
+            if i % 1024 == 0 {
+                tokio::task::yield_now().await;
             }
         }
         loop {

@@ -51,6 +51,8 @@ const PHASE_LABEL: &str = "tenancy.kcp.io/phase";
 /// Workers: enough that many workspaces' writes are in flight together (each write waits for a
 /// durable commit; concurrent ones share it), few enough to bound the memory of a burst.
 const WORKERS: usize = 32;
+/// Keys queued by a resync between two yields to the runtime.
+const RESYNC_YIELD_EVERY: usize = 1024;
 /// Backoff of a failed reconcile.
 const RETRY_DELAY: Duration = Duration::from_millis(50);
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(10);
@@ -147,7 +149,7 @@ impl Controller {
     /// Turns watch events into keys, until the server is gone.
     async fn dispatch(&self, feeds: [Feed; 3]) {
         let [mut workspaces, mut clusters, mut namespaces] = feeds;
-        self.resync();
+        self.resync().await;
         loop {
             let (change, from) = tokio::select! {
                 c = workspaces.next() => (c, 0),
@@ -158,7 +160,7 @@ impl Controller {
                 return;
             }
             match change {
-                Change::Resync => self.resync(),
+                Change::Resync => self.resync().await,
                 Change::Event(e) => match from {
                     0 => self.on_workspace(&e),
                     1 => self.on_cluster(&e),
@@ -169,17 +171,24 @@ impl Controller {
     }
 
     /// Queues every Workspace and LogicalCluster (first start, or events were missed).
-    fn resync(&self) {
+    async fn resync(&self) {
         let Some(s) = self.server.upgrade() else {
             return;
         };
         let cache = s.registry().cache();
-        for ws in cache.list(keyspace(&self.defs.workspaces).all_clusters(), None) {
-            self.queue
-                .add(Key::Workspace(ws.cluster.clone(), ws.name.clone()));
-        }
-        for lc in cache.list(keyspace(&self.defs.logical_clusters).all_clusters(), None) {
-            self.queue.add(Key::Cluster(lc.cluster.clone()));
+        let workspaces = cache.list(keyspace(&self.defs.workspaces).all_clusters(), None);
+        let clusters = cache.list(keyspace(&self.defs.logical_clusters).all_clusters(), None);
+        drop(s);
+        let keys = workspaces
+            .iter()
+            .map(|ws| Key::Workspace(ws.cluster.clone(), ws.name.clone()))
+            .chain(clusters.iter().map(|lc| Key::Cluster(lc.cluster.clone())));
+        for (i, key) in keys.enumerate() {
+            self.queue.add(key);
+            if i % RESYNC_YIELD_EVERY == 0 {
+                // 200k keys at a restart: let the listener's first requests in meanwhile.
+                tokio::task::yield_now().await;
+            }
         }
     }
 
