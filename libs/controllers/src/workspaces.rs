@@ -634,14 +634,6 @@ impl Controller {
             return Ok(Outcome::Done);
         };
         let uid = text(ws, "/metadata/uid").to_string();
-        let types = Types {
-            cache: registry.cache(),
-            paths: server.paths(),
-        };
-        let chain = types.chain(&reference).map_err(ApiError::internal)?;
-        let universal = lifecycle_names(&chain, "initializer")
-            .iter()
-            .any(|i| i == UNIVERSAL_INITIALIZER);
         let created_by: Value = annotation(ws, OWNER_ANNOTATION)
             .and_then(|o| serde_json::from_str(o).ok())
             .unwrap_or_else(|| json!({}));
@@ -649,6 +641,15 @@ impl Controller {
         let (lc, fresh) = match self.cached_lc(server, &lc_name) {
             Some(lc) => (lc, false),
             None => {
+                let chain = Types {
+                    cache: registry.cache(),
+                    paths: server.paths(),
+                }
+                .chain(&reference)
+                .map_err(ApiError::internal)?;
+                let universal = lifecycle_names(&chain, "initializer")
+                    .iter()
+                    .any(|i| i == UNIVERSAL_INITIALIZER);
                 // The LC is born past the universal initializer: its namespaces and the admin
                 // binding are written beside it, and the workspace waits for one commit. Safe
                 // because the LC name is ours: admission chose it at random and keeps it immutable.
@@ -681,7 +682,11 @@ impl Controller {
             lc
         } else {
             // Resumed after a crash or a failed write: make sure of the binding and namespaces
-            // (an LC born past the initializer may lack them), and finish the initializer.
+            // (an LC born past the initializer may lack them), and finish the initializer. The LC
+            // records its type's initializers, even if the type has changed since.
+            let universal = string_list(&lc, "/spec/initializers")
+                .iter()
+                .any(|i| i == UNIVERSAL_INITIALIZER);
             let (admin, namespaces) = tokio::join!(
                 self.admin_binding(server, &lc_name, username),
                 self.universal_namespaces(server, &lc_name, universal),
