@@ -140,12 +140,7 @@ impl ApiServer {
                 .all_clusters()
                 .to_string();
             for ns in self.registry.cache().list(&prefix, None) {
-                // Read without building the whole object: this looks at every namespace.
-                if ns
-                    .json
-                    .parse::<DeletionOnly>()
-                    .is_ok_and(|o| o.metadata.deletion_timestamp.is_some())
-                {
+                if ns.is_deleting() {
                     self.namespaces.enqueue(&ns.cluster, &ns.name);
                 }
             }
@@ -153,9 +148,10 @@ impl ApiServer {
         Ok(())
     }
 
-    /// Creates `object` in `cluster` unless it exists. The cache is asked first: at start-up every
-    /// bootstrap object usually exists, and a refused create costs a store round trip.
-    async fn create_missing(
+    /// Creates `object` in `cluster` unless it exists. The cache is asked first: a refused create
+    /// costs a store round trip (every bootstrap object at start-up, every object of a resumed
+    /// workspace scheduling).
+    pub async fn create_missing(
         &self,
         def: &Arc<ResourceDef>,
         cluster: &str,
@@ -214,7 +210,7 @@ impl ApiServer {
             .into_iter()
             .filter_map(|obj| {
                 let def = def_of(&obj)?;
-                (!is_logical_cluster(&def) && !is_deleting(&obj)).then_some((def, obj))
+                (!is_logical_cluster(&def) && !obj.is_deleting()).then_some((def, obj))
             })
             .collect();
         // Namespaces last: one emptied by then is removed in a single write, instead of being
@@ -239,7 +235,7 @@ impl ApiServer {
             .filter(|ns| {
                 ns.namespace.is_none()
                     && def_of(ns).is_some_and(|d| is(&d, "", "namespaces"))
-                    && is_deleting(ns)
+                    && ns.is_deleting()
                     && cache.objects_in_namespace(cluster, &ns.name).is_empty()
             })
             .collect();
@@ -506,13 +502,6 @@ fn served_resource(
         .cloned()
 }
 
-fn is_deleting(obj: &crate::watch_cache::CachedObject) -> bool {
-    obj.value()
-        .ok()
-        .and_then(|v| v.pointer("/metadata/deletionTimestamp").cloned())
-        .is_some_and(|t| !t.is_null())
-}
-
 /// Hands the finalizer every namespace whose deletion starts, whoever started it (a request, the
 /// garbage collector, a test through the registry), by following the namespaces in the watch cache.
 fn spawn_namespace_follower(server: &Arc<ApiServer>) {
@@ -538,7 +527,7 @@ fn spawn_namespace_follower(server: &Arc<ApiServer>) {
             let started: Vec<_> = cache
                 .list(&prefix, None)
                 .into_iter()
-                .filter(|ns| is_deleting(ns))
+                .filter(|ns| ns.is_deleting())
                 .collect();
             let Some(server) = weak.upgrade() else { return };
             for ns in started {
@@ -556,8 +545,8 @@ fn spawn_namespace_follower(server: &Arc<ApiServer>) {
                     None => break,
                 };
                 let began = event.kind != crate::watch_cache::CacheEventType::Deleted
-                    && is_deleting(&event.object)
-                    && !event.prev.as_deref().is_some_and(is_deleting);
+                    && event.object.is_deleting()
+                    && !event.prev.as_deref().is_some_and(|o| o.is_deleting());
                 if began {
                     let Some(server) = weak.upgrade() else { return };
                     server
@@ -644,19 +633,6 @@ pub fn spawn_compactor(server: &Arc<ApiServer>, interval: Duration) {
             previous = now;
         }
     });
-}
-
-/// Only an object's `metadata.deletionTimestamp` (serde skips the rest without allocating).
-#[derive(serde::Deserialize)]
-struct DeletionOnly {
-    #[serde(default)]
-    metadata: DeletionMeta,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct DeletionMeta {
-    #[serde(rename = "deletionTimestamp", default)]
-    deletion_timestamp: Option<serde::de::IgnoredAny>,
 }
 
 /// Runs `delete` for every item, [`CONTENT_DELETIONS_AT_ONCE`] at a time: each deletion waits for

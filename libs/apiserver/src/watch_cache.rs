@@ -52,6 +52,27 @@ impl CachedObject {
     pub fn labels_map(&self) -> BTreeMap<String, String> {
         self.labels.iter().cloned().collect()
     }
+
+    /// Whether `metadata.deletionTimestamp` is set. Read without building the object: callers
+    /// ask this of every namespace or every object of an LC.
+    pub fn is_deleting(&self) -> bool {
+        self.json
+            .parse::<DeletionOnly>()
+            .is_ok_and(|o| o.metadata.deletion_timestamp.is_some())
+    }
+}
+
+/// Only an object's `metadata.deletionTimestamp` (serde skips the rest without allocating).
+#[derive(serde::Deserialize)]
+struct DeletionOnly {
+    #[serde(default)]
+    metadata: DeletionMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct DeletionMeta {
+    #[serde(rename = "deletionTimestamp", default)]
+    deletion_timestamp: Option<serde::de::IgnoredAny>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

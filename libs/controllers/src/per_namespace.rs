@@ -43,12 +43,24 @@ pub(crate) fn builtin(group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
         .map(Arc::new)
 }
 
+/// Deleted, or in phase Terminating (as Kubernetes' controllers check a namespace's phase). Read
+/// without building the object: this runs for every namespace of the shard at start-up.
 fn is_terminating(ns: &CachedObject) -> bool {
-    ns.value().ok().is_some_and(|v| {
-        v.pointer("/metadata/deletionTimestamp")
-            .is_some_and(|t| !t.is_null())
-            || v.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating")
-    })
+    #[derive(serde::Deserialize, Default)]
+    struct Status {
+        #[serde(default)]
+        phase: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct PhaseOnly {
+        #[serde(default)]
+        status: Status,
+    }
+    ns.is_deleting()
+        || ns
+            .json
+            .parse::<PhaseOnly>()
+            .is_ok_and(|o| o.status.phase == "Terminating")
 }
 
 /// A create refused because the namespace is gone or going: nothing to do there.
@@ -98,7 +110,7 @@ impl<O: NamespaceObject> Controller<O> {
             && registry
                 .cache()
                 .get(&keyspace(lcs).object(cluster, None, "cluster"))
-                .is_some_and(|lc| is_terminating(&lc))
+                .is_some_and(|lc| lc.is_deleting())
         {
             return Ok(());
         }

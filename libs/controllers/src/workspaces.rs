@@ -23,7 +23,7 @@ use std::time::Duration;
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
-use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, created_or_existed, keyspace};
+use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
 use kcp_apiserver::tenancy::{
     CLUSTER_ANNOTATION, OWNER_ANNOTATION, ResolvedType, SHARD_ANNOTATION, TypeRef, Types,
     WORKSPACE_FINALIZER, lifecycle_names, new_logical_cluster, random_cluster_name,
@@ -722,18 +722,13 @@ impl Controller {
         if username.is_empty() {
             return Ok(());
         }
-        created_or_existed(
-            server
-                .registry()
-                .create(
-                    &self.defs.bindings,
-                    lc_name,
-                    None,
-                    workspace_admin_binding(username),
-                    WriteOptions::default(),
-                )
-                .await,
-        )
+        server
+            .create_missing(
+                &self.defs.bindings,
+                lc_name,
+                workspace_admin_binding(username),
+            )
+            .await
     }
 
     /// The namespaces the universal initializer gives (when `wanted`).
@@ -746,21 +741,10 @@ impl Controller {
         if !wanted {
             return Ok(());
         }
-        let registry = server.registry();
-        let namespace = |name: &'static str| async move {
+        let namespace = |name: &'static str| {
             let namespace =
                 json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-            created_or_existed(
-                registry
-                    .create(
-                        &self.defs.namespaces,
-                        cluster,
-                        None,
-                        namespace,
-                        WriteOptions::default(),
-                    )
-                    .await,
-            )
+            server.create_missing(&self.defs.namespaces, cluster, namespace)
         };
         let [first, second] = UNIVERSAL_NAMESPACES;
         let (first, second) = tokio::join!(namespace(first), namespace(second));

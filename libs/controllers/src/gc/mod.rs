@@ -129,25 +129,6 @@ impl Collector {
             tracing::warn!("the garbage collector was cut off from the watch cache; rebuilding");
         }
     }
-
-    async fn work(self: Arc<Self>, shutdown: CancellationToken) {
-        loop {
-            let key = tokio::select! {
-                key = self.queue.next() => key,
-                _ = shutdown.cancelled() => return,
-            };
-            let outcome = match self.process(&key).await {
-                Ok(()) => Outcome::Done,
-                Err(err) => {
-                    tracing::warn!(%key, error = %err, "garbage collection failed; retrying");
-                    Outcome::Failed
-                }
-            };
-            self.queue.done(key, outcome);
-            // As WorkQueue's own workers do: a full queue of no-op keys never awaits.
-            tokio::task::yield_now().await;
-        }
-    }
 }
 
 /// Starts the shard's garbage collector; it stops when the API server shuts down.
@@ -167,8 +148,20 @@ pub fn spawn_with(server: Arc<ApiServer>, options: GcOptions) -> Arc<Collector> 
         resyncs: std::sync::atomic::AtomicU64::new(0),
     });
     tokio::spawn(collector.clone().follow(shutdown.clone()));
-    for _ in 0..options.workers.max(1) {
-        tokio::spawn(collector.clone().work(shutdown.clone()));
-    }
+    let worker = collector.clone();
+    collector
+        .queue
+        .spawn_workers(options.workers, shutdown.clone(), move |key: String| {
+            let collector = worker.clone();
+            async move {
+                match collector.process(&key).await {
+                    Ok(()) => Outcome::Done,
+                    Err(err) => {
+                        tracing::warn!(%key, error = %err, "garbage collection failed; retrying");
+                        Outcome::Failed
+                    }
+                }
+            }
+        });
     collector
 }
