@@ -31,6 +31,10 @@ const HISTORY_PER_RESOURCE: usize = 10_000;
 const HISTORY_BYTES_PER_RESOURCE: usize = 16 << 20;
 /// Events queued for one watcher before it is cut off.
 pub const WATCHER_QUEUE: usize = 4_096;
+/// The newest events of a resource whose encoded watch frame is kept for watchers still to be
+/// served; older events forget it (a watcher resuming that far back encodes again) so the history
+/// does not hold every object twice.
+const FRAMES_KEPT: usize = 1_024;
 
 /// One object as served: the JSON bytes already carry `resourceVersion`.
 #[derive(Debug)]
@@ -100,9 +104,9 @@ pub struct CacheEvent {
     pub object: Arc<CachedObject>,
     /// The state before this change, for watchers whose selector the object leaves or enters.
     pub prev: Option<Arc<CachedObject>>,
-    /// The JSON watch frame of this event per event type, encoded once for every watcher that
-    /// sees it (index: ADDED, MODIFIED, DELETED).
-    frames: [std::sync::OnceLock<Bytes>; 3],
+    /// The JSON watch frame of this event as its own kind, encoded once for every watcher that
+    /// sees it while the event is recent (see [`FRAMES_KEPT`]).
+    frame: parking_lot::Mutex<Option<Bytes>>,
 }
 
 impl CacheEvent {
@@ -117,7 +121,7 @@ impl CacheEvent {
             revision,
             object,
             prev,
-            frames: Default::default(),
+            frame: parking_lot::Mutex::new(None),
         }
     }
 
@@ -128,16 +132,21 @@ impl CacheEvent {
         self.object.json.len() + self.prev.as_ref().map_or(0, |p| p.json.len())
     }
 
-    /// `{"type":"<kind>","object":<object>}\n`, shared by every JSON watcher of this event.
+    /// `{"type":"<kind>","object":<object>}\n`, shared by every JSON watcher of this event. Only
+    /// the event's own kind is kept: the others (an object entering or leaving a watcher's
+    /// selector) are rare.
     pub fn json_frame(&self, kind: CacheEventType) -> Bytes {
-        let slot = match kind {
-            CacheEventType::Added => 0,
-            CacheEventType::Modified => 1,
-            CacheEventType::Deleted => 2,
-        };
-        self.frames[slot]
-            .get_or_init(|| json_frame(kind, &self.object.json))
+        if kind != self.kind {
+            return json_frame(kind, &self.object.json);
+        }
+        self.frame
+            .lock()
+            .get_or_insert_with(|| json_frame(kind, &self.object.json))
             .clone()
+    }
+
+    fn forget_frame(&self) {
+        self.frame.lock().take();
     }
 }
 
@@ -873,6 +882,9 @@ impl WatchCache {
             st.applied = event.revision;
             st.history_bytes += event.held_bytes();
             st.history.push_back(event.clone());
+            if let Some(aged) = st.history.len().checked_sub(FRAMES_KEPT + 1) {
+                st.history[aged].forget_frame();
+            }
             while st.history.len() > HISTORY_PER_RESOURCE
                 || (st.history_bytes > HISTORY_BYTES_PER_RESOURCE && st.history.len() > 1)
             {
