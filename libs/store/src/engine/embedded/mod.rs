@@ -42,7 +42,7 @@ pub struct RedbOptions {
 }
 
 /// See [`RedbOptions::cache_bytes`].
-pub const DEFAULT_CACHE_BYTES: usize = 16 << 20;
+pub const DEFAULT_CACHE_BYTES: usize = 4 << 20;
 
 impl Default for RedbOptions {
     fn default() -> Self {
