@@ -46,6 +46,10 @@ impl Launch {
             .arg(format!("--initial-cluster=kcp-test={peer_url}"))
             .arg("--initial-cluster-state=new")
             .arg("--experimental-watch-progress-notify-interval=2s")
+            // etcd 3.5's default: 3.4's array freelist scans the free pages on every allocation,
+            // which slows writes as the store grows (deleting a 10k-workspace tree beside 60k
+            // others took 38 s with it, 32 s beside 74k without).
+            .arg("--experimental-backend-bbolt-freelist-type=map")
             .arg("--log-level=warn")
             .stdin(Stdio::null())
             .stdout(log.try_clone()?)
