@@ -390,24 +390,47 @@ async fn finalizers_hold_deletion(h: &Harness) {
         .await
         .err();
     assert_eq!(err.map(|e| e.code), Some(422));
-    // Removing the last finalizer completes the deletion.
-    reg.update(
-        &cms,
-        at("fin"),
-        UpdateKind::Main,
-        WriteOptions::default(),
-        |old| {
-            let mut o = old.clone();
-            o["metadata"]["finalizers"] = json!([]);
-            Ok(o)
-        },
-    )
-    .await
-    .expect("release");
+    // Removing the last finalizer completes the deletion: one write, seen by a watcher as one
+    // DELETED event of the last stored state (finalizer still listed), as Kubernetes shows it.
+    let cache = reg.cache();
+    let from = cache.wait_fresh().await.expect("fresh");
+    let prefix = kcp_apiserver::registry::keyspace(&cms)
+        .all_clusters()
+        .to_string();
+    let scope = Scope {
+        cluster: Some("root".into()),
+        namespace: Some("default".into()),
+    };
+    let mut sub = cache
+        .subscribe(&prefix, scope, Some(from))
+        .expect("subscribe");
+    let released = reg
+        .update(
+            &cms,
+            at("fin"),
+            UpdateKind::Main,
+            WriteOptions::default(),
+            |old| {
+                let mut o = old.clone();
+                o["metadata"]["finalizers"] = json!([]);
+                Ok(o)
+            },
+        )
+        .await
+        .expect("release");
     assert_eq!(
         reg.get(&cms, at("fin")).await.err().map(|e| e.code),
         Some(404)
     );
+    let ev = match tokio::time::timeout(Duration::from_secs(5), sub.rx.recv()).await {
+        Ok(Some(WatchItem::Event(ev))) => ev,
+        other => panic!("expected the release's event, got {other:?}"),
+    };
+    assert_eq!(ev.kind, CacheEventType::Deleted, "no MODIFIED before it");
+    assert_eq!(ev.revision, rv(&released.object));
+    let last = ev.object.value().expect("json");
+    assert_eq!(last["metadata"]["finalizers"], json!(["example.com/hold"]));
+    assert_eq!(rv(&last), ev.revision);
     // Preconditions on delete.
     reg.create(
         &cms,

@@ -371,16 +371,18 @@ impl Registry {
             if opts.dry_run {
                 return served(new, Some(*old_rev));
             }
-            match self
-                .store
-                .update(&key, stored_bytes(def, &new)?, *old_rev)
-                .await
-            {
+            // An update that leaves a deleting object nothing to wait for (its last finalizer
+            // removed) deletes it instead, in one write, as Kubernetes does: watchers see it
+            // DELETED in its last stored state.
+            let written = if deletion_may_finish(def, &new) {
+                self.store.delete_version(&key, *old_rev).await
+            } else {
+                let bytes = stored_bytes(def, &new)?;
+                self.store.update(&key, bytes, *old_rev).await
+            };
+            match written {
                 Ok(rev) => {
                     self.cache.note_write(rev);
-                    if deletion_may_finish(def, &new) {
-                        self.finish_deletion(def, &key, rev, at.name).await?;
-                    }
                     return served(new, Some(rev));
                 }
                 Err(StoreError::Conflict {
