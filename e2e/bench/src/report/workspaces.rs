@@ -322,7 +322,7 @@ impl Report {
         }
         let _ = writeln!(
             out,
-            "\nEach workspace is a Workspace object, its LogicalCluster, namespace `default` and the `workspace-admin` ClusterRoleBinding, plus what the shard's controllers add. The restart table below has the RSS of a fresh process holding the same workspaces.\n"
+            "\nEach workspace is a Workspace object, its LogicalCluster, namespaces `default` and `kube-system` and the `workspace-admin` ClusterRoleBinding, plus what the shard's controllers add to them (a `default` ServiceAccount and the `kube-root-ca.crt` ConfigMap in each namespace). The restart table below has the RSS of a fresh process holding the same workspaces.\n"
         );
     }
 
