@@ -32,9 +32,9 @@ const HISTORY_BYTES_PER_RESOURCE: usize = 16 << 20;
 /// Events queued for one watcher before it is cut off.
 pub const WATCHER_QUEUE: usize = 4_096;
 /// The newest events of a resource whose encoded watch frame is kept for watchers still to be
-/// served; older events forget it (a watcher resuming that far back encodes again) so the history
-/// does not hold every object twice.
-const FRAMES_KEPT: usize = 1_024;
+/// served; older events drop it and never keep one again (a watcher resuming that far back, or
+/// lagging that far behind, encodes its own), so the history does not hold every object twice.
+pub const FRAMES_KEPT: usize = 1_024;
 
 /// One object as served: the JSON bytes already carry `resourceVersion`.
 #[derive(Debug)]
@@ -106,7 +106,17 @@ pub struct CacheEvent {
     pub prev: Option<Arc<CachedObject>>,
     /// The JSON watch frame of this event as its own kind, encoded once for every watcher that
     /// sees it while the event is recent (see [`FRAMES_KEPT`]).
-    frame: parking_lot::Mutex<Option<Bytes>>,
+    frame: parking_lot::Mutex<FrameSlot>,
+}
+
+/// An event's encoded frame: not asked for yet, kept for the watchers still to come, or retired
+/// (the event is old: encoded for each watcher that asks, never stored again).
+#[derive(Debug, Default)]
+enum FrameSlot {
+    #[default]
+    Empty,
+    Kept(Bytes),
+    Retired,
 }
 
 impl CacheEvent {
@@ -121,7 +131,7 @@ impl CacheEvent {
             revision,
             object,
             prev,
-            frame: parking_lot::Mutex::new(None),
+            frame: parking_lot::Mutex::new(FrameSlot::Empty),
         }
     }
 
@@ -139,14 +149,28 @@ impl CacheEvent {
         if kind != self.kind {
             return json_frame(kind, &self.object.json);
         }
-        self.frame
-            .lock()
-            .get_or_insert_with(|| json_frame(kind, &self.object.json))
-            .clone()
+        let mut slot = self.frame.lock();
+        match &*slot {
+            FrameSlot::Kept(frame) => frame.clone(),
+            FrameSlot::Retired => {
+                drop(slot);
+                json_frame(kind, &self.object.json)
+            }
+            FrameSlot::Empty => {
+                let frame = json_frame(kind, &self.object.json);
+                *slot = FrameSlot::Kept(frame.clone());
+                frame
+            }
+        }
     }
 
-    fn forget_frame(&self) {
-        self.frame.lock().take();
+    /// Whether this event holds an encoded frame (memory the history keeps besides the objects).
+    pub fn holds_frame(&self) -> bool {
+        matches!(*self.frame.lock(), FrameSlot::Kept(_))
+    }
+
+    fn retire_frame(&self) {
+        *self.frame.lock() = FrameSlot::Retired;
     }
 }
 
@@ -883,7 +907,7 @@ impl WatchCache {
             st.history_bytes += event.held_bytes();
             st.history.push_back(event.clone());
             if let Some(aged) = st.history.len().checked_sub(FRAMES_KEPT + 1) {
-                st.history[aged].forget_frame();
+                st.history[aged].retire_frame();
             }
             while st.history.len() > HISTORY_PER_RESOURCE
                 || (st.history_bytes > HISTORY_BYTES_PER_RESOURCE && st.history.len() > 1)

@@ -8,10 +8,10 @@ use std::time::Duration;
 use common::Harness;
 use kcp_apiserver::on_both_stores;
 use kcp_apiserver::registry::WriteOptions;
-use kcp_apiserver::watch_cache::{CacheEventType, Scope, WatchItem};
+use kcp_apiserver::watch_cache::{CacheEventType, FRAMES_KEPT, Scope, WatchItem};
 use serde_json::json;
 
-/// More events than the cache keeps frames for (1,024), fewer than its history.
+/// More events than keep their frame, fewer than the history holds.
 const EVENTS: usize = 1_500;
 
 on_both_stores!(old_events_encode_the_same_frames_again);
@@ -53,7 +53,15 @@ async fn old_events_encode_the_same_frames_again(h: &Harness) {
     assert_eq!(resumed.backlog.len(), EVENTS, "the whole history replays");
     for (i, (ev, live)) in resumed.backlog.iter().zip(&live_frames).enumerate() {
         assert_eq!(ev.kind, CacheEventType::Added);
+        let old = i < EVENTS - FRAMES_KEPT;
+        assert_eq!(ev.holds_frame(), !old, "event {i} keeps its frame");
         assert_eq!(&ev.json_frame(ev.kind), live, "frame of event {i}");
+        // Serving an old event does not store its frame again.
+        assert_eq!(
+            ev.holds_frame(),
+            !old,
+            "event {i} keeps its frame after serving"
+        );
         // Another kind (an object entering a selector) is encoded from the same object.
         let modified = ev.json_frame(CacheEventType::Modified);
         assert_eq!(

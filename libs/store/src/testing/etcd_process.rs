@@ -48,7 +48,8 @@ impl Launch {
             .arg("--experimental-watch-progress-notify-interval=2s")
             // etcd 3.5's default: 3.4's array freelist scans the free pages on every allocation,
             // which slows writes as the store grows (deleting a 10k-workspace tree beside 60k
-            // others took 38 s with it, 32 s beside 74k without).
+            // others took 38 s with it, 32 s beside 74k without). etcd 3.6 renames the flag
+            // (`--backend-bbolt-freelist-type`) and later releases drop this spelling.
             .arg("--experimental-backend-bbolt-freelist-type=map")
             .arg("--log-level=warn")
             .stdin(Stdio::null())

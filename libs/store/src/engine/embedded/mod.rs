@@ -35,9 +35,9 @@ pub struct RedbOptions {
     /// The most writes one commit takes from the queue.
     pub max_batch: usize,
     /// Bytes of redb's own page cache. Kept small on purpose: the shard's watch cache already holds
-    /// every object and serves every read, so redb's pages are only touched by writes and start-up;
-    /// the kernel's page cache (not counted in the shard's RSS) keeps them warm. redb's default
-    /// (1 GiB) doubled the shard's memory per object.
+    /// every object and serves every read, so redb's pages are only touched by writes, start-up
+    /// and watches catching up from the log; the kernel's page cache (not counted in the shard's
+    /// RSS) keeps them warm. redb's default (1 GiB) doubled the shard's memory per object.
     pub cache_bytes: usize,
 }
 
