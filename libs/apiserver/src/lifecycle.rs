@@ -402,7 +402,9 @@ impl ApiServer {
         self.delete_content(cluster, def, ns).await
     }
 
-    /// Removes the `kubernetes` finalizer of an emptied, terminating namespace, which ends it.
+    /// Removes the `kubernetes` finalizer of an emptied, terminating namespace, which ends it: the
+    /// update deletes the namespace in the same write when nothing else holds it (a concurrent
+    /// condition report only makes the update retry).
     async fn release_namespace(&self, cluster: &str, namespace: &str) -> Result<(), ApiError> {
         let Some(ns_def) = self.builtin("", "namespaces") else {
             return Ok(());
@@ -415,17 +417,6 @@ impl ApiServer {
         match self
             .registry
             .finalize(&ns_def, at, NAMESPACE_FINALIZER)
-            .await
-        {
-            Ok(_) => {}
-            Err(e) if e.code == 404 => return Ok(()),
-            Err(e) => return Err(e),
-        }
-        // The update that released the finalizer deletes the namespace, unless a concurrent write
-        // (a condition report) made that deletion lose its compare-and-swap: delete it again.
-        match self
-            .registry
-            .delete(&ns_def, at, &DeleteOptions::default())
             .await
         {
             Err(e) if e.code != 404 => Err(e),

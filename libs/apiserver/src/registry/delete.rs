@@ -3,7 +3,7 @@
 
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::ApiError;
-use kcp_store::StoreError;
+use kcp_store::{Revision, StoreError};
 use serde_json::{Value, json};
 
 use super::metadata::{self, meta_mut, meta_str};
@@ -178,8 +178,14 @@ impl Registry {
                     let json = current.json.to_bytes();
                     return Ok(DeleteOutcome::Pending(Written { object: obj, json }));
                 }
-                let written = self.mark_deleting(def, at, opts).await?;
-                return Ok(DeleteOutcome::Pending(written));
+                match self
+                    .mark_deleting(def, &key, at.name, opts, obj, current.revision)
+                    .await?
+                {
+                    Some(written) => return Ok(DeleteOutcome::Pending(written)),
+                    // Changed meanwhile (perhaps its last finalizer went): decide again.
+                    None => continue,
+                }
             }
             if opts.dry_run {
                 return Ok(DeleteOutcome::Deleted(obj));
@@ -199,64 +205,58 @@ impl Registry {
         Err(super::retries_exhausted(def, at.name))
     }
 
-    /// Sets `deletionTimestamp` (graceful deletion has no grace period for these kinds).
+    /// Sets `deletionTimestamp` on `obj`, read at `revision` (graceful deletion has no grace
+    /// period for these kinds). `None` when the object changed since: the caller reads it again
+    /// and decides anew, so an object whose finalizers went meanwhile is deleted, not marked.
     async fn mark_deleting(
         &self,
         def: &ResourceDef,
-        at: ObjectRef<'_>,
+        key: &str,
+        name: &str,
         opts: &DeleteOptions,
-    ) -> Result<Written, ApiError> {
+        mut obj: Value,
+        revision: Revision,
+    ) -> Result<Option<Written>, ApiError> {
         let now = metadata::now_rfc3339();
-        let key = keyspace(def).object(at.cluster, at.namespace, at.name);
-        let strategy = def.strategy.clone();
         // Deletion fields are system-owned, so they go around the update path that protects them.
-        for _ in 0..MAX_ATTEMPTS {
-            let current = self.get(def, at).await?;
-            let mut obj = current.value().map_err(ApiError::internal)?;
-            let finalizers = propagation_finalizers(&obj, opts);
-            let deleting = metadata::is_deleting(&obj);
-            if let Some(m) = meta_mut(&mut obj) {
-                // A deletion already under way keeps its timestamp; only its finalizers may change.
-                if !deleting {
-                    m.insert("deletionTimestamp".into(), json!(now));
-                    m.insert("deletionGracePeriodSeconds".into(), json!(0));
-                }
-                if let Some(list) = finalizers {
-                    m.insert("finalizers".into(), json!(list));
-                }
-                m.remove("resourceVersion");
+        let finalizers = propagation_finalizers(&obj, opts);
+        let deleting = metadata::is_deleting(&obj);
+        if let Some(m) = meta_mut(&mut obj) {
+            // A deletion already under way keeps its timestamp; only its finalizers may change.
+            if !deleting {
+                m.insert("deletionTimestamp".into(), json!(now));
+                m.insert("deletionGracePeriodSeconds".into(), json!(0));
             }
-            strategy.prepare_for_delete(&mut obj);
-            if opts.dry_run {
+            if let Some(list) = finalizers {
+                m.insert("finalizers".into(), json!(list));
+            }
+            m.remove("resourceVersion");
+        }
+        def.strategy.prepare_for_delete(&mut obj);
+        if opts.dry_run {
+            let json = serde_json::to_vec(&obj).map_err(ApiError::internal)?;
+            return Ok(Some(Written {
+                object: obj,
+                json: json.into(),
+            }));
+        }
+        let bytes =
+            serde_json::to_vec(&super::to_storage(def, obj.clone())).map_err(ApiError::internal)?;
+        match self.store.update(key, bytes.into(), revision).await {
+            Ok(rev) => {
+                self.cache.note_write(rev);
+                if let Some(m) = meta_mut(&mut obj) {
+                    m.insert("resourceVersion".into(), json!(rev.to_string()));
+                }
                 let json = serde_json::to_vec(&obj).map_err(ApiError::internal)?;
-                return Ok(Written {
+                Ok(Some(Written {
                     object: obj,
                     json: json.into(),
-                });
+                }))
             }
-            let bytes = serde_json::to_vec(&super::to_storage(def, obj.clone()))
-                .map_err(ApiError::internal)?;
-            match self
-                .store
-                .update(&key, bytes.into(), current.revision)
-                .await
-            {
-                Ok(rev) => {
-                    self.cache.note_write(rev);
-                    if let Some(m) = meta_mut(&mut obj) {
-                        m.insert("resourceVersion".into(), json!(rev.to_string()));
-                    }
-                    let json = serde_json::to_vec(&obj).map_err(ApiError::internal)?;
-                    return Ok(Written {
-                        object: obj,
-                        json: json.into(),
-                    });
-                }
-                Err(StoreError::Conflict { .. }) => continue,
-                Err(err) => return Err(store_error(def, at.name, err)),
-            }
+            Err(StoreError::Conflict { .. }) => Ok(None),
+            Err(err) => Err(store_error(def, name, err)),
         }
-        Err(super::retries_exhausted(def, at.name))
     }
 
     /// Removes one kind-specific finalizer through the `/finalize` path (the namespace controller).

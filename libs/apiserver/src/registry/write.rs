@@ -360,9 +360,9 @@ impl Registry {
             )
             .await?;
             if metadata::same_content(&new, old) {
-                // Nothing changed: no write, the stored revision stays. A deletion that was left
-                // waiting with no finalizers (its removal lost a race) completes now, as any update
-                // completes it in Kubernetes.
+                // Nothing changed: no write, the stored revision stays. A deletion left waiting
+                // with no finalizers (marked after its last finalizer went) completes now, as
+                // any update completes it in Kubernetes.
                 if !opts.dry_run && deletion_may_finish(def, &new) {
                     self.finish_deletion(def, &key, *old_rev, at.name).await?;
                 }
