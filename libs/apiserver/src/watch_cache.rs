@@ -185,6 +185,25 @@ pub fn json_frame(kind: CacheEventType, object_json: &ObjectJson) -> Bytes {
     Bytes::from(out)
 }
 
+/// Objects listed from the cache, and the revisions whose state they are (see
+/// [`WatchCache::list_since`]).
+pub struct Listed {
+    pub objects: Vec<Arc<CachedObject>>,
+    pub revision: Revision,
+    pub unchanged_since: Revision,
+}
+
+impl Listed {
+    /// No objects: true at any revision up to `revision`.
+    fn nothing(revision: Revision) -> Listed {
+        Listed {
+            objects: Vec::new(),
+            revision,
+            unchanged_since: 0,
+        }
+    }
+}
+
 /// What a watcher receives.
 #[derive(Debug, Clone)]
 pub enum WatchItem {
@@ -997,6 +1016,14 @@ impl WatchCache {
         prefix: &str,
         start_after: Option<&str>,
     ) -> (Vec<Arc<CachedObject>>, Revision) {
+        let listed = self.list_since(prefix, start_after);
+        (listed.objects, listed.revision)
+    }
+
+    /// [`WatchCache::list_at`], also telling since when the resource has not changed: the objects
+    /// are the state of every revision from `unchanged_since` to `revision` (revisions are global,
+    /// so other resources' writes move `revision` without changing these objects).
+    pub fn list_since(&self, prefix: &str, start_after: Option<&str>) -> Listed {
         let Some(rp) = resource_prefix(prefix).or_else(|| {
             if prefix.matches('/').count() == 4 {
                 Some(prefix)
@@ -1004,10 +1031,10 @@ impl WatchCache {
                 None
             }
         }) else {
-            return (Vec::new(), self.revision());
+            return Listed::nothing(self.revision());
         };
         let Some(rc) = self.resources.read().get(rp).cloned() else {
-            return (Vec::new(), self.revision());
+            return Listed::nothing(self.revision());
         };
         let st = rc.state.read();
         // Events are applied in revision order and the shard revision moves only after a whole batch,
@@ -1023,7 +1050,12 @@ impl WatchCache {
             .take_while(|(k, _)| k.starts_with(prefix))
             .map(|(_, v)| v.clone())
             .collect();
-        (objects, revision)
+        Listed {
+            objects,
+            revision,
+            // A reload replaces the objects wholesale at `history_start`.
+            unchanged_since: st.applied.max(st.history_start),
+        }
     }
 
     /// Registers a watcher on one resource. With `after = Some(rev)`, events after `rev` are replayed

@@ -278,6 +278,91 @@ async fn pagination_is_a_snapshot(h: &Harness) {
     assert!(all.items.len() >= 8);
 }
 
+/// A continued list whose snapshot is no longer the newest revision is still served from the
+/// cache while its resource is unchanged since (writes elsewhere move the revision); once it
+/// changed, the snapshot is read from the store, and a compacted one is 410 Expired.
+async fn continued_lists_read_the_store_only_after_a_change(h: &Harness) {
+    let reg = h.server.registry();
+    let cms = def("configmaps");
+    let ns = "pages";
+    reg.create(
+        &def("namespaces"),
+        "root",
+        None,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("namespace");
+    for i in 0..5 {
+        reg.create(
+            &cms,
+            "root",
+            Some(ns),
+            cm(&format!("q{i}"), json!({})),
+            WriteOptions::default(),
+        )
+        .await
+        .expect("create");
+    }
+    let scope = ListScope {
+        cluster: Some("root"),
+        namespace: Some(ns),
+    };
+    let page = |token: Option<String>| ListOptions {
+        limit: 2,
+        continue_token: token,
+        ..Default::default()
+    };
+    let first = reg.list(&cms, scope, &page(None)).await.expect("page 1");
+    let token = first.continue_token.clone().expect("continue");
+    // A write to another resource, then history compacted past the first page's revision: the
+    // store can no longer read that snapshot, the cache still holds it.
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
+    reg.create(
+        &def("secrets"),
+        "root",
+        Some(ns),
+        secret,
+        WriteOptions::default(),
+    )
+    .await
+    .expect("secret");
+    let now = reg.cache().wait_fresh().await.expect("fresh");
+    reg.store().compact(now).await.expect("compact");
+    let second = reg
+        .list(&cms, scope, &page(Some(token.clone())))
+        .await
+        .expect("page 2 from the cache");
+    assert_eq!(second.revision, first.revision);
+    assert_eq!(
+        second
+            .items
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect::<Vec<_>>(),
+        ["q2", "q3"]
+    );
+    // A ConfigMap changes: the snapshot is gone from the cache, and compacted in the store.
+    reg.create(
+        &cms,
+        "root",
+        Some(ns),
+        cm("q9", json!({})),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create");
+    let now = reg.cache().wait_fresh().await.expect("fresh");
+    reg.store().compact(now).await.expect("compact");
+    let err = reg
+        .list(&cms, scope, &page(Some(token)))
+        .await
+        .err()
+        .map(|e| (e.code, e.reason.as_str().to_string()));
+    assert_eq!(err, Some((410, "Expired".to_string())));
+}
+
 async fn watch_resumes_from_a_revision(h: &Harness) {
     let reg = h.server.registry();
     let cms = def("configmaps");
@@ -693,6 +778,7 @@ async fn kind_rules_are_enforced(h: &Harness) {
 
 on_both_stores!(conflicts_and_versions);
 on_both_stores!(pagination_is_a_snapshot);
+on_both_stores!(continued_lists_read_the_store_only_after_a_change);
 on_both_stores!(watch_resumes_from_a_revision);
 on_both_stores!(finalizers_hold_deletion);
 on_both_stores!(namespaces_are_emptied_on_delete);

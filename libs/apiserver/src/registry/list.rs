@@ -1,8 +1,9 @@
 //! List: selectors, pagination with continue tokens, and Kubernetes' resourceVersion semantics.
 //!
-//! Lists come from the watch cache. A continuation of an older snapshot (its revision is no longer the
-//! cache's) is read from the store at that revision, so every page of one list is one consistent
-//! snapshot; once the store has compacted it, the continue token is answered with 410 Expired.
+//! Lists come from the watch cache. A continuation of an older snapshot is served by the cache too
+//! while the listed resource is unchanged since that revision; otherwise it is read from the store
+//! at that revision, so every page of one list is one consistent snapshot; once the store has
+//! compacted it, the continue token is answered with 410 Expired.
 
 use std::sync::Arc;
 
@@ -239,20 +240,31 @@ impl Registry {
 
         match snapshot {
             Some(rev) => {
-                // The cache serves the snapshot only if what it returns is exactly that revision
+                // The cache serves the snapshot while the resource is unchanged since it
                 // (checked on the state it returns: it may move between any check and the read).
-                let cached =
-                    self.list_from_cache(def, &prefix, ns_filter, start_after.as_deref(), opts);
-                if cached.revision == rev {
-                    return Ok(cached);
+                match self.list_from_cache(
+                    def,
+                    &prefix,
+                    ns_filter,
+                    start_after.as_deref(),
+                    opts,
+                    Some(rev),
+                ) {
+                    Some(cached) => Ok(cached),
+                    None => {
+                        self.list_from_store(def, &prefix, ns_filter, rev, start_after, opts)
+                            .await
+                    }
                 }
-                self.list_from_store(def, &prefix, ns_filter, rev, start_after, opts)
-                    .await
             }
-            None => Ok(self.list_from_cache(def, &prefix, ns_filter, start_after.as_deref(), opts)),
+            None => self
+                .list_from_cache(def, &prefix, ns_filter, start_after.as_deref(), opts, None)
+                .ok_or_else(|| ApiError::internal("the cache could not list its own state")),
         }
     }
 
+    /// The cache's objects as of `snapshot` (None: its newest state); None when the resource
+    /// changed after the snapshot, whose state is then only in the store.
     fn list_from_cache(
         &self,
         def: &ResourceDef,
@@ -260,19 +272,26 @@ impl Registry {
         ns_filter: Option<&str>,
         start_after: Option<&str>,
         opts: &ListOptions,
-    ) -> ListResult {
-        let (all, revision) = self.cache.list_at(prefix, start_after);
+        snapshot: Option<Revision>,
+    ) -> Option<ListResult> {
+        let listed = self.cache.list_since(prefix, start_after);
+        let revision = match snapshot {
+            None => listed.revision,
+            Some(rev) if listed.unchanged_since <= rev && rev <= listed.revision => rev,
+            Some(_) => return None,
+        };
+        let all = listed.objects;
         let matching = all.into_iter().filter(|o| {
             ns_filter.is_none_or(|ns| o.namespace.as_deref() == Some(ns))
                 && opts.selectors.matches(def, o)
         });
         if opts.limit == 0 {
-            return ListResult {
+            return Some(ListResult {
                 items: matching.collect(),
                 revision,
                 continue_token: None,
                 remaining: None,
-            };
+            });
         }
         let mut items = Vec::with_capacity(opts.limit);
         let mut rest = 0usize;
@@ -293,12 +312,12 @@ impl Registry {
         } else {
             None
         };
-        ListResult {
+        Some(ListResult {
             items,
             revision,
             continue_token,
             remaining,
-        }
+        })
     }
 
     async fn list_from_store(
