@@ -186,7 +186,7 @@ pub fn json_frame(kind: CacheEventType, object_json: &ObjectJson) -> Bytes {
 }
 
 /// Objects listed from the cache, and the revisions whose state they are (see
-/// [`WatchCache::list_since`]).
+/// [`WatchCache::list_at`]).
 pub struct Listed {
     pub objects: Vec<Arc<CachedObject>>,
     pub revision: Revision,
@@ -1005,25 +1005,14 @@ impl WatchCache {
     /// Objects whose keys start with `prefix` (which must lie inside one resource), in key order,
     /// strictly after `start_after`.
     pub fn list(&self, prefix: &str, start_after: Option<&str>) -> Vec<Arc<CachedObject>> {
-        self.list_at(prefix, start_after).0
+        self.list_at(prefix, start_after).objects
     }
 
     /// Like [`WatchCache::list`], with the revision the objects are exactly the state of: every event
     /// of the resource up to it is applied and none after it, so a watch from it misses and repeats
-    /// nothing.
-    pub fn list_at(
-        &self,
-        prefix: &str,
-        start_after: Option<&str>,
-    ) -> (Vec<Arc<CachedObject>>, Revision) {
-        let listed = self.list_since(prefix, start_after);
-        (listed.objects, listed.revision)
-    }
-
-    /// [`WatchCache::list_at`], also telling since when the resource has not changed: the objects
-    /// are the state of every revision from `unchanged_since` to `revision` (revisions are global,
-    /// so other resources' writes move `revision` without changing these objects).
-    pub fn list_since(&self, prefix: &str, start_after: Option<&str>) -> Listed {
+    /// nothing. They are also the state of every revision back to `unchanged_since` (revisions are
+    /// global, so other resources' writes move `revision` without changing these objects).
+    pub fn list_at(&self, prefix: &str, start_after: Option<&str>) -> Listed {
         let Some(rp) = resource_prefix(prefix).or_else(|| {
             if prefix.matches('/').count() == 4 {
                 Some(prefix)

@@ -238,86 +238,25 @@ impl Registry {
             }
         };
 
+        // The cache serves a snapshot while the resource is unchanged since it (checked on the
+        // state it returns: it may move between any check and the read).
+        let listed = self.cache.list_at(&prefix, start_after.as_deref());
         match snapshot {
+            None => Ok(page_of(
+                def,
+                listed.objects,
+                listed.revision,
+                ns_filter,
+                opts,
+            )),
+            Some(rev) if listed.unchanged_since <= rev && rev <= listed.revision => {
+                Ok(page_of(def, listed.objects, rev, ns_filter, opts))
+            }
             Some(rev) => {
-                // The cache serves the snapshot while the resource is unchanged since it
-                // (checked on the state it returns: it may move between any check and the read).
-                match self.list_from_cache(
-                    def,
-                    &prefix,
-                    ns_filter,
-                    start_after.as_deref(),
-                    opts,
-                    Some(rev),
-                ) {
-                    Some(cached) => Ok(cached),
-                    None => {
-                        self.list_from_store(def, &prefix, ns_filter, rev, start_after, opts)
-                            .await
-                    }
-                }
-            }
-            None => self
-                .list_from_cache(def, &prefix, ns_filter, start_after.as_deref(), opts, None)
-                .ok_or_else(|| ApiError::internal("the cache could not list its own state")),
-        }
-    }
-
-    /// The cache's objects as of `snapshot` (None: its newest state); None when the resource
-    /// changed after the snapshot, whose state is then only in the store.
-    fn list_from_cache(
-        &self,
-        def: &ResourceDef,
-        prefix: &str,
-        ns_filter: Option<&str>,
-        start_after: Option<&str>,
-        opts: &ListOptions,
-        snapshot: Option<Revision>,
-    ) -> Option<ListResult> {
-        let listed = self.cache.list_since(prefix, start_after);
-        let revision = match snapshot {
-            None => listed.revision,
-            Some(rev) if listed.unchanged_since <= rev && rev <= listed.revision => rev,
-            Some(_) => return None,
-        };
-        let all = listed.objects;
-        let matching = all.into_iter().filter(|o| {
-            ns_filter.is_none_or(|ns| o.namespace.as_deref() == Some(ns))
-                && opts.selectors.matches(def, o)
-        });
-        if opts.limit == 0 {
-            return Some(ListResult {
-                items: matching.collect(),
-                revision,
-                continue_token: None,
-                remaining: None,
-            });
-        }
-        let mut items = Vec::with_capacity(opts.limit);
-        let mut rest = 0usize;
-        for o in matching {
-            if items.len() < opts.limit {
-                items.push(o);
-            } else {
-                rest += 1;
+                self.list_from_store(def, &prefix, ns_filter, rev, start_after, opts)
+                    .await
             }
         }
-        let continue_token = if rest > 0 {
-            items.last().map(|o| encode_continue(revision, &o.key))
-        } else {
-            None
-        };
-        let remaining = if rest > 0 && opts.selectors.is_empty() {
-            Some(rest)
-        } else {
-            None
-        };
-        Some(ListResult {
-            items,
-            revision,
-            continue_token,
-            remaining,
-        })
     }
 
     async fn list_from_store(
@@ -401,6 +340,53 @@ impl Registry {
             continue_token,
             remaining: None,
         })
+    }
+}
+
+/// One page of `all` (cache objects in key order, the state at `revision`) as a list answers it.
+fn page_of(
+    def: &ResourceDef,
+    all: Vec<Arc<CachedObject>>,
+    revision: Revision,
+    ns_filter: Option<&str>,
+    opts: &ListOptions,
+) -> ListResult {
+    let matching = all.into_iter().filter(|o| {
+        ns_filter.is_none_or(|ns| o.namespace.as_deref() == Some(ns))
+            && opts.selectors.matches(def, o)
+    });
+    if opts.limit == 0 {
+        return ListResult {
+            items: matching.collect(),
+            revision,
+            continue_token: None,
+            remaining: None,
+        };
+    }
+    let mut items = Vec::with_capacity(opts.limit);
+    let mut rest = 0usize;
+    for o in matching {
+        if items.len() < opts.limit {
+            items.push(o);
+        } else {
+            rest += 1;
+        }
+    }
+    let continue_token = if rest > 0 {
+        items.last().map(|o| encode_continue(revision, &o.key))
+    } else {
+        None
+    };
+    let remaining = if rest > 0 && opts.selectors.is_empty() {
+        Some(rest)
+    } else {
+        None
+    };
+    ListResult {
+        items,
+        revision,
+        continue_token,
+        remaining,
     }
 }
 
