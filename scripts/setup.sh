@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing kcp-rs needs on a fresh Debian/Ubuntu machine, skipping whatever is
-# already there: etcd (Debian's etcd-server, for the etcd store and its tests), protoc, curl; kubectl must be present.
+# already there: etcd (Debian's etcd-server, for the etcd store and its tests), protoc with its well-known
+# types, curl; kubectl must be present.
 # A Rust toolchain (rustup, stable >= 1.89) must already be installed.
 set -euo pipefail
 
@@ -11,6 +12,9 @@ as_root() {
 missing=()
 command -v etcd >/dev/null 2>&1 || [ -x /usr/bin/etcd ] || missing+=(etcd-server)
 command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
+# protoc's well-known types (google/protobuf/*.proto), which etcd-client's protos import; Debian only
+# recommends them with protobuf-compiler, and recommendations are not installed here.
+[ -f /usr/include/google/protobuf/descriptor.proto ] || missing+=(libprotobuf-dev)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
 command -v diff >/dev/null 2>&1 || missing+=(diffutils)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
