@@ -178,7 +178,7 @@ impl ApiServer {
                     .await?;
                 self.after_create(&def, cluster, &written).await;
                 let mut resp =
-                    encode_object(ctx, &def, &written.json, output, StatusCode::CREATED)?;
+                    encode_object(ctx, &def, &written.json()?, output, StatusCode::CREATED)?;
                 response::add_warnings(&mut resp, &warnings);
                 Ok(resp)
             }
@@ -206,7 +206,7 @@ impl ApiServer {
                         ))
                     })
                     .await?;
-                let mut resp = encode_object(ctx, &def, &written.json, output, StatusCode::OK)?;
+                let mut resp = encode_object(ctx, &def, &written.json()?, output, StatusCode::OK)?;
                 response::add_warnings(&mut resp, &warnings);
                 Ok(resp)
             }
@@ -216,7 +216,7 @@ impl ApiServer {
                 let (written, warnings) = self
                     .patch(ctx, &def, object_ref(cluster, req)?, update_kind, &raw)
                     .await?;
-                let mut resp = encode_object(ctx, &def, &written.json, output, StatusCode::OK)?;
+                let mut resp = encode_object(ctx, &def, &written.json()?, output, StatusCode::OK)?;
                 response::add_warnings(&mut resp, &warnings);
                 Ok(resp)
             }
@@ -238,7 +238,7 @@ impl ApiServer {
                     }
                     DeleteOutcome::Pending(written) => {
                         self.after_delete_started(&def, at).await;
-                        encode_object(ctx, &def, &written.json, output, StatusCode::OK)
+                        encode_object(ctx, &def, &written.json()?, output, StatusCode::OK)
                     }
                 }
             }

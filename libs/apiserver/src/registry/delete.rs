@@ -176,7 +176,7 @@ impl Registry {
             if pending {
                 if metadata::is_deleting(&obj) && finalizers_change.is_none() {
                     let json = current.json.to_bytes();
-                    return Ok(DeleteOutcome::Pending(Written { object: obj, json }));
+                    return Ok(DeleteOutcome::Pending(Written::with_json(obj, json)));
                 }
                 match self
                     .mark_deleting(def, &key, at.name, opts, obj, current.revision)
@@ -234,11 +234,7 @@ impl Registry {
         }
         def.strategy.prepare_for_delete(&mut obj);
         if opts.dry_run {
-            let json = serde_json::to_vec(&obj).map_err(ApiError::internal)?;
-            return Ok(Some(Written {
-                object: obj,
-                json: json.into(),
-            }));
+            return Ok(Some(Written::new(obj)));
         }
         let bytes =
             serde_json::to_vec(&super::to_storage(def, obj.clone())).map_err(ApiError::internal)?;
@@ -248,11 +244,7 @@ impl Registry {
                 if let Some(m) = meta_mut(&mut obj) {
                     m.insert("resourceVersion".into(), json!(rev.to_string()));
                 }
-                let json = serde_json::to_vec(&obj).map_err(ApiError::internal)?;
-                Ok(Some(Written {
-                    object: obj,
-                    json: json.into(),
-                }))
+                Ok(Some(Written::new(obj)))
             }
             Err(StoreError::Conflict { .. }) => Ok(None),
             Err(err) => Err(store_error(def, name, err)),

@@ -47,10 +47,38 @@ impl UpdateKind {
     }
 }
 
-/// The result of a write: the object as served (with resourceVersion) and its bytes.
+/// The result of a write: the object as served (with resourceVersion). Its JSON is encoded only
+/// when asked for: most writes are the shard's own, whose callers never send the object anywhere.
 pub struct Written {
     pub object: Value,
-    pub json: Bytes,
+    /// The object's JSON, when the write had it at hand.
+    encoded: Option<Bytes>,
+}
+
+impl Written {
+    pub(crate) fn new(object: Value) -> Written {
+        Written {
+            object,
+            encoded: None,
+        }
+    }
+
+    pub(crate) fn with_json(object: Value, json: Bytes) -> Written {
+        Written {
+            object,
+            encoded: Some(json),
+        }
+    }
+
+    /// The object as JSON, for a response.
+    pub fn json(&self) -> Result<Bytes, ApiError> {
+        match &self.encoded {
+            Some(json) => Ok(json.clone()),
+            None => serde_json::to_vec(&self.object)
+                .map(Bytes::from)
+                .map_err(ApiError::internal),
+        }
+    }
 }
 
 const MAX_ATTEMPTS: usize = 16;
@@ -60,11 +88,7 @@ fn served(object: Value, revision: Option<Revision>) -> Result<Written, ApiError
     if let (Some(rev), Some(m)) = (revision, meta_mut(&mut object)) {
         m.insert("resourceVersion".into(), json!(rev.to_string()));
     }
-    let json = serde_json::to_vec(&object).map_err(ApiError::internal)?;
-    Ok(Written {
-        object,
-        json: Bytes::from(json),
-    })
+    Ok(Written::new(object))
 }
 
 /// The bytes the store keeps: the stored form, without resourceVersion (the revision is the version).
