@@ -17,11 +17,13 @@ pub struct ResourceKeyspace {
 impl ResourceKeyspace {
     /// `group` is the API group ("" for the core group); `identity` separates same-named resources bound
     /// from different APIExports (`None` for local resources).
+    // Keys are joined with `concat` (one allocation), not `format!`: they are built for every cache
+    // read and write, where `format!`'s machinery showed in profiles.
     pub fn new(group: &str, resource: &str, identity: Option<&str>, namespaced: bool) -> Self {
         let group = if group.is_empty() { "core" } else { group };
         let identity = identity.unwrap_or("local");
         ResourceKeyspace {
-            prefix: format!("/{group}/{resource}/{identity}/"),
+            prefix: ["/", group, "/", resource, "/", identity, "/"].concat(),
             namespaced,
         }
     }
@@ -37,19 +39,19 @@ impl ResourceKeyspace {
 
     /// Every object of this resource in one logical cluster.
     pub fn cluster(&self, cluster: &str) -> String {
-        format!("{}{cluster}/", self.prefix)
+        [&self.prefix, cluster, "/"].concat()
     }
 
     /// Every object of this resource in one namespace of one logical cluster.
     pub fn namespace(&self, cluster: &str, namespace: &str) -> String {
-        format!("{}{cluster}/{namespace}/", self.prefix)
+        [&self.prefix, cluster, "/", namespace, "/"].concat()
     }
 
     /// The key of one object. `namespace` is ignored for cluster-scoped resources.
     pub fn object(&self, cluster: &str, namespace: Option<&str>, name: &str) -> String {
         match (self.namespaced, namespace) {
-            (true, Some(ns)) => format!("{}{cluster}/{ns}/{name}", self.prefix),
-            _ => format!("{}{cluster}/{name}", self.prefix),
+            (true, Some(ns)) => [&self.prefix, cluster, "/", ns, "/", name].concat(),
+            _ => [&self.prefix, cluster, "/", name].concat(),
         }
     }
 

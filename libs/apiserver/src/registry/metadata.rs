@@ -10,7 +10,8 @@ use super::CLUSTER_ANNOTATION;
 
 /// `2026-11-21T14:30:00Z`: Kubernetes timestamps have second precision.
 pub fn now_rfc3339() -> String {
-    chrono::Utc::now().format("%Y-%m-%dT%H:%M:%SZ").to_string()
+    // Not `format("%Y-...")`: that parses the pattern on every call, and every write stamps a time.
+    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }
 
 pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
@@ -170,7 +171,14 @@ pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
     }
     map.insert("apiVersion".into(), json!(api_version));
     map.insert("kind".into(), json!(def.kind));
-    // Keep the usual field order: apiVersion, kind, metadata first.
+    // Keep the usual field order: apiVersion, kind, metadata first. Most bodies have it already.
+    let leading: Vec<&str> = ["apiVersion", "kind", "metadata"]
+        .into_iter()
+        .filter(|k| map.contains_key(*k))
+        .collect();
+    if map.keys().zip(&leading).all(|(k, want)| k == want) {
+        return Ok(());
+    }
     let mut ordered = Map::new();
     for key in ["apiVersion", "kind", "metadata"] {
         if let Some(v) = map.remove(key) {
@@ -333,6 +341,44 @@ pub fn same_content(a: &Value, b: &Value) -> bool {
 #[cfg(test)]
 mod tests {
     use serde_json::json;
+
+    #[test]
+    fn type_fields_come_first() {
+        let def = kcp_api_types::builtin::catalogue()
+            .into_iter()
+            .find(|d| d.group.is_empty() && d.plural == "configmaps")
+            .expect("configmaps");
+        let keys = |v: &serde_json::Value| -> Vec<String> {
+            v.as_object()
+                .map(|m| m.keys().cloned().collect())
+                .unwrap_or_default()
+        };
+        let mut shuffled = json!({"data": {}, "metadata": {"name": "a"}, "kind": "ConfigMap"});
+        assert!(super::check_type(&def, &mut shuffled).is_ok());
+        assert_eq!(keys(&shuffled), ["apiVersion", "kind", "metadata", "data"]);
+        let mut ordered =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {}, "data": {}});
+        assert!(super::check_type(&def, &mut ordered).is_ok());
+        assert_eq!(keys(&ordered), ["apiVersion", "kind", "metadata", "data"]);
+        let mut bare = json!({"metadata": {"name": "a"}, "data": {}});
+        assert!(super::check_type(&def, &mut bare).is_ok());
+        assert_eq!(keys(&bare), ["apiVersion", "kind", "metadata", "data"]);
+        let mut wrong = json!({"apiVersion": "v2", "kind": "ConfigMap"});
+        assert_eq!(
+            super::check_type(&def, &mut wrong).map_err(|e| e.code),
+            Err(400)
+        );
+    }
+
+    #[test]
+    fn timestamps_are_rfc3339_in_whole_seconds_utc() {
+        let now = super::now_rfc3339();
+        let parsed = chrono::DateTime::parse_from_rfc3339(&now).map(|t| t.to_utc());
+        assert!(parsed.is_ok(), "{now}");
+        // Kubernetes' metav1.Time: `2006-01-02T15:04:05Z`, no fraction, no offset.
+        assert_eq!(now.len(), 20, "{now}");
+        assert!(now.ends_with('Z') && !now.contains('.'), "{now}");
+    }
 
     #[test]
     fn same_content_ignores_only_the_resource_version() {
