@@ -81,7 +81,15 @@ pub struct ResolvedType {
     pub reference: TypeRef,
     /// The LC holding it.
     pub cluster: String,
-    pub object: Value,
+    /// Its `spec`, all that type rules read (`null` when absent).
+    pub spec: Value,
+}
+
+/// Only a WorkspaceType's `spec`: serde skips its metadata and status without building them.
+#[derive(serde::Deserialize)]
+struct SpecOnly {
+    #[serde(default)]
+    spec: Value,
 }
 
 /// Looks types up in this shard's cache.
@@ -114,11 +122,11 @@ impl Types<'_> {
             None,
             &reference.name,
         );
-        let object = self.cache.get(&key)?.value().ok()?;
+        let SpecOnly { spec } = self.cache.get(&key)?.json.parse().ok()?;
         Some(ResolvedType {
             reference: reference.clone(),
             cluster,
-            object,
+            spec,
         })
     }
 
@@ -157,8 +165,8 @@ impl Types<'_> {
                 .get(&r)
                 .ok_or_else(|| format!("workspace type {r} does not exist"))?;
             for extended in resolved
-                .object
-                .pointer("/spec/extend/with")
+                .spec
+                .pointer("/extend/with")
                 .and_then(Value::as_array)
                 .into_iter()
                 .flatten()
@@ -225,7 +233,7 @@ pub fn new_logical_cluster(
 pub fn lifecycle_names(chain: &[ResolvedType], field: &str) -> Vec<String> {
     let mut names: Vec<String> = chain
         .iter()
-        .filter(|t| t.object.pointer(&format!("/spec/{field}")) == Some(&Value::Bool(true)))
+        .filter(|t| t.spec.get(field) == Some(&Value::Bool(true)))
         .map(|t| t.reference.lifecycle_name(&t.cluster))
         .collect();
     names.sort();
@@ -267,14 +275,14 @@ pub fn placement_error(parent: &[ResolvedType], child: &[ResolvedType]) -> Optio
         .map(|t| t.reference.to_string())
         .unwrap_or_else(|| "none".to_string());
     for t in child {
-        if !admits(t.object.pointer("/spec/limitAllowedParents"), parent) {
+        if !admits(t.spec.get("limitAllowedParents"), parent) {
             return Some(format!(
                 "workspace type {child_name} only allows certain parent types, not {parent_name}"
             ));
         }
     }
     for t in parent {
-        if !admits(t.object.pointer("/spec/limitAllowedChildren"), child) {
+        if !admits(t.spec.get("limitAllowedChildren"), child) {
             return Some(format!(
                 "workspace type {parent_name} only allows certain child types, not {child_name}"
             ));
@@ -307,7 +315,7 @@ mod tests {
                 name: name.into(),
             },
             cluster: "root".into(),
-            object: json!({"spec": spec}),
+            spec,
         }
     }
 

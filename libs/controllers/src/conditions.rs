@@ -23,8 +23,9 @@ pub(crate) fn with_transition_times(mut status: Value, old: &Value, now: &str) -
     status
 }
 
-/// Whether `status` says what `old` already says (transition times aside).
-pub(crate) fn same_status(old: &Value, status: &Value) -> bool {
+/// Whether `status` says what an object's current status (`old`) already says (transition times
+/// aside).
+pub(crate) fn same_status(old: Option<&Value>, status: &Value) -> bool {
     let strip = |v: &Value| {
         let mut v = v.clone();
         if let Some(cs) = v.get_mut("conditions").and_then(Value::as_array_mut) {
@@ -36,5 +37,5 @@ pub(crate) fn same_status(old: &Value, status: &Value) -> bool {
         }
         v
     };
-    strip(old.get("status").unwrap_or(&Value::Null)) == strip(status)
+    strip(old.unwrap_or(&Value::Null)) == strip(status)
 }

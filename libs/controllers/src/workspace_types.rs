@@ -130,7 +130,7 @@ impl Controller {
                 {"type": "VirtualWorkspaceURLsReady", "status": "True"},
             ],
         });
-        if same_status(&current, &status) {
+        if same_status(current.get("status"), &status) {
             return Ok(());
         }
         let now = kcp_apiserver::registry::now_rfc3339();

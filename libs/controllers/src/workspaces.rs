@@ -16,6 +16,8 @@
 //! PATCH), then `Deleting`: its content, child workspaces included, is deleted, the LC goes, and
 //! the Workspace is released.
 
+mod state;
+
 use std::collections::HashSet;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -33,6 +35,7 @@ use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use self::state::{LcState, WorkspaceState, unscheduled_status};
 use crate::conditions::{same_status, with_transition_times};
 use crate::feed::{Change, Feed};
 use crate::per_namespace::builtin;
@@ -212,7 +215,13 @@ impl Controller {
             return;
         }
         self.deleting.lock().remove(&event.object.cluster);
-        if let Some((cluster, name)) = event.object.value().ok().as_ref().and_then(owner_of) {
+        if let Some((cluster, name)) = event
+            .object
+            .json
+            .parse::<LcState>()
+            .ok()
+            .and_then(|lc| lc.owner())
+        {
             self.queue.add(Key::Workspace(cluster, name));
         }
     }
@@ -258,18 +267,6 @@ async fn release(
         Err(e) if e.code != 404 => Err(e),
         _ => Ok(Outcome::Done),
     }
-}
-
-/// The workspace owning a LogicalCluster, if a workspace made it.
-fn owner_of(lc: &Value) -> Option<(String, String)> {
-    (text(lc, "/spec/owner/resource") == "workspaces")
-        .then(|| {
-            (
-                text(lc, "/spec/owner/cluster").to_string(),
-                text(lc, "/spec/owner/name").to_string(),
-            )
-        })
-        .filter(|(c, n)| !c.is_empty() && !n.is_empty())
 }
 
 fn is_deleting(v: &Value) -> bool {
@@ -340,47 +337,6 @@ fn object_at<'v>(obj: &'v mut Value, field: &str) -> &'v mut serde_json::Map<Str
     }
 }
 
-/// The Workspace's status as its LogicalCluster's state implies.
-fn mirrored_status(lc: Option<&Value>) -> Value {
-    let Some(lc) = lc else {
-        return json!({"phase": "Scheduling"});
-    };
-    let phase = lc
-        .pointer("/status/phase")
-        .cloned()
-        .unwrap_or(json!("Initializing"));
-    let initializers = string_list(lc, "/status/initializers");
-    let terminators = string_list(lc, "/status/terminators");
-    let initialized = initializers.is_empty();
-    let mut conditions = vec![json!({"type": "WorkspaceScheduled", "status": "True"})];
-    conditions.push(if initialized {
-        json!({"type": "WorkspaceInitialized", "status": "True"})
-    } else {
-        json!({"type": "WorkspaceInitialized", "status": "False", "severity": "Info", "reason": "InitializerExists",
-               "message": format!("Initializers still exist: {initializers:?}")})
-    });
-    if is_deleting(lc) {
-        conditions.push(json!({"type": "WorkspaceContentDeleted", "status": "False", "severity": "Info",
-            "reason": "ContentDeletionPending", "message": "The content of the logical cluster is being deleted"}));
-    }
-    let mut status = json!({"phase": phase, "conditions": conditions});
-    if !initialized {
-        status["initializers"] = json!(initializers);
-    }
-    if !terminators.is_empty() {
-        status["terminators"] = json!(terminators);
-    }
-    status
-}
-
-/// Whether `lc` is initializing with `initializer` still to run.
-fn pending(lc: &Value, initializer: &str) -> bool {
-    text(lc, "/status/phase") == "Initializing"
-        && string_list(lc, "/status/initializers")
-            .iter()
-            .any(|i| i == initializer)
-}
-
 /// Where a scheduled workspace lives: its LC's name and URL.
 struct Placement<'a> {
     cluster: &'a str,
@@ -405,7 +361,7 @@ fn desired_workspace(
         .and_then(|l| l.get(PHASE_LABEL))
         .and_then(Value::as_str)
         == Some(phase);
-    if placed && labelled && same_status(ws, status) {
+    if placed && labelled && same_status(ws.get("status"), status) {
         return None;
     }
     let mut new = ws.clone();
@@ -446,6 +402,15 @@ impl Controller {
             .and_then(|o| o.value().ok())
     }
 
+    /// The lifecycle state of LogicalCluster `lc` as the cache has it.
+    fn cached_lc_state(&self, server: &ApiServer, lc: &str) -> Option<LcState> {
+        server
+            .registry()
+            .cache()
+            .get(&self.lc_key(lc))
+            .and_then(|o| o.json.parse().ok())
+    }
+
     /// Brings one workspace forward.
     async fn reconcile_workspace(
         &self,
@@ -457,16 +422,23 @@ impl Controller {
         let Some(cached) = server.registry().cache().get(&key) else {
             return Ok(Outcome::Done);
         };
-        let ws = cached.value().map_err(ApiError::internal)?;
-        if is_deleting(&ws) {
-            return self.delete_workspace(server, cluster, name, &ws).await;
+        // Read without the whole object: most reconciles find the workspace as it should be.
+        let state: WorkspaceState = cached.json.parse().map_err(ApiError::internal)?;
+        if state.is_deleting() || state.cluster().is_empty() {
+            let ws = cached.value().map_err(ApiError::internal)?;
+            return match state.is_deleting() {
+                true => self.delete_workspace(server, cluster, name, &ws).await,
+                false => self.schedule(server, cluster, name, &ws).await,
+            };
         }
-        if text(&ws, "/spec/cluster").is_empty() {
-            return self.schedule(server, cluster, name, &ws).await;
-        }
-        let lc = self.cached_lc(server, text(&ws, "/spec/cluster"));
-        let status = mirrored_status(lc.as_ref());
-        if desired_workspace(&ws, None, &status).is_none() {
+        let status = self
+            .cached_lc_state(server, state.cluster())
+            .map_or_else(unscheduled_status, |lc| lc.mirrored_status());
+        let labelled = cached
+            .labels
+            .iter()
+            .any(|(k, v)| k == PHASE_LABEL && Some(v.as_str()) == status["phase"].as_str());
+        if labelled && same_status(state.status.as_ref(), &status) {
             // The common case, and every workspace at start-up: no write (not even a no-op one,
             // which still runs admission and validation).
             return Ok(Outcome::Done);
@@ -558,7 +530,7 @@ impl Controller {
                 }
             }
             // The workspace shows the deletion's progress; the LC's events bring it back here.
-            self.write_workspace(server, at, None, &mirrored_status(Some(&lc)))
+            self.write_workspace(server, at, None, &LcState::of(&lc).mirrored_status())
                 .await?;
             return Ok(Outcome::Done);
         }
@@ -693,7 +665,7 @@ impl Controller {
             );
             admin?;
             namespaces?;
-            match pending(&lc, UNIVERSAL_INITIALIZER) {
+            match LcState::of(&lc).pending(UNIVERSAL_INITIALIZER) {
                 true => self
                     .remove_initializer(server, &lc_name, UNIVERSAL_INITIALIZER)
                     .await?
@@ -707,7 +679,8 @@ impl Controller {
             url: &url,
             shard: server.shard_name(),
         };
-        self.write_workspace(server, at, Some(&placement), &mirrored_status(Some(&lc)))
+        let status = LcState::of(&lc).mirrored_status();
+        self.write_workspace(server, at, Some(&placement), &status)
             .await?;
         Ok(Outcome::Done)
     }
@@ -853,9 +826,9 @@ impl Controller {
         &self,
         server: &ApiServer,
         cluster: &str,
-        lc: &Value,
+        lc: &LcState,
     ) -> Result<Option<Value>, ApiError> {
-        if !pending(lc, UNIVERSAL_INITIALIZER) {
+        if !lc.pending(UNIVERSAL_INITIALIZER) {
             return Ok(None);
         }
         self.universal_namespaces(server, cluster, true).await?;
@@ -912,16 +885,17 @@ impl Controller {
         server: &ApiServer,
         cluster: &str,
     ) -> Result<Outcome, ApiError> {
-        let Some(lc) = self.cached_lc(server, cluster) else {
+        let Some(cached) = server.registry().cache().get(&self.lc_key(cluster)) else {
             return Ok(Outcome::Done);
         };
-        let owner = owner_of(&lc);
-        let outcome = if is_deleting(&lc) {
-            self.delete_cluster(server, cluster, &lc).await?
+        let lc: LcState = cached.json.parse().map_err(ApiError::internal)?;
+        let owner = lc.owner();
+        let outcome = if lc.is_deleting() {
+            let whole = cached.value().map_err(ApiError::internal)?;
+            self.delete_cluster(server, cluster, &whole).await?
         } else {
-            if text(&lc, "/status/phase") == "Initializing" {
-                let initializers = string_list(&lc, "/status/initializers");
-                if initializers.is_empty() {
+            if lc.is_initializing() {
+                if lc.initializers().is_empty() {
                     self.remove_initializer(server, cluster, "").await?;
                 } else if owner.is_none() {
                     // A workspace's LC is initialized when it is scheduled.
@@ -980,25 +954,5 @@ impl Controller {
             return Ok(Outcome::After(CONTENT_RECHECK));
         }
         release(server, &self.defs.logical_clusters, at, CONTENT_FINALIZER).await
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn status_follows_the_logical_cluster() {
-        assert_eq!(mirrored_status(None)["phase"], "Scheduling");
-        let initializing =
-            json!({"status": {"phase": "Initializing", "initializers": ["root:universal"]}});
-        let s = mirrored_status(Some(&initializing));
-        assert_eq!(s["phase"], "Initializing");
-        assert_eq!(s["conditions"][1]["reason"], "InitializerExists");
-        let ready = json!({"status": {"phase": "Ready", "initializers": []}});
-        let s = mirrored_status(Some(&ready));
-        assert_eq!(s["phase"], "Ready");
-        assert_eq!(s["conditions"][1]["status"], "True");
-        assert!(same_status(&json!({"status": s.clone()}), &s));
     }
 }

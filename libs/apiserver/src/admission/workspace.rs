@@ -51,12 +51,12 @@ impl WorkspaceAdmission {
             .object(cluster, None, "cluster");
         self.cache
             .get(&key)
-            .and_then(|lc| lc.value().ok())
+            .and_then(|lc| lc.json.parse::<AnnotationsOnly>().ok())
             .and_then(|lc| {
-                lc.pointer("/metadata/annotations")?
-                    .get(TYPE_ANNOTATION)?
-                    .as_str()
-                    .and_then(TypeRef::parse)
+                lc.metadata
+                    .annotations
+                    .get(TYPE_ANNOTATION)
+                    .and_then(|t| TypeRef::parse(t))
             })
             .and_then(|r| self.types().chain(&r).ok())
             .unwrap_or_default()
@@ -79,6 +79,19 @@ impl WorkspaceAdmission {
         };
         self.authorizer.authorize(&attrs) == Decision::Allow
     }
+}
+
+/// Only an object's annotations: serde skips the rest without building it.
+#[derive(serde::Deserialize)]
+struct AnnotationsOnly {
+    #[serde(default)]
+    metadata: Annotations,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct Annotations {
+    #[serde(default)]
+    annotations: std::collections::HashMap<String, String>,
 }
 
 fn is_workspace(attrs: &Attributes<'_>) -> bool {
@@ -128,8 +141,8 @@ impl Admission for WorkspaceAdmission {
                 let parent = self.parent_chain(attrs.cluster);
                 let default = parent.first().and_then(|p| {
                     let mut d = p
-                        .object
-                        .pointer("/spec/defaultChildWorkspaceType")
+                        .spec
+                        .get("defaultChildWorkspaceType")
                         .and_then(TypeRef::from_value)?;
                     if d.path.is_empty() {
                         d.path = p.reference.path.clone();
@@ -162,7 +175,7 @@ impl Admission for WorkspaceAdmission {
         let owner = owner_info(attrs.user);
         let labels = types
             .get(&reference)
-            .and_then(|t| t.object.pointer("/spec/additionalWorkspaceLabels").cloned());
+            .and_then(|t| t.spec.get("additionalWorkspaceLabels").cloned());
         let Some(map) = object.as_object_mut() else {
             return Ok(false);
         };

@@ -1,0 +1,200 @@
+//! What the workspace controller decides on, read from the cache without building whole objects:
+//! most reconciles find nothing to do, and a Workspace or LogicalCluster carries managedFields,
+//! annotations and conditions that decision never looks at.
+
+use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::{Value, json};
+
+/// A LogicalCluster's lifecycle: its deletion, phase, pending initializers and terminators, and
+/// the workspace that owns it.
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+pub(super) struct LcState {
+    metadata: Deletion,
+    spec: LcSpec,
+    status: LcStatus,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+struct Deletion {
+    #[serde(rename = "deletionTimestamp")]
+    deletion_timestamp: Option<IgnoredAny>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+struct LcSpec {
+    owner: Owner,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+struct Owner {
+    resource: String,
+    cluster: String,
+    name: String,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+struct LcStatus {
+    /// Absent before the LC's first status write: taken as `Initializing`.
+    phase: Option<String>,
+    initializers: Vec<String>,
+    terminators: Vec<String>,
+}
+
+impl LcState {
+    /// The state of an LC at hand as a whole object.
+    pub(super) fn of(lc: &Value) -> LcState {
+        LcState::deserialize(lc).unwrap_or_default()
+    }
+
+    pub(super) fn is_deleting(&self) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+    }
+
+    pub(super) fn phase(&self) -> &str {
+        self.status.phase.as_deref().unwrap_or("Initializing")
+    }
+
+    pub(super) fn initializers(&self) -> &[String] {
+        &self.status.initializers
+    }
+
+    /// Whether its phase says `Initializing` (not merely defaults to it).
+    pub(super) fn is_initializing(&self) -> bool {
+        self.status.phase.as_deref() == Some("Initializing")
+    }
+
+    /// Whether it is initializing with `initializer` still to run.
+    pub(super) fn pending(&self, initializer: &str) -> bool {
+        self.is_initializing() && self.status.initializers.iter().any(|i| i == initializer)
+    }
+
+    /// The workspace owning the LC, if a workspace made it: (its LC, its name).
+    pub(super) fn owner(&self) -> Option<(String, String)> {
+        let o = &self.spec.owner;
+        (o.resource == "workspaces" && !o.cluster.is_empty() && !o.name.is_empty())
+            .then(|| (o.cluster.clone(), o.name.clone()))
+    }
+
+    /// The Workspace's status as this LC's state implies.
+    pub(super) fn mirrored_status(&self) -> Value {
+        let initializers = &self.status.initializers;
+        let terminators = &self.status.terminators;
+        let initialized = initializers.is_empty();
+        let mut conditions = vec![json!({"type": "WorkspaceScheduled", "status": "True"})];
+        conditions.push(if initialized {
+            json!({"type": "WorkspaceInitialized", "status": "True"})
+        } else {
+            json!({"type": "WorkspaceInitialized", "status": "False", "severity": "Info", "reason": "InitializerExists",
+                   "message": format!("Initializers still exist: {initializers:?}")})
+        });
+        if self.is_deleting() {
+            conditions.push(json!({"type": "WorkspaceContentDeleted", "status": "False", "severity": "Info",
+                "reason": "ContentDeletionPending", "message": "The content of the logical cluster is being deleted"}));
+        }
+        let mut status = json!({"phase": self.phase(), "conditions": conditions});
+        if !initialized {
+            status["initializers"] = json!(initializers);
+        }
+        if !terminators.is_empty() {
+            status["terminators"] = json!(terminators);
+        }
+        status
+    }
+}
+
+/// The Workspace's status while it has no LC.
+pub(super) fn unscheduled_status() -> Value {
+    json!({"phase": "Scheduling"})
+}
+
+/// What a reconcile of a placed, live Workspace compares with its LC: everything else needs the
+/// whole object (a deletion, scheduling, or a write).
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+pub(super) struct WorkspaceState {
+    metadata: Deletion,
+    spec: WorkspaceSpec,
+    pub(super) status: Option<Value>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+struct WorkspaceSpec {
+    cluster: String,
+}
+
+impl WorkspaceState {
+    pub(super) fn is_deleting(&self) -> bool {
+        self.metadata.deletion_timestamp.is_some()
+    }
+
+    /// Its LC's name; empty until scheduled.
+    pub(super) fn cluster(&self) -> &str {
+        &self.spec.cluster
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_follows_the_logical_cluster() {
+        assert_eq!(unscheduled_status()["phase"], "Scheduling");
+        let initializing = LcState::of(
+            &json!({"status": {"phase": "Initializing", "initializers": ["root:universal"]}}),
+        );
+        let s = initializing.mirrored_status();
+        assert_eq!(s["phase"], "Initializing");
+        assert_eq!(s["conditions"][1]["reason"], "InitializerExists");
+        assert_eq!(s["initializers"], json!(["root:universal"]));
+        let ready = LcState::of(&json!({"status": {"phase": "Ready", "initializers": []}}));
+        let s = ready.mirrored_status();
+        assert_eq!(s["phase"], "Ready");
+        assert_eq!(s["conditions"][1]["status"], "True");
+        assert!(crate::conditions::same_status(Some(&s), &s));
+        let deleting = LcState::of(&json!({
+            "metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "status": {"phase": "Deleting", "terminators": ["t"]},
+        }));
+        let s = deleting.mirrored_status();
+        assert_eq!(s["conditions"][2]["reason"], "ContentDeletionPending");
+        assert_eq!(s["terminators"], json!(["t"]));
+        // No status yet: shown as initializing, but nothing to run.
+        assert_eq!(LcState::of(&json!({})).phase(), "Initializing");
+        assert!(!LcState::of(&json!({})).pending("root:universal"));
+        assert!(initializing.pending("root:universal"));
+        assert!(!ready.pending("root:universal"));
+    }
+
+    #[test]
+    fn owners_are_workspaces_only() {
+        let owned = LcState::of(&json!({"spec": {"owner": {
+            "resource": "workspaces", "cluster": "root", "name": "a", "uid": "u"}}}));
+        assert_eq!(owned.owner(), Some(("root".into(), "a".into())));
+        let other = LcState::of(&json!({"spec": {"owner": {
+            "resource": "things", "cluster": "root", "name": "a"}}}));
+        assert_eq!(other.owner(), None);
+        assert_eq!(LcState::of(&json!({})).owner(), None);
+    }
+
+    #[test]
+    fn a_workspace_reads_its_placement_and_deletion() {
+        let ws: WorkspaceState = serde_json::from_value(json!({
+            "metadata": {"name": "a", "managedFields": [{"manager": "m"}],
+                         "deletionTimestamp": "2026-01-01T00:00:00Z"},
+            "spec": {"cluster": "abc", "type": {"name": "universal"}},
+            "status": {"phase": "Ready"},
+        }))
+        .expect("parses");
+        assert!(ws.is_deleting());
+        assert_eq!(ws.cluster(), "abc");
+        assert_eq!(ws.status, Some(json!({"phase": "Ready"})));
+    }
+}
