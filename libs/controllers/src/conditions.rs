@@ -1,14 +1,14 @@
 //! Status conditions as kcp's controllers write them: a condition's `lastTransitionTime` changes
 //! only when its status does, and a status that says the same again is not written.
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 /// Conditions keep their transition time while their status stays.
 pub(crate) fn with_transition_times(mut status: Value, old: &Value, now: &str) -> Value {
     let old_conditions = old
         .pointer("/status/conditions")
         .and_then(Value::as_array)
-        .cloned()
+        .map(Vec::as_slice)
         .unwrap_or_default();
     if let Some(conditions) = status.get_mut("conditions").and_then(Value::as_array_mut) {
         for c in conditions.iter_mut() {
@@ -24,18 +24,81 @@ pub(crate) fn with_transition_times(mut status: Value, old: &Value, now: &str) -
 }
 
 /// Whether `status` says what an object's current status (`old`) already says (transition times
-/// aside).
+/// aside). Compared in place: every reconcile of a workspace asks this, and most find it so.
 pub(crate) fn same_status(old: Option<&Value>, status: &Value) -> bool {
-    let strip = |v: &Value| {
-        let mut v = v.clone();
-        if let Some(cs) = v.get_mut("conditions").and_then(Value::as_array_mut) {
-            for c in cs {
-                if let Some(m) = c.as_object_mut() {
-                    m.remove("lastTransitionTime");
-                }
-            }
+    let old = old.unwrap_or(&Value::Null);
+    match (old.as_object(), status.as_object()) {
+        (Some(old), Some(new)) => same_fields(old, new, "", |key, a, b| match key {
+            "conditions" => same_conditions(a, b),
+            _ => a == b,
+        }),
+        _ => old == status,
+    }
+}
+
+/// Conditions equal but for their `lastTransitionTime`.
+fn same_conditions(old: &Value, new: &Value) -> bool {
+    match (old.as_array(), new.as_array()) {
+        (Some(old), Some(new)) => {
+            old.len() == new.len()
+                && old
+                    .iter()
+                    .zip(new)
+                    .all(|(a, b)| match (a.as_object(), b.as_object()) {
+                        (Some(a), Some(b)) => {
+                            same_fields(a, b, "lastTransitionTime", |_, x, y| x == y)
+                        }
+                        _ => a == b,
+                    })
         }
-        v
-    };
-    strip(old.unwrap_or(&Value::Null)) == strip(status)
+        _ => old == new,
+    }
+}
+
+/// The same keys (but `skip`), with values that `eq` finds equal.
+fn same_fields(
+    a: &Map<String, Value>,
+    b: &Map<String, Value>,
+    skip: &str,
+    eq: impl Fn(&str, &Value, &Value) -> bool,
+) -> bool {
+    let kept = |m: &Map<String, Value>| m.keys().filter(|k| *k != skip).count();
+    kept(a) == kept(b)
+        && a.iter()
+            .filter(|(k, _)| *k != skip)
+            .all(|(k, v)| b.get(k).is_some_and(|w| eq(k, v, w)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn same_status_ignores_transition_times_only() {
+        let status = json!({"phase": "Ready", "conditions": [
+            {"type": "A", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"},
+            {"type": "B", "status": "False", "reason": "R"},
+        ]});
+        let later = json!({"conditions": [
+            {"status": "True", "type": "A", "lastTransitionTime": "2026-02-02T00:00:00Z"},
+            {"type": "B", "status": "False", "reason": "R"},
+        ], "phase": "Ready"});
+        assert!(same_status(Some(&status), &later));
+        let changed = json!({"phase": "Ready", "conditions": [
+            {"type": "A", "status": "False"},
+            {"type": "B", "status": "False", "reason": "R"},
+        ]});
+        assert!(!same_status(Some(&status), &changed));
+        let fewer = json!({"phase": "Ready", "conditions": [{"type": "A", "status": "True"}]});
+        assert!(!same_status(Some(&status), &fewer));
+        let extra = json!({"phase": "Ready", "conditions": [
+            {"type": "A", "status": "True"},
+            {"type": "B", "status": "False", "reason": "R", "message": "m"},
+        ]});
+        assert!(!same_status(Some(&status), &extra));
+        let other_phase = json!({"phase": "Initializing", "conditions": status["conditions"]});
+        assert!(!same_status(Some(&status), &other_phase));
+        assert!(!same_status(None, &status));
+        assert!(same_status(None, &Value::Null));
+    }
 }

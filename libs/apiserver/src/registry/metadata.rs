@@ -172,11 +172,12 @@ pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
     map.insert("apiVersion".into(), json!(api_version));
     map.insert("kind".into(), json!(def.kind));
     // Keep the usual field order: apiVersion, kind, metadata first. Most bodies have it already.
-    let leading: Vec<&str> = ["apiVersion", "kind", "metadata"]
+    let mut keys = map.keys();
+    let in_order = ["apiVersion", "kind", "metadata"]
         .into_iter()
         .filter(|k| map.contains_key(*k))
-        .collect();
-    if map.keys().zip(&leading).all(|(k, want)| k == want) {
+        .all(|want| keys.next().is_some_and(|k| k == want));
+    if in_order {
         return Ok(());
     }
     let mut ordered = Map::new();
