@@ -30,24 +30,11 @@ fn logical_cluster_key(cluster: &str) -> String {
         .object(cluster, None, "cluster")
 }
 
-/// What [`CachedClusterFacts`] reads of a LogicalCluster: its annotations.
-#[derive(serde::Deserialize)]
-struct LogicalClusterAnnotations {
-    #[serde(default)]
-    metadata: AnnotationsOnly,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct AnnotationsOnly {
-    #[serde(default)]
-    annotations: std::collections::BTreeMap<String, String>,
-}
-
 impl ClusterFacts for CachedClusterFacts {
     fn required_groups(&self, cluster: &str) -> Option<String> {
-        let object = self.cache.get(&logical_cluster_key(cluster))?;
-        let mut lc = object.json.parse::<LogicalClusterAnnotations>().ok()?;
-        lc.metadata.annotations.remove(REQUIRED_GROUPS_ANNOTATION)
+        self.cache
+            .get(&logical_cluster_key(cluster))?
+            .annotation(REQUIRED_GROUPS_ANNOTATION)
     }
 }
 

@@ -10,7 +10,6 @@ use std::sync::Arc;
 
 use kcp_store::keys::ResourceKeyspace;
 use parking_lot::RwLock;
-use serde::Deserialize;
 
 use crate::watch_cache::{CacheEvent, CacheEventType, CacheObserver, CachedObject};
 
@@ -27,17 +26,6 @@ struct Maps {
 pub struct PathIndex {
     maps: RwLock<Maps>,
     logical_clusters: String,
-}
-
-#[derive(Deserialize)]
-struct Annotated {
-    metadata: Metadata,
-}
-
-#[derive(Deserialize)]
-struct Metadata {
-    #[serde(default)]
-    annotations: HashMap<String, String>,
 }
 
 impl Default for PathIndex {
@@ -73,11 +61,7 @@ impl PathIndex {
         let path = if deleted {
             None
         } else {
-            object
-                .json
-                .parse::<Annotated>()
-                .ok()
-                .and_then(|a| a.metadata.annotations.get(PATH_ANNOTATION).cloned())
+            object.annotation(PATH_ANNOTATION)
         };
         let mut maps = self.maps.write();
         if let Some(old) = maps.by_cluster.remove(&object.cluster) {

@@ -64,6 +64,30 @@ impl CachedObject {
             .parse::<DeletionOnly>()
             .is_ok_and(|o| o.metadata.deletion_timestamp.is_some())
     }
+
+    /// One annotation, read without building the object (an LC's path, type or required groups,
+    /// asked on every event or admission).
+    pub fn annotation(&self, name: &str) -> Option<String> {
+        self.json
+            .parse::<AnnotationsOnly>()
+            .ok()?
+            .metadata
+            .annotations
+            .remove(name)
+    }
+}
+
+/// Only an object's `metadata.annotations`.
+#[derive(serde::Deserialize)]
+struct AnnotationsOnly {
+    #[serde(default)]
+    metadata: AnnotationsMeta,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct AnnotationsMeta {
+    #[serde(default)]
+    annotations: std::collections::HashMap<String, String>,
 }
 
 /// Only an object's `metadata.deletionTimestamp` (serde skips the rest without allocating).

@@ -51,13 +51,8 @@ impl WorkspaceAdmission {
             .object(cluster, None, "cluster");
         self.cache
             .get(&key)
-            .and_then(|lc| lc.json.parse::<AnnotationsOnly>().ok())
-            .and_then(|lc| {
-                lc.metadata
-                    .annotations
-                    .get(TYPE_ANNOTATION)
-                    .and_then(|t| TypeRef::parse(t))
-            })
+            .and_then(|lc| lc.annotation(TYPE_ANNOTATION))
+            .and_then(|t| TypeRef::parse(&t))
             .and_then(|r| self.types().chain(&r).ok())
             .unwrap_or_default()
     }
@@ -79,19 +74,6 @@ impl WorkspaceAdmission {
         };
         self.authorizer.authorize(&attrs) == Decision::Allow
     }
-}
-
-/// Only an object's annotations: serde skips the rest without building it.
-#[derive(serde::Deserialize)]
-struct AnnotationsOnly {
-    #[serde(default)]
-    metadata: Annotations,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct Annotations {
-    #[serde(default)]
-    annotations: std::collections::HashMap<String, String>,
 }
 
 fn is_workspace(attrs: &Attributes<'_>) -> bool {
