@@ -19,7 +19,8 @@ use redb::{Database, ReadTransaction, ReadableDatabase, ReadableTable};
 use tokio::sync::{mpsc, oneshot};
 
 use self::codec::{
-    FORMAT_VERSION, HISTORY, KV, LOG, META, META_COMPACTED, META_FORMAT, META_REVISION, backend,
+    FORMAT_VERSION, KV, META, META_COMPACTED, META_FORMAT, META_REVISION, REVISIONS, Record,
+    V1_HISTORY, V1_LOG, backend,
 };
 use self::writer::{Op, Outcome, Request, Revisions};
 use crate::fanout::{Replay, WatchHub, watch_stream};
@@ -168,36 +169,67 @@ impl RedbStore {
     }
 }
 
-/// Creates the tables of a new file, checks the format of an existing one, and reads its revisions.
+/// Creates the tables of a new file, checks the format of an existing one (converting format 1), and
+/// reads its revisions.
 fn init(db: &Database) -> Result<Revisions, StoreError> {
     let txn = db.begin_write().map_err(backend)?;
     let revs = {
         txn.open_table(KV).map_err(backend)?;
-        txn.open_table(HISTORY).map_err(backend)?;
-        txn.open_table(LOG).map_err(backend)?;
+        txn.open_table(REVISIONS).map_err(backend)?;
         let mut meta = txn.open_table(META).map_err(backend)?;
         let format = meta.get(META_FORMAT).map_err(backend)?.map(|g| g.value());
+        let get = |meta: &redb::Table<&str, i64>, name: &str| -> Result<Revision, StoreError> {
+            Ok(meta.get(name).map_err(backend)?.map_or(0, |g| g.value()))
+        };
         match format {
             None => {
                 meta.insert(META_FORMAT, FORMAT_VERSION).map_err(backend)?;
             }
             Some(FORMAT_VERSION) => {}
+            Some(1) => {
+                let current = get(&meta, META_REVISION)?;
+                convert_v1(&txn)?;
+                // Format 1's older versions are dropped: as if compacted at the current revision.
+                meta.insert(META_COMPACTED, current).map_err(backend)?;
+                meta.insert(META_FORMAT, FORMAT_VERSION).map_err(backend)?;
+                tracing::info!(
+                    revision = current,
+                    "converted the embedded store to format 2"
+                );
+            }
             Some(other) => {
                 return Err(StoreError::Backend(format!(
                     "redb store format {other} is not supported (this build reads format {FORMAT_VERSION})"
                 )));
             }
         }
-        let get = |name: &str| -> Result<Revision, StoreError> {
-            Ok(meta.get(name).map_err(backend)?.map_or(0, |g| g.value()))
-        };
         Revisions {
-            current: get(META_REVISION)?,
-            compacted: get(META_COMPACTED)?,
+            current: get(&meta, META_REVISION)?,
+            compacted: get(&meta, META_COMPACTED)?,
         }
     };
     txn.commit().map_err(backend)?;
     Ok(revs)
+}
+
+/// Format 1 → 2: every key's newest state becomes its record in `revisions` (format 1 had no
+/// tombstones in `kv`), and format 1's history and log are dropped.
+fn convert_v1(txn: &redb::WriteTransaction) -> Result<(), StoreError> {
+    {
+        let kv = txn.open_table(KV).map_err(backend)?;
+        let mut revisions = txn.open_table(REVISIONS).map_err(backend)?;
+        for item in kv.iter().map_err(backend)? {
+            let (key, raw) = item.map_err(backend)?;
+            let entry = codec::Entry::decode(raw.value())?;
+            let record = Record::encode(key.value(), entry.create_revision, 0, Some(entry.value));
+            revisions
+                .insert(entry.mod_revision, record.as_slice())
+                .map_err(backend)?;
+        }
+    }
+    txn.delete_table(V1_HISTORY).map_err(backend)?;
+    txn.delete_table(V1_LOG).map_err(backend)?;
+    Ok(())
 }
 
 fn unexpected() -> StoreError {
@@ -351,5 +383,79 @@ impl Replay for LogReplay {
             }
         }
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::codec::encode_kv;
+    use super::*;
+
+    /// A file written by format 1 (history keyed by key, a log) opens with its newest state, as if
+    /// compacted at its revision, and goes on from there.
+    #[tokio::test]
+    async fn format_1_files_are_converted() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("store.redb");
+        {
+            let db = Database::create(&path).expect("create");
+            let txn = db.begin_write().expect("write");
+            {
+                let mut kv = txn.open_table(KV).expect("kv");
+                kv.insert("/k/a", encode_kv(1, 3, b"a2").as_slice())
+                    .expect("insert");
+                kv.insert("/k/b", encode_kv(2, 2, b"b1").as_slice())
+                    .expect("insert");
+                let mut history = txn.open_table(V1_HISTORY).expect("history");
+                history.insert(("/k/a", 1), &b"old"[..]).expect("insert");
+                let mut log = txn.open_table(V1_LOG).expect("log");
+                log.insert(1, "/k/a").expect("insert");
+                let mut meta = txn.open_table(META).expect("meta");
+                meta.insert(META_FORMAT, 1).expect("insert");
+                meta.insert(META_REVISION, 4).expect("insert");
+            }
+            txn.commit().expect("commit");
+        }
+        let store = RedbStore::open(&path).expect("open format 1");
+        assert_eq!(store.current_revision().await.expect("revision"), 4);
+        assert_eq!(store.compacted_revision().await.expect("compacted"), 4);
+        let all = store
+            .range(RangeRequest {
+                prefix: "/k/".into(),
+                revision: Some(4),
+                ..Default::default()
+            })
+            .await
+            .expect("range");
+        let got: Vec<_> = all
+            .kvs
+            .iter()
+            .map(|kv| (kv.key.as_str(), kv.create_revision, kv.mod_revision))
+            .collect();
+        assert_eq!(got, [("/k/a", 1, 3), ("/k/b", 2, 2)]);
+        let (deleted, prev) = store.delete("/k/a", Some(3)).await.expect("delete");
+        assert_eq!((deleted, prev.value.as_ref()), (5, &b"a2"[..]));
+        // The delete's revision record links back to the converted one.
+        let mut watch = store.watch("/k/", 4).await.expect("watch");
+        let first = futures::StreamExt::next(&mut watch)
+            .await
+            .expect("an event")
+            .expect("no error");
+        assert_eq!(
+            first.events[0].prev.as_ref().map(|p| p.mod_revision),
+            Some(3)
+        );
+        drop(store);
+        let db = Database::open(&path).expect("reopen");
+        let txn = db.begin_read().expect("read");
+        assert!(
+            txn.open_table(V1_HISTORY).is_err(),
+            "format 1's history is dropped"
+        );
+        let meta = txn.open_table(META).expect("meta");
+        assert_eq!(
+            meta.get(META_FORMAT).expect("get").map(|g| g.value()),
+            Some(FORMAT_VERSION)
+        );
     }
 }

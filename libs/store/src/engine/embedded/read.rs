@@ -4,9 +4,7 @@ use std::ops::Bound;
 
 use redb::{ReadTransaction, ReadableTable};
 
-use super::codec::{
-    HISTORY, KV, LOG, META, META_COMPACTED, META_REVISION, Version, backend, decode_kv,
-};
+use super::codec::{Entry, KV, META, META_COMPACTED, META_REVISION, REVISIONS, Record, backend};
 use crate::{Event, KeyValue, RangeRequest, RangeResult, Revision, StoreError};
 
 /// The current and the compacted revision of the snapshot.
@@ -20,8 +18,10 @@ pub(super) fn revisions(txn: &ReadTransaction) -> Result<(Revision, Revision), S
 
 pub(super) fn get(txn: &ReadTransaction, key: &str) -> Result<Option<KeyValue>, StoreError> {
     let kv = txn.open_table(KV).map_err(backend)?;
-    let found = kv.get(key).map_err(backend)?;
-    found.map(|g| decode_kv(key, g.value())).transpose()
+    let Some(found) = kv.get(key).map_err(backend)? else {
+        return Ok(None);
+    };
+    Ok(Entry::decode(found.value())?.live(key))
 }
 
 pub(super) fn range(txn: &ReadTransaction, req: &RangeRequest) -> Result<RangeResult, StoreError> {
@@ -69,6 +69,33 @@ fn range_current(
     txn: &ReadTransaction,
     req: &RangeRequest,
 ) -> Result<(Vec<KeyValue>, bool), StoreError> {
+    range_with(txn, req, |key, entry| Ok(entry.live(key)))
+}
+
+/// Takes, for each key, its state as of revision `at`: the `kv` entry if it is no newer, else the
+/// record found by following `prev_rev` back from it. Keys deleted since `at` are still found,
+/// through the tombstone `kv` keeps until compaction.
+fn range_at(
+    txn: &ReadTransaction,
+    req: &RangeRequest,
+    at: Revision,
+) -> Result<(Vec<KeyValue>, bool), StoreError> {
+    let revisions = txn.open_table(REVISIONS).map_err(backend)?;
+    range_with(txn, req, |key, entry| {
+        if entry.mod_revision <= at {
+            return Ok(entry.live(key));
+        }
+        version_at(&revisions, entry.mod_revision, at)
+    })
+}
+
+/// The keys under the prefix in order (after `start_after`), each mapped by `state`; `None` leaves a
+/// key out and does not count towards the limit.
+fn range_with(
+    txn: &ReadTransaction,
+    req: &RangeRequest,
+    mut state: impl FnMut(&str, &Entry<'_>) -> Result<Option<KeyValue>, StoreError>,
+) -> Result<(Vec<KeyValue>, bool), StoreError> {
     let kv = txn.open_table(KV).map_err(backend)?;
     let mut kvs = Vec::new();
     for item in kv
@@ -80,79 +107,42 @@ fn range_current(
         if !key.starts_with(req.prefix.as_str()) {
             break;
         }
+        let Some(found) = state(key, &Entry::decode(value.value())?)? else {
+            continue;
+        };
         if req.limit > 0 && kvs.len() == req.limit {
             return Ok((kvs, true));
         }
-        kvs.push(decode_kv(key, value.value())?);
+        kvs.push(found);
     }
     Ok((kvs, false))
 }
 
-/// Visits each distinct key of the history once (seeking past its versions) and takes its newest
-/// version at or below `at`.
-fn range_at(
-    txn: &ReadTransaction,
-    req: &RangeRequest,
-    at: Revision,
-) -> Result<(Vec<KeyValue>, bool), StoreError> {
-    let history = txn.open_table(HISTORY).map_err(backend)?;
-    let mut kvs = Vec::new();
-    let mut lower: Bound<(String, Revision)> = match start_bound(req) {
-        Bound::Excluded(after) => Bound::Excluded((after.to_owned(), Revision::MAX)),
-        _ => Bound::Included((req.prefix.clone(), Revision::MIN)),
-    };
-    loop {
-        let bound = match &lower {
-            Bound::Excluded((k, r)) => Bound::Excluded((k.as_str(), *r)),
-            Bound::Included((k, r)) => Bound::Included((k.as_str(), *r)),
-            Bound::Unbounded => Bound::Unbounded,
-        };
-        let next_key = match history
-            .range::<(&str, Revision)>((bound, Bound::Unbounded))
-            .map_err(backend)?
-            .next()
-        {
-            None => break,
-            Some(item) => {
-                let (key, _) = item.map_err(backend)?;
-                let (key, _) = key.value();
-                if !key.starts_with(req.prefix.as_str()) {
-                    break;
-                }
-                key.to_owned()
-            }
-        };
-        if let Some(kv) = version_at(&history, &next_key, at)? {
-            if req.limit > 0 && kvs.len() == req.limit {
-                return Ok((kvs, true));
-            }
-            kvs.push(kv);
-        }
-        lower = Bound::Excluded((next_key, Revision::MAX));
-    }
-    Ok((kvs, false))
-}
-
-/// The key as of revision `at`, `None` if absent (never written, deleted, or compacted away).
+/// The key as of revision `at`, walking back from its record at `newer` (> `at`); `None` if it did
+/// not exist then (not yet created, deleted, or compaction removed what it was).
 fn version_at(
-    history: &impl ReadableTable<(&'static str, Revision), &'static [u8]>,
-    key: &str,
+    revisions: &impl ReadableTable<Revision, &'static [u8]>,
+    newer: Revision,
     at: Revision,
 ) -> Result<Option<KeyValue>, StoreError> {
-    let Some(item) = history
-        .range((key, Revision::MIN)..=(key, at))
-        .map_err(backend)?
-        .next_back()
-    else {
-        return Ok(None);
-    };
-    let (k, v) = item.map_err(backend)?;
-    let (_, rev) = k.value();
-    Ok(Version::decode(v.value())?.into_kv(key, rev))
+    let mut rev = newer;
+    loop {
+        let Some(raw) = revisions.get(rev).map_err(backend)? else {
+            return Ok(None);
+        };
+        let record = Record::decode(raw.value())?;
+        if rev <= at {
+            return Ok(record.to_kv(rev));
+        }
+        if record.prev_revision <= 0 {
+            return Ok(None);
+        }
+        rev = record.prev_revision;
+    }
 }
 
-/// Up to `max_scan` log entries from `from` to `upto`: the events under `prefix` and the revision to
-/// continue from. Fails with `Compacted` if the log below `from` is gone.
+/// Up to `max_scan` records from `from` to `upto`: the events under `prefix` and the revision to
+/// continue from. Fails with `Compacted` if the records below `from` are gone.
 pub(super) fn replay_chunk(
     txn: &ReadTransaction,
     prefix: &str,
@@ -167,48 +157,31 @@ pub(super) fn replay_chunk(
             compacted,
         });
     }
-    let log = txn.open_table(LOG).map_err(backend)?;
-    let history = txn.open_table(HISTORY).map_err(backend)?;
+    let revisions = txn.open_table(REVISIONS).map_err(backend)?;
     let mut events = Vec::new();
     let mut next = upto + 1;
-    for (scanned, item) in log.range(from..=upto).map_err(backend)?.enumerate() {
-        let (rev, key) = item.map_err(backend)?;
-        let (rev, key) = (rev.value(), key.value());
+    for (scanned, item) in revisions.range(from..=upto).map_err(backend)?.enumerate() {
+        let (rev, raw) = item.map_err(backend)?;
+        let rev = rev.value();
         if scanned == max_scan {
             next = rev;
             break;
         }
-        if key.starts_with(prefix) {
-            events.push(event_at(&history, key, rev)?);
+        let raw = raw.value();
+        let record = Record::decode(raw)?;
+        if !record.key.starts_with(prefix) {
+            continue;
         }
+        // Absent once compaction removed it; the event then has no previous value, as with etcd.
+        // A tombstone before a create is no previous value either.
+        let prev = match record.prev_revision {
+            p if p > 0 => match revisions.get(p).map_err(backend)? {
+                Some(prev) => Record::decode(prev.value())?.to_kv(p),
+                None => None,
+            },
+            _ => None,
+        };
+        events.push(record.to_event(rev, prev));
     }
     Ok((events, next))
-}
-
-fn event_at(
-    history: &impl ReadableTable<(&'static str, Revision), &'static [u8]>,
-    key: &str,
-    rev: Revision,
-) -> Result<Event, StoreError> {
-    let version = match history.get((key, rev)).map_err(backend)? {
-        Some(raw) => Version::decode(raw.value())?,
-        None => {
-            return Err(StoreError::Backend(format!(
-                "redb: log entry {rev} has no history record"
-            )));
-        }
-    };
-    let prev = if version.prev_mod_revision > 0 {
-        // Absent once compaction removed it; the event then has no previous value, as with etcd.
-        match history
-            .get((key, version.prev_mod_revision))
-            .map_err(backend)?
-        {
-            Some(raw) => Version::decode(raw.value())?.into_kv(key, version.prev_mod_revision),
-            None => None,
-        }
-    } else {
-        None
-    };
-    Ok(version.into_event(key, rev, prev))
 }

@@ -12,7 +12,8 @@ use tokio::sync::{mpsc, oneshot};
 
 use super::Shared;
 use super::codec::{
-    HISTORY, KV, LOG, META, META_COMPACTED, META_REVISION, Version, backend, decode_kv, encode_kv,
+    Entry, KV, META, META_COMPACTED, META_REVISION, REVISIONS, Record, backend, encode_kv,
+    encode_kv_tombstone,
 };
 use crate::{Event, EventKind, KeyValue, Revision, StoreError};
 
@@ -100,8 +101,7 @@ pub(super) fn run(
 
 struct Tables<'txn> {
     kv: Table<'txn, &'static str, &'static [u8]>,
-    history: Table<'txn, (&'static str, Revision), &'static [u8]>,
-    log: Table<'txn, Revision, &'static str>,
+    revisions: Table<'txn, Revision, &'static [u8]>,
 }
 
 /// Applies the batch in one durable transaction. The outer error aborts the whole batch; the inner
@@ -118,8 +118,7 @@ fn commit<'a>(
     {
         let mut tables = Tables {
             kv: txn.open_table(KV).map_err(backend)?,
-            history: txn.open_table(HISTORY).map_err(backend)?,
-            log: txn.open_table(LOG).map_err(backend)?,
+            revisions: txn.open_table(REVISIONS).map_err(backend)?,
         };
         for op in ops {
             outcomes.push(apply(&mut tables, revs, events, op)?);
@@ -133,12 +132,24 @@ fn commit<'a>(
     Ok(outcomes)
 }
 
-fn current(
-    kv: &Table<'_, &'static str, &'static [u8]>,
-    key: &str,
-) -> Result<Option<KeyValue>, StoreError> {
-    let found = kv.get(key).map_err(backend)?;
-    found.map(|g| decode_kv(key, g.value())).transpose()
+/// What `kv` holds for a key: its live value, or the revision of its newest record (a tombstone's,
+/// 0 if the key never existed or compaction removed its tombstone).
+enum Current {
+    Live(KeyValue),
+    Absent { last: Revision },
+}
+
+fn current(kv: &Table<'_, &'static str, &'static [u8]>, key: &str) -> Result<Current, StoreError> {
+    let Some(found) = kv.get(key).map_err(backend)? else {
+        return Ok(Current::Absent { last: 0 });
+    };
+    let entry = Entry::decode(found.value())?;
+    Ok(match entry.live(key) {
+        Some(kv) => Current::Live(kv),
+        None => Current::Absent {
+            last: entry.mod_revision,
+        },
+    })
 }
 
 fn apply(
@@ -149,21 +160,24 @@ fn apply(
 ) -> Result<Result<Outcome, StoreError>, StoreError> {
     match op {
         Op::Create { key, value } => {
-            if current(&t.kv, key)?.is_some() {
-                return Ok(Err(StoreError::AlreadyExists { key: key.clone() }));
-            }
-            let rev = revs.current + 1;
-            put(t, key, value, rev, rev, 0)?;
-            revs.current = rev;
-            let kv = KeyValue {
-                key: key.clone(),
-                value: value.clone(),
-                create_revision: rev,
-                mod_revision: rev,
+            // A key created again links to its tombstone, so older revisions stay readable.
+            let last = match current(&t.kv, key)? {
+                Current::Live(_) => {
+                    return Ok(Err(StoreError::AlreadyExists { key: key.clone() }));
+                }
+                Current::Absent { last } => last,
             };
+            let rev = revs.current + 1;
+            put(t, key, value, rev, rev, last)?;
+            revs.current = rev;
             events.push(Event {
                 kind: EventKind::Put,
-                kv,
+                kv: KeyValue {
+                    key: key.clone(),
+                    value: value.clone(),
+                    create_revision: rev,
+                    mod_revision: rev,
+                },
                 prev: None,
             });
             Ok(Ok(Outcome::Written(rev)))
@@ -174,61 +188,63 @@ fn apply(
             expected,
         } => {
             let prev = match current(&t.kv, key)? {
-                None => return Ok(Err(StoreError::NotFound { key: key.clone() })),
-                Some(cur) if cur.mod_revision != *expected => {
+                Current::Absent { .. } => {
+                    return Ok(Err(StoreError::NotFound { key: key.clone() }));
+                }
+                Current::Live(cur) if cur.mod_revision != *expected => {
                     return Ok(Err(StoreError::Conflict {
                         key: key.clone(),
                         current: Some(cur),
                     }));
                 }
-                Some(cur) => cur,
+                Current::Live(cur) => cur,
             };
             let rev = revs.current + 1;
             put(t, key, value, prev.create_revision, rev, prev.mod_revision)?;
             revs.current = rev;
-            let kv = KeyValue {
-                key: key.clone(),
-                value: value.clone(),
-                create_revision: prev.create_revision,
-                mod_revision: rev,
-            };
             events.push(Event {
                 kind: EventKind::Put,
-                kv,
+                kv: KeyValue {
+                    key: key.clone(),
+                    value: value.clone(),
+                    create_revision: prev.create_revision,
+                    mod_revision: rev,
+                },
                 prev: Some(prev),
             });
             Ok(Ok(Outcome::Written(rev)))
         }
         Op::Delete { key, expected } => {
             let prev = match current(&t.kv, key)? {
-                None => return Ok(Err(StoreError::NotFound { key: key.clone() })),
-                Some(cur) if expected.is_some_and(|e| e != cur.mod_revision) => {
+                Current::Absent { .. } => {
+                    return Ok(Err(StoreError::NotFound { key: key.clone() }));
+                }
+                Current::Live(cur) if expected.is_some_and(|e| e != cur.mod_revision) => {
                     return Ok(Err(StoreError::Conflict {
                         key: key.clone(),
                         current: Some(cur),
                     }));
                 }
-                Some(cur) => cur,
+                Current::Live(cur) => cur,
             };
             let rev = revs.current + 1;
-            t.kv.remove(key.as_str()).map_err(backend)?;
-            t.history
+            t.kv.insert(key.as_str(), encode_kv_tombstone(rev).as_slice())
+                .map_err(backend)?;
+            t.revisions
                 .insert(
-                    (key.as_str(), rev),
-                    Version::encode(0, prev.mod_revision, None).as_slice(),
+                    rev,
+                    Record::encode(key, prev.create_revision, prev.mod_revision, None).as_slice(),
                 )
                 .map_err(backend)?;
-            t.log.insert(rev, key.as_str()).map_err(backend)?;
             revs.current = rev;
-            let kv = KeyValue {
-                key: key.clone(),
-                value: Bytes::new(),
-                create_revision: 0,
-                mod_revision: rev,
-            };
             events.push(Event {
                 kind: EventKind::Delete,
-                kv,
+                kv: KeyValue {
+                    key: key.clone(),
+                    value: Bytes::new(),
+                    create_revision: 0,
+                    mod_revision: rev,
+                },
                 prev: Some(prev.clone()),
             });
             Ok(Ok(Outcome::Deleted(rev, prev)))
@@ -241,7 +257,7 @@ fn apply(
                 }));
             }
             if *revision > revs.compacted {
-                compact(t, *revision)?;
+                compact(t, revs.compacted, *revision)?;
                 revs.compacted = *revision;
             }
             Ok(Ok(Outcome::Compacted))
@@ -255,48 +271,57 @@ fn put(
     value: &[u8],
     create_revision: Revision,
     rev: Revision,
-    prev_mod_revision: Revision,
+    prev_revision: Revision,
 ) -> Result<(), StoreError> {
     t.kv.insert(key, encode_kv(create_revision, rev, value).as_slice())
         .map_err(backend)?;
-    t.history
+    t.revisions
         .insert(
-            (key, rev),
-            Version::encode(create_revision, prev_mod_revision, Some(value)).as_slice(),
+            rev,
+            Record::encode(key, create_revision, prev_revision, Some(value)).as_slice(),
         )
         .map_err(backend)?;
-    t.log.insert(rev, key).map_err(backend)?;
     Ok(())
 }
 
-/// Removes the history no read at `to` or later needs: for every logged write below `to`, the versions
-/// it superseded, and the write itself if it was a delete. The newest version of each key below `to`
-/// stays, so a range at `to` still sees it. Works through the log in chunks to bound memory.
-fn compact(t: &mut Tables<'_>, to: Revision) -> Result<(), StoreError> {
+/// Removes what no read at `to` or later needs. Each record written in `from..to` (the ones an
+/// earlier compaction has not seen) makes the key's record before it unreadable, and a tombstone
+/// also itself, with the key's `kv` tombstone unless the key was created again since. What stays
+/// below `to` is the newest record of each live key, found again by a later compaction through the
+/// record that supersedes it. Works in chunks to bound memory.
+fn compact(t: &mut Tables<'_>, from: Revision, to: Revision) -> Result<(), StoreError> {
     const CHUNK: usize = 4096;
+    let mut next = from;
     loop {
-        let mut chunk: Vec<(Revision, String)> = Vec::new();
-        for item in t.log.range(..to).map_err(backend)?.take(CHUNK) {
-            let (rev, key) = item.map_err(backend)?;
-            chunk.push((rev.value(), key.value().to_owned()));
+        // (revision, key of a tombstone, previous record)
+        let mut chunk: Vec<(Revision, Option<String>, Revision)> = Vec::new();
+        for item in t.revisions.range(next..to).map_err(backend)?.take(CHUNK) {
+            let (rev, raw) = item.map_err(backend)?;
+            let record = Record::decode(raw.value())?;
+            let tombstone = record.is_tombstone().then(|| record.key.to_owned());
+            chunk.push((rev.value(), tombstone, record.prev_revision));
         }
-        if chunk.is_empty() {
+        let Some(&(last, _, _)) = chunk.last() else {
             return Ok(());
-        }
-        for (rev, key) in &chunk {
-            let key = key.as_str();
-            t.history
-                .retain_in((key, Revision::MIN)..(key, *rev), |_, _| false)
-                .map_err(backend)?;
-            let tombstone = t
-                .history
-                .get((key, *rev))
-                .map_err(backend)?
-                .is_some_and(|g| Version::is_tombstone(g.value()));
-            if tombstone {
-                t.history.remove((key, *rev)).map_err(backend)?;
+        };
+        for (rev, tombstone, prev) in chunk {
+            if prev > 0 {
+                t.revisions.remove(prev).map_err(backend)?;
             }
-            t.log.remove(*rev).map_err(backend)?;
+            if let Some(key) = tombstone {
+                t.revisions.remove(rev).map_err(backend)?;
+                let still_deleted = match t.kv.get(key.as_str()).map_err(backend)? {
+                    Some(raw) => {
+                        let entry = Entry::decode(raw.value())?;
+                        entry.is_tombstone() && entry.mod_revision == rev
+                    }
+                    None => false,
+                };
+                if still_deleted {
+                    t.kv.remove(key.as_str()).map_err(backend)?;
+                }
+            }
         }
+        next = last + 1;
     }
 }

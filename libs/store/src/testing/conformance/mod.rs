@@ -24,7 +24,7 @@ use crate::{Event, Revision, Store, StoreError, WatchStream};
 pub use self::compaction::compaction;
 pub use self::concurrency::concurrent_cas;
 pub use self::kv::{crud_and_cas, revisions_and_future};
-pub use self::model::randomized_against_model;
+pub use self::model::{randomized_against_model, randomized_with_compaction};
 pub use self::range::{large_values, range_at_revision, range_pagination};
 pub use self::watch::{
     watch_from_current, watch_lag, watch_prefix_isolation, watch_progress, watch_replay_then_live,
@@ -55,6 +55,9 @@ pub const CASES: &[(&str, Case)] = &[
     ("concurrent_cas", |s| Box::pin(concurrent_cas(s))),
     ("randomized_against_model", |s| {
         Box::pin(randomized_against_model(s))
+    }),
+    ("randomized_with_compaction", |s| {
+        Box::pin(randomized_with_compaction(s))
     }),
 ];
 
