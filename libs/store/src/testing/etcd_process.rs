@@ -101,10 +101,24 @@ impl EtcdProcess {
         } else {
             PathBuf::from("etcd")
         };
+        // Ports are found by binding port 0 and releasing it, so another process can take one
+        // before etcd binds it (seen under a parallel test run): then start again on new ports.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            match Self::start_on_free_ports(binary.clone()) {
+                Err(err) if attempt < 3 && err.to_string().contains("address already in use") => {
+                    continue;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn start_on_free_ports(binary: PathBuf) -> io::Result<EtcdProcess> {
         let data_dir = tempfile::Builder::new()
             .prefix("kcp-store-etcd-")
             .tempdir()?;
-        // Ports are found by binding port 0 and releasing it; a rare collision shows up as a failed start.
         let client = free_port()?;
         let peer = free_port()?;
         let launch = Launch {

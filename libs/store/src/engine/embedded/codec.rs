@@ -221,7 +221,10 @@ mod tests {
         assert_eq!(entry.mod_revision, 9);
         assert!(entry.live("k").is_none());
         let live = encode_kv(4, 9, b"v");
-        let kv = Entry::decode(&live).expect("decode").live("k").expect("live");
+        let kv = Entry::decode(&live)
+            .expect("decode")
+            .live("k")
+            .expect("live");
         assert_eq!((kv.create_revision, kv.mod_revision), (4, 9));
         assert_eq!(kv.value, &b"v"[..]);
     }
