@@ -190,6 +190,7 @@ fn init(db: &Database) -> Result<Revisions, StoreError> {
                 let current = get(&meta, META_REVISION)?;
                 convert_v1(&txn)?;
                 // Format 1's older versions are dropped: as if compacted at the current revision.
+                // As with etcd, a delete made exactly at that revision is then not replayed.
                 meta.insert(META_COMPACTED, current).map_err(backend)?;
                 meta.insert(META_FORMAT, FORMAT_VERSION).map_err(backend)?;
                 tracing::info!(
@@ -457,5 +458,38 @@ mod tests {
             meta.get(META_FORMAT).expect("get").map(|g| g.value()),
             Some(FORMAT_VERSION)
         );
+    }
+
+    /// A record whose link to the key's previous record does not go back is corrupt: a read at an
+    /// older revision fails instead of following it forever.
+    #[tokio::test]
+    async fn a_link_that_does_not_go_back_is_an_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let path = dir.path().join("store.redb");
+        {
+            let store = RedbStore::open(&path).expect("open");
+            let r1 = store.create("/k/a", "1".into()).await.expect("create");
+            store.update("/k/a", "2".into(), r1).await.expect("update");
+        }
+        {
+            let db = Database::open(&path).expect("open file");
+            let txn = db.begin_write().expect("write");
+            {
+                let mut revisions = txn.open_table(REVISIONS).expect("revisions");
+                let looping = Record::encode("/k/a", 1, 2, Some(b"2"));
+                revisions.insert(2, looping.as_slice()).expect("insert");
+            }
+            txn.commit().expect("commit");
+        }
+        let store = RedbStore::open(&path).expect("reopen");
+        let at_1 = RangeRequest {
+            prefix: "/k/".into(),
+            revision: Some(1),
+            ..Default::default()
+        };
+        assert!(matches!(
+            store.range(at_1).await,
+            Err(StoreError::Backend(msg)) if msg.contains("corrupt")
+        ));
     }
 }

@@ -137,6 +137,13 @@ fn version_at(
         if record.prev_revision <= 0 {
             return Ok(None);
         }
+        if record.prev_revision >= rev {
+            // A link that does not go back would loop forever.
+            return Err(StoreError::Backend(format!(
+                "redb: corrupt revisions record {rev}: previous {}",
+                record.prev_revision
+            )));
+        }
         rev = record.prev_revision;
     }
 }
@@ -175,8 +182,16 @@ pub(super) fn replay_chunk(
         // Absent once compaction removed it; the event then has no previous value, as with etcd.
         // A tombstone before a create is no previous value either.
         let prev = match record.prev_revision {
-            p if p > 0 => match revisions.get(p).map_err(backend)? {
-                Some(prev) => Record::decode(prev.value())?.to_kv(p),
+            p if p > 0 && p < rev => match revisions.get(p).map_err(backend)? {
+                Some(raw) => {
+                    let prev = Record::decode(raw.value())?;
+                    if prev.key != record.key {
+                        return Err(StoreError::Backend(format!(
+                            "redb: corrupt revisions record {rev}: previous {p} is another key"
+                        )));
+                    }
+                    prev.to_kv(p)
+                }
                 None => None,
             },
             _ => None,

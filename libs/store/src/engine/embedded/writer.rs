@@ -305,6 +305,12 @@ fn compact(t: &mut Tables<'_>, from: Revision, to: Revision) -> Result<(), Store
             return Ok(());
         };
         for (rev, tombstone, prev) in chunk {
+            if prev >= rev {
+                // Removing a record that is not older would drop something still readable.
+                return Err(StoreError::Backend(format!(
+                    "redb: corrupt revisions record {rev}: previous {prev}"
+                )));
+            }
             if prev > 0 {
                 t.revisions.remove(prev).map_err(backend)?;
             }
