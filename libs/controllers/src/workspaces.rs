@@ -269,11 +269,6 @@ async fn release(
     }
 }
 
-fn is_deleting(v: &Value) -> bool {
-    v.pointer("/metadata/deletionTimestamp")
-        .is_some_and(|t| !t.is_null())
-}
-
 fn has_finalizer(v: &Value, finalizer: &str) -> bool {
     v.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
@@ -497,20 +492,20 @@ impl Controller {
             namespace: None,
             name,
         };
-        let mut lc = lc_name.and_then(|n| self.cached_lc(server, n));
+        let mut lc = lc_name.and_then(|n| self.cached_lc_state(server, n));
         if lc.is_none() && lc_name.is_some() {
             // Releasing the workspace with its LC still there would orphan that LC: make sure the
             // cache is not merely behind a create that just happened.
             let _ = registry.cache().wait_fresh().await;
-            lc = lc_name.and_then(|n| self.cached_lc(server, n));
+            lc = lc_name.and_then(|n| self.cached_lc_state(server, n));
         }
         let lc_missing = lc.is_none();
         if let Some(lc_name) = lc_name
             && let Some(lc) = lc
             // Only an LC this workspace owns.
-            && text(&lc, "/spec/owner/uid") == text(ws, "/metadata/uid")
+            && lc.owner_uid() == text(ws, "/metadata/uid")
         {
-            if !is_deleting(&lc) {
+            if !lc.is_deleting() {
                 let lc_at = ObjectRef {
                     cluster: lc_name,
                     namespace: None,
@@ -530,7 +525,7 @@ impl Controller {
                 }
             }
             // The workspace shows the deletion's progress; the LC's events bring it back here.
-            self.write_workspace(server, at, None, &LcState::of(&lc).mirrored_status())
+            self.write_workspace(server, at, None, &lc.mirrored_status())
                 .await?;
             return Ok(Outcome::Done);
         }
@@ -891,8 +886,7 @@ impl Controller {
         let lc: LcState = cached.json.parse().map_err(ApiError::internal)?;
         let owner = lc.owner();
         let outcome = if lc.is_deleting() {
-            let whole = cached.value().map_err(ApiError::internal)?;
-            self.delete_cluster(server, cluster, &whole).await?
+            self.delete_cluster(server, cluster, &lc).await?
         } else {
             if lc.is_initializing() {
                 if lc.initializers().is_empty() {
@@ -915,9 +909,9 @@ impl Controller {
         &self,
         server: &ApiServer,
         cluster: &str,
-        lc: &Value,
+        lc: &LcState,
     ) -> Result<Outcome, ApiError> {
-        if !has_finalizer(lc, CONTENT_FINALIZER) {
+        if !lc.has_finalizer(CONTENT_FINALIZER) {
             return Ok(Outcome::Done);
         }
         let at = ObjectRef {
@@ -926,10 +920,10 @@ impl Controller {
             name: "cluster",
         };
         let registry = server.registry();
-        if !string_list(lc, "/status/terminators").is_empty() {
+        if !lc.terminators().is_empty() {
             return Ok(Outcome::Done);
         }
-        if text(lc, "/status/phase") != "Deleting" {
+        if lc.phase() != "Deleting" {
             let written = registry
                 .update(
                     &self.defs.logical_clusters,

@@ -11,16 +11,17 @@ use serde_json::{Value, json};
 #[derive(Deserialize, Default, Debug)]
 #[serde(default)]
 pub(super) struct LcState {
-    metadata: Deletion,
+    metadata: Lifecycle,
     spec: LcSpec,
     status: LcStatus,
 }
 
 #[derive(Deserialize, Default, Debug)]
 #[serde(default)]
-struct Deletion {
+struct Lifecycle {
     #[serde(rename = "deletionTimestamp")]
     deletion_timestamp: Option<IgnoredAny>,
+    finalizers: Vec<String>,
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -32,6 +33,7 @@ struct LcSpec {
 #[derive(Deserialize, Default, Debug)]
 #[serde(default)]
 struct Owner {
+    uid: String,
     resource: String,
     cluster: String,
     name: String,
@@ -67,6 +69,19 @@ impl LcState {
     /// Whether its phase says `Initializing` (not merely defaults to it).
     pub(super) fn is_initializing(&self) -> bool {
         self.status.phase.as_deref() == Some("Initializing")
+    }
+
+    pub(super) fn terminators(&self) -> &[String] {
+        &self.status.terminators
+    }
+
+    pub(super) fn has_finalizer(&self, finalizer: &str) -> bool {
+        self.metadata.finalizers.iter().any(|f| f == finalizer)
+    }
+
+    /// The uid of the object that owns it (a Workspace's); empty if none.
+    pub(super) fn owner_uid(&self) -> &str {
+        &self.spec.owner.uid
     }
 
     /// Whether it is initializing with `initializer` still to run.
@@ -118,7 +133,7 @@ pub(super) fn unscheduled_status() -> Value {
 #[derive(Deserialize, Default, Debug)]
 #[serde(default)]
 pub(super) struct WorkspaceState {
-    metadata: Deletion,
+    metadata: Lifecycle,
     spec: WorkspaceSpec,
     pub(super) status: Option<Value>,
 }
@@ -182,6 +197,23 @@ mod tests {
             "resource": "things", "cluster": "root", "name": "a"}}}));
         assert_eq!(other.owner(), None);
         assert_eq!(LcState::of(&json!({})).owner(), None);
+        assert_eq!(owned.owner_uid(), "u");
+        assert_eq!(other.owner_uid(), "");
+    }
+
+    #[test]
+    fn a_deleting_lc_reads_its_finalizers_and_terminators() {
+        let lc = LcState::of(&json!({
+            "metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z",
+                         "finalizers": ["core.kcp.io/logicalcluster-content"]},
+            "status": {"phase": "Deleting", "terminators": ["root:t"]},
+        }));
+        assert!(lc.is_deleting());
+        assert!(lc.has_finalizer("core.kcp.io/logicalcluster-content"));
+        assert!(!lc.has_finalizer("other"));
+        assert_eq!(lc.terminators(), ["root:t"]);
+        assert_eq!(lc.phase(), "Deleting");
+        assert!(!LcState::of(&json!({})).has_finalizer("core.kcp.io/logicalcluster-content"));
     }
 
     #[test]
