@@ -29,6 +29,16 @@ async fn memory_watch_lag() {
     conformance::watch_lag(Arc::new(MemoryStore::with_watch_config(small_queue()))).await;
 }
 
+/// A case waiting for events that never come fails after its wait, although the idle watch keeps
+/// sending progress notifications (each of which used to restart the wait).
+#[tokio::test(start_paused = true)]
+#[should_panic(expected = "timed out waiting for the watch")]
+async fn a_wait_for_events_ends_despite_progress() {
+    let store = MemoryStore::new();
+    let mut watcher = Watcher::new(&store, "/idle/", 0).await;
+    watcher.events(1).await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redb_conformance() {
     // The directories live as long as the test.

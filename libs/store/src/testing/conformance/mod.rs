@@ -83,6 +83,23 @@ where
 /// How long a case waits for something that should happen promptly.
 pub(crate) const WAIT: Duration = Duration::from_secs(20);
 
+/// When a wait that starts now must be over: a whole wait, so progress notifications (etcd sends
+/// them every few seconds) cannot keep a case that waits for events alive forever.
+pub(crate) fn deadline() -> tokio::time::Instant {
+    tokio::time::Instant::now() + WAIT
+}
+
+/// The next item of `stream`, failing the case with `what` once `deadline` has passed.
+pub(crate) async fn next_by(
+    stream: &mut WatchStream,
+    deadline: tokio::time::Instant,
+    what: &str,
+) -> Option<Result<crate::WatchResponse, StoreError>> {
+    tokio::time::timeout_at(deadline, stream.next())
+        .await
+        .unwrap_or_else(|_| panic!("timed out waiting for {what}"))
+}
+
 pub(crate) fn b(s: &str) -> Bytes {
     Bytes::copy_from_slice(s.as_bytes())
 }
@@ -102,10 +119,8 @@ impl Watcher {
         }
     }
 
-    async fn next(&mut self) -> crate::WatchResponse {
-        let item = tokio::time::timeout(WAIT, self.stream.next())
-            .await
-            .expect("timed out waiting for the watch");
+    async fn next(&mut self, deadline: tokio::time::Instant) -> crate::WatchResponse {
+        let item = next_by(&mut self.stream, deadline, "the watch").await;
         let resp = item.expect("the watch ended").expect("the watch failed");
         for event in &resp.events {
             assert!(
@@ -129,9 +144,10 @@ impl Watcher {
 
     /// Exactly the next `n` events, skipping progress notifications.
     pub async fn events(&mut self, n: usize) -> Vec<Event> {
+        let deadline = deadline();
         let mut events = Vec::new();
         while events.len() < n {
-            events.extend(self.next().await.events);
+            events.extend(self.next(deadline).await.events);
         }
         assert_eq!(events.len(), n, "more events than expected: {events:#?}");
         events
@@ -139,7 +155,7 @@ impl Watcher {
 
     /// Waits for a progress notification and returns its revision.
     pub async fn progress(&mut self) -> Revision {
-        let resp = self.next().await;
+        let resp = self.next(deadline()).await;
         assert!(
             resp.events.is_empty(),
             "unexpected events while waiting for progress: {resp:?}"
@@ -154,11 +170,9 @@ pub async fn watch_error(store: &dyn Store, prefix: &str, after: Revision) -> St
         Err(err) => return err,
         Ok(stream) => stream,
     };
+    let deadline = deadline();
     loop {
-        let item = tokio::time::timeout(WAIT, stream.next())
-            .await
-            .expect("timed out waiting for the watch error");
-        match item {
+        match next_by(&mut stream, deadline, "the watch error").await {
             Some(Err(err)) => return err,
             Some(Ok(resp)) if resp.events.is_empty() => continue,
             Some(Ok(resp)) => panic!("expected the watch to fail, got {resp:?}"),

@@ -65,10 +65,10 @@ pub async fn watch_replay_then_live(store: Arc<dyn Store>) {
     // Without previous values: the same changes, `prev` left out where the engine saves a read.
     let mut changes = store.watch_changes("/w/", r0).await.expect("watch_changes");
     let mut seen = Vec::new();
+    let deadline = super::deadline();
     while seen.len() < 4 {
-        let resp = tokio::time::timeout(super::WAIT, changes.next())
+        let resp = super::next_by(&mut changes, deadline, "watch_changes")
             .await
-            .expect("timed out waiting for watch_changes")
             .expect("watch_changes ended")
             .expect("watch_changes failed");
         seen.extend(resp.events);
@@ -148,7 +148,12 @@ pub async fn watch_progress(store: Arc<dyn Store>) {
     // Progress notifications come while idle, and eventually cover changes outside the prefix.
     let mut progress = watcher.progress().await;
     assert!(progress >= rev);
+    let deadline = super::deadline();
     while progress < elsewhere {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "progress stayed at {progress}, below {elsewhere}"
+        );
         progress = watcher.progress().await;
     }
     let later = store.update("/prog/a", b("a2"), rev).await.expect("update");
@@ -167,11 +172,9 @@ pub async fn watch_lag(store: Arc<dyn Store>) {
             .expect("create");
     }
     let mut delivered = 0;
+    let deadline = super::deadline();
     loop {
-        let item = tokio::time::timeout(WAIT, stream.next())
-            .await
-            .expect("timed out reading the lagging watch");
-        match item {
+        match super::next_by(&mut stream, deadline, "the lagging watch").await {
             Some(Ok(resp)) => delivered += resp.events.len(),
             Some(Err(StoreError::WatchLagged)) => break,
             other => panic!("expected WatchLagged, got {other:?}"),
