@@ -52,8 +52,10 @@ const CONTENT_FINALIZER: &str = "core.kcp.io/logicalcluster-content";
 /// A label with the workspace's phase, as kcp maintains it (selectable with `-l`).
 const PHASE_LABEL: &str = "tenancy.kcp.io/phase";
 /// Workers: enough that many workspaces' writes are in flight together (each write waits for a
-/// durable commit; concurrent ones share it), few enough to bound the memory of a burst.
-const WORKERS: usize = 32;
+/// durable commit; concurrent ones share it), few enough to bound the memory of a burst. Deleting
+/// a tree is bound by them: each deleting LC takes about five store round trips one after the
+/// other (on etcd, a 10k tree went in 29.6 s with 32 workers, 23.4 s with 64, 22.9 s with 128).
+const WORKERS: usize = 64;
 /// Keys queued by a resync between two yields to the runtime.
 const RESYNC_YIELD_EVERY: usize = 1024;
 /// Backoff of a failed reconcile.
