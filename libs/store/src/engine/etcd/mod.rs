@@ -162,6 +162,20 @@ impl EtcdStore {
     }
 }
 
+/// The compares of a write to an existing key, at revision `expected` if given. etcd reads the key
+/// from its backend once per compare, so a revision (never 0 for a key that exists) is checked
+/// alone: a missing key's mod revision is 0 and fails it just as well.
+fn exists_at(full: &[u8], expected: Option<Revision>) -> Vec<Compare> {
+    match expected {
+        Some(rev) if rev > 0 => vec![Compare::mod_revision(full, CompareOp::Equal, rev)],
+        Some(rev) => vec![
+            Compare::version(full, CompareOp::Greater, 0),
+            Compare::mod_revision(full, CompareOp::Equal, rev),
+        ],
+        None => vec![Compare::version(full, CompareOp::Greater, 0)],
+    }
+}
+
 fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<Revision, StoreError> {
     header
         .map(|h| h.revision())
@@ -285,14 +299,7 @@ impl Store for EtcdStore {
         expected: Option<Revision>,
     ) -> Result<(Revision, KeyValue), StoreError> {
         let full = self.full(key);
-        let mut when = vec![Compare::version(full.clone(), CompareOp::Greater, 0)];
-        if let Some(expected) = expected {
-            when.push(Compare::mod_revision(
-                full.clone(),
-                CompareOp::Equal,
-                expected,
-            ));
-        }
+        let when = exists_at(&full, expected);
         let txn = Txn::new()
             .when(when)
             .and_then([TxnOp::delete(
@@ -401,10 +408,7 @@ impl EtcdStore {
     ) -> Result<Revision, StoreError> {
         let full = self.full(key);
         let txn = Txn::new()
-            .when([
-                Compare::version(full.clone(), CompareOp::Greater, 0),
-                Compare::mod_revision(full.clone(), CompareOp::Equal, expected),
-            ])
+            .when(exists_at(&full, Some(expected)))
             .and_then([op])
             .or_else([TxnOp::get(full, None)]);
         let resp = self.txn(txn, len).await?;

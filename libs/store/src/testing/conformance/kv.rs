@@ -121,6 +121,18 @@ pub async fn crud_and_cas(store: Arc<dyn Store>) {
         store.delete_version(key, r7).await,
         Err(StoreError::NotFound { .. })
     ));
+    // Revision 0 is a missing key's: a write "at" it neither creates nor finds anything.
+    let never = "/crud/never";
+    assert_eq!(store.update(never, b("x"), 0).await, not_found(never));
+    assert!(matches!(
+        store.delete_version(never, 0).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.delete(never, Some(0)).await,
+        Err(StoreError::NotFound { .. })
+    ));
+    assert_eq!(store.get(never).await.expect("get"), None);
 
     // Empty values are values.
     let r6 = store
