@@ -163,6 +163,19 @@ impl<'a> Record<'a> {
         self.value.is_none()
     }
 
+    /// The revision of the key's record before this one (written at `revision`), `None` if there
+    /// is none. A link that does not go back is corrupt: following it would loop, and compacting
+    /// by it would remove a record still readable.
+    pub(super) fn previous(&self, revision: Revision) -> Result<Option<Revision>, StoreError> {
+        match self.prev_revision {
+            p if p <= 0 => Ok(None),
+            p if p < revision => Ok(Some(p)),
+            p => Err(StoreError::Backend(format!(
+                "redb: corrupt revisions record {revision}: previous {p}"
+            ))),
+        }
+    }
+
     /// The key's state as of this record, written at `revision`; `None` for a tombstone.
     pub(super) fn to_kv(&self, revision: Revision) -> Option<KeyValue> {
         Some(KeyValue {
@@ -188,6 +201,16 @@ impl<'a> Record<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_previous_record_must_be_older() {
+        let at = |prev| Record::encode("k", 1, prev, Some(b"v"));
+        let previous = |prev| Record::decode(&at(prev)).expect("decode").previous(5);
+        assert_eq!(previous(0).expect("none"), None);
+        assert_eq!(previous(4).expect("older"), Some(4));
+        assert!(previous(5).is_err());
+        assert!(previous(9).is_err());
+    }
 
     #[test]
     fn records_round_trip() {

@@ -134,17 +134,10 @@ fn version_at(
         if rev <= at {
             return Ok(record.to_kv(rev));
         }
-        if record.prev_revision <= 0 {
+        let Some(prev) = record.previous(rev)? else {
             return Ok(None);
-        }
-        if record.prev_revision >= rev {
-            // A link that does not go back would loop forever.
-            return Err(StoreError::Backend(format!(
-                "redb: corrupt revisions record {rev}: previous {}",
-                record.prev_revision
-            )));
-        }
-        rev = record.prev_revision;
+        };
+        rev = prev;
     }
 }
 
@@ -181,8 +174,8 @@ pub(super) fn replay_chunk(
         }
         // Absent once compaction removed it; the event then has no previous value, as with etcd.
         // A tombstone before a create is no previous value either.
-        let prev = match record.prev_revision {
-            p if p > 0 && p < rev => match revisions.get(p).map_err(backend)? {
+        let prev = match record.previous(rev)? {
+            Some(p) => match revisions.get(p).map_err(backend)? {
                 Some(raw) => {
                     let prev = Record::decode(raw.value())?;
                     if prev.key != record.key {
@@ -194,7 +187,7 @@ pub(super) fn replay_chunk(
                 }
                 None => None,
             },
-            _ => None,
+            None => None,
         };
         events.push(record.to_event(rev, prev));
     }

@@ -294,24 +294,19 @@ fn compact(t: &mut Tables<'_>, from: Revision, to: Revision) -> Result<(), Store
     let mut next = from;
     loop {
         // (revision, key of a tombstone, previous record)
-        let mut chunk: Vec<(Revision, Option<String>, Revision)> = Vec::new();
+        let mut chunk: Vec<(Revision, Option<String>, Option<Revision>)> = Vec::new();
         for item in t.revisions.range(next..to).map_err(backend)?.take(CHUNK) {
             let (rev, raw) = item.map_err(backend)?;
+            let rev = rev.value();
             let record = Record::decode(raw.value())?;
             let tombstone = record.is_tombstone().then(|| record.key.to_owned());
-            chunk.push((rev.value(), tombstone, record.prev_revision));
+            chunk.push((rev, tombstone, record.previous(rev)?));
         }
         let Some(&(last, _, _)) = chunk.last() else {
             return Ok(());
         };
         for (rev, tombstone, prev) in chunk {
-            if prev >= rev {
-                // Removing a record that is not older would drop something still readable.
-                return Err(StoreError::Backend(format!(
-                    "redb: corrupt revisions record {rev}: previous {prev}"
-                )));
-            }
-            if prev > 0 {
+            if let Some(prev) = prev {
                 t.revisions.remove(prev).map_err(backend)?;
             }
             if let Some(key) = tombstone {
