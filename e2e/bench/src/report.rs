@@ -897,7 +897,7 @@ impl Report {
              - The shard is driven over HTTPS with the `system:admin` client certificate of its `admin.kubeconfig` (hyper 1 HTTP/2 over tokio-rustls, JSON). Clients share HTTP/2 connections like the etcd clients share gRPC connections: 1 → 1, 16 → 4, 64 → 8.\n\
              - The shard runs with `RUST_LOG=warn` (set `KCP_BENCH_SHARD_LOG` to change it): the per-request log line is not measured.\n\
              - Creates go to a fresh name each; gets pick random objects among the listed collection; updates PUT the client's own object with the resourceVersion of its last write; lists read the whole body; pages follow `continue` and start over at the end. Widgets (custom resources) go through the same phases (but update) in their own collections, each phase right after its ConfigMap twin.\n\
-             - The raw etcd baseline stores the same JSON bytes the shard is sent, at the same concurrency. etcd runs as Debian ships it (fsync on every commit); the embedded store also acknowledges a write only once it is on disk.\n\
+             - The raw etcd baseline stores the same JSON bytes the shard is sent, at the same concurrency. Every etcd (baseline and shard) is Debian's 3.4 with fsync on every commit and two settings from `EtcdProcess`: the `map` freelist (3.5's default) and a backend commit every 10 ms instead of 100 (3.4 copies the uncommitted writes for every transaction); the embedded store also acknowledges a write only once it is on disk.\n\
              - Nothing here is asserted by a test; timings on a shared 2-core machine move with the load average."
         );
     }
