@@ -16,6 +16,7 @@ on_both_stores!(
     kubectl_ws_walk,
     home_workspaces,
     delete_workspace_tree,
+    held_content_holds_the_workspace,
     initializers_and_terminators,
     workspace_isolation
 );
@@ -407,6 +408,68 @@ fn delete_workspace_tree(store: StoreKind) {
         !body.contains(&team_lc),
         "the team's content is gone: {body}"
     );
+}
+
+/// Content with a finalizer holds its namespace, its logical cluster and the workspace while the
+/// rest goes; once the finalizer is removed, everything goes.
+fn held_content_holds_the_workspace(store: StoreKind) {
+    let shard = Shard::start(store);
+    let ws = create_ready(&shard, "root", "org", None);
+    let lc = ws["spec"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let in_org = shard.kubectl_cmd().cluster("root:org");
+    in_org.ok(&["create", "configmap", "free", "--from-literal=a=b"]);
+    in_org.ok(&[
+        "create",
+        "configmap",
+        "free",
+        "-n",
+        "kube-system",
+        "--from-literal=a=b",
+    ]);
+    let held = shard.write_file(
+        "held.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  finalizers: [example.com/hold]\n",
+    );
+    in_org.ok(&["create", "-f", held.to_str().unwrap_or_default()]);
+
+    shard.kubectl_ok(&["delete", "workspace", "org", "--wait=false"]);
+    // Everything nothing holds goes: the other namespace with its content, the free ConfigMap.
+    shard.eventually("unheld content gone", || {
+        let names = in_org.ok(&["get", "configmaps,namespaces", "-A", "-o", "name"]);
+        (!names.contains("configmap/free") && !names.contains("namespace/kube-system"))
+            .then_some(())
+    });
+    let names = in_org.ok(&["get", "configmaps,namespaces", "-A", "-o", "name"]);
+    assert!(names.contains("configmap/held"), "{names}");
+    assert!(names.contains("namespace/default"), "{names}");
+    let phase = shard
+        .kubectl_cmd()
+        .json(&["get", "workspace", "org", "-o", "json"]);
+    assert_eq!(phase["status"]["phase"], "Deleting", "{phase}");
+
+    in_org.ok(&[
+        "patch",
+        "configmap",
+        "held",
+        "--type=merge",
+        "-p",
+        r#"{"metadata":{"finalizers":null}}"#,
+    ]);
+    shard.eventually("the workspace gone", || {
+        let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);
+        (!listed.contains("org")).then_some(())
+    });
+    let (code, body) = shard.curl_as(
+        Some("shard-admin"),
+        "GET",
+        "/clusters/*/api/v1/configmaps",
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(!body.contains(&lc), "the content is gone: {body}");
 }
 
 /// The LogicalCluster of a workspace, read in its own LC.

@@ -3,6 +3,7 @@
 //! (emptying a deleted namespace, then releasing its `kubernetes` finalizer).
 
 mod namespace_conditions;
+mod unheld;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -205,6 +206,9 @@ impl ApiServer {
         let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
         let is_logical_cluster = |def: &ResourceDef| is(def, "core.kcp.io", "logicalclusters");
         let cache = self.registry.cache();
+        if self.delete_unheld_content(cluster, &set).await? {
+            let _ = cache.wait_fresh().await;
+        }
         let doomed: Vec<_> = cache
             .objects_in_cluster(cluster)
             .into_iter()
@@ -248,6 +252,64 @@ impl ApiServer {
             .iter()
             .filter(|o| def_of(o).is_some_and(|d| !is_logical_cluster(&d)))
             .count())
+    }
+
+    /// Deletes what nothing holds in a logical cluster being deleted several objects to a store
+    /// write ([`unheld`]), as their own deletions would have, one by one, deleted them at once.
+    /// Admission sees none of these deletions, so a logical cluster with admission configuration
+    /// of its own keeps the one-by-one path. Answers whether anything was deleted; a write refused
+    /// (an object changed meanwhile) ends the pass, and the ordinary path decides the rest.
+    async fn delete_unheld_content(
+        &self,
+        cluster: &str,
+        set: &crate::discovery::ApiSet,
+    ) -> Result<bool, ApiError> {
+        let objects = self.registry.cache().objects_in_cluster(cluster);
+        let resolved: Vec<_> = objects
+            .iter()
+            .filter_map(|obj| served_resource(set, obj).map(|def| (def, obj)))
+            .filter(|(def, _)| !is(def, "core.kcp.io", "logicalclusters"))
+            .collect();
+        if resolved
+            .iter()
+            .any(|(def, _)| def.group == "admissionregistration.k8s.io")
+        {
+            return Ok(false);
+        }
+        let prefixes: Vec<_> = resolved
+            .iter()
+            .map(|(def, _)| crate::registry::keyspace(def).all_clusters().to_string())
+            .collect();
+        let candidates: Vec<_> = resolved
+            .iter()
+            .zip(&prefixes)
+            .map(|((def, obj), prefix)| {
+                let is_namespace = is(def, "", "namespaces");
+                unheld::Candidate {
+                    key: &obj.key,
+                    revision: obj.revision,
+                    resource: prefix,
+                    namespace: match is_namespace {
+                        true => Some(obj.name.as_str()),
+                        false => obj.namespace.as_deref(),
+                    },
+                    is_namespace,
+                    held: is_held(def, obj, is_namespace),
+                }
+            })
+            .collect();
+        let mut deleted = false;
+        for items in unheld::plan(&candidates) {
+            match self.registry.store().delete_all(&items).await {
+                Ok(revision) => {
+                    self.registry.cache().note_write(revision);
+                    deleted = true;
+                }
+                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => break,
+                Err(err) => return Err(ApiError::internal(err)),
+            }
+        }
+        Ok(deleted)
     }
 
     /// Finalizes every terminating namespace now, without waiting for the background task (tests).
@@ -639,6 +701,23 @@ where
         }
     }
     Ok(())
+}
+
+/// Whether something keeps `obj` from going at once: a deletion under way, a finalizer, or (for a
+/// namespace) any finalizer in its spec but Kubernetes' own, or its kind's own rule.
+fn is_held(def: &ResourceDef, obj: &crate::watch_cache::CachedObject, is_namespace: bool) -> bool {
+    if obj.is_deleting() {
+        return true;
+    }
+    if is_namespace {
+        return !obj
+            .json
+            .parse::<FinalizersOnly>()
+            .is_ok_and(|f| f.only_kubernetes());
+    }
+    obj.value().map_or(true, |v| {
+        !crate::registry::metadata::finalizers(&v).is_empty() || def.strategy.blocks_deletion(&v)
+    })
 }
 
 /// A namespace's finalizers (serde skips the rest without allocating).

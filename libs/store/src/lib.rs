@@ -114,6 +114,24 @@ pub(crate) fn check_value_size(value: &Bytes) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// Every engine refuses a [`Store::delete_all`] it cannot take as one step the same way: a caller's
+/// mistake, so not retryable.
+pub(crate) fn check_delete_all(items: &[(String, Revision)]) -> Result<(), StoreError> {
+    if items.len() > MAX_DELETE_ALL {
+        return Err(StoreError::Backend(format!(
+            "delete_all of {} keys: at most {MAX_DELETE_ALL}",
+            items.len()
+        )));
+    }
+    let mut seen = std::collections::HashSet::new();
+    match items.iter().find(|(key, _)| !seen.insert(key.as_str())) {
+        Some((key, _)) => Err(StoreError::Backend(format!(
+            "delete_all: key {key} given twice"
+        ))),
+        None => Ok(()),
+    }
+}
+
 impl Event {
     /// The event of a write at `revision`: a put of `value` (`Some`) or a deletion (`None`; delete
     /// events carry an empty value and create revision 0, as etcd's do).
@@ -191,6 +209,10 @@ pub enum StoreError {
     Backend(String),
 }
 
+/// The most keys one [`Store::delete_all`] takes: etcd refuses transactions with more than 128
+/// compares (`--max-txn-ops`), and each key brings one.
+pub const MAX_DELETE_ALL: usize = 64;
+
 /// The storage contract. Every method is safe to call concurrently.
 ///
 /// Writes are durable when the returned future resolves (for engines that persist at all).
@@ -233,6 +255,14 @@ pub trait Store: Send + Sync + 'static {
             .await
             .map(|(revision, _)| revision)
     }
+
+    /// Deletes every `(key, expected mod revision)` pair as one step: all of them, or none when a
+    /// key is missing (`NotFound`) or at another revision (`Conflict`), naming the first such key.
+    /// Keys must be distinct, at most [`MAX_DELETE_ALL`]. Answers the revision of the last deletion.
+    ///
+    /// etcd gives the deletions one revision, the other engines one each. Watchers resume after a
+    /// revision, so a caller puts at most one key a client watches as one resource in each call.
+    async fn delete_all(&self, items: &[(String, Revision)]) -> Result<Revision, StoreError>;
 
     /// Watches every key under `prefix`, delivering all changes with a revision greater than `after`
     /// (so `after = list revision` continues a list without gaps), then live changes. Fails (in the call

@@ -74,14 +74,22 @@ impl MemoryStore {
         &self,
         apply: impl FnOnce(&mut State) -> Result<(T, Event), StoreError>,
     ) -> Result<T, StoreError> {
+        self.write_all(|state| apply(state).map(|(out, event)| (out, vec![event])))
+    }
+
+    /// [`MemoryStore::write`] of several events under one lock, published together.
+    fn write_all<T>(
+        &self,
+        apply: impl FnOnce(&mut State) -> Result<(T, Vec<Event>), StoreError>,
+    ) -> Result<T, StoreError> {
         let mut state = self.inner.state.lock();
-        let (out, event) = apply(&mut state)?;
-        state
-            .log
-            .insert(event.kv.mod_revision, event.kv.key.clone());
-        self.inner
-            .hub
-            .publish(state.revision, std::slice::from_ref(&event));
+        let (out, events) = apply(&mut state)?;
+        for event in &events {
+            state
+                .log
+                .insert(event.kv.mod_revision, event.kv.key.clone());
+        }
+        self.inner.hub.publish(state.revision, &events);
         Ok(out)
     }
 }
@@ -94,6 +102,47 @@ fn start_bound(req: &RangeRequest) -> Bound<&str> {
 }
 
 impl State {
+    /// `key`'s live value, if it is at mod revision `expected` (when given).
+    fn live_at(&self, key: &str, expected: Option<Revision>) -> Result<KeyValue, StoreError> {
+        match self.current.get(key) {
+            None => Err(StoreError::NotFound {
+                key: key.to_owned(),
+            }),
+            Some(cur) if expected.is_some_and(|e| e != cur.mod_revision) => {
+                Err(StoreError::Conflict {
+                    key: key.to_owned(),
+                    current: Some(cur.clone()),
+                })
+            }
+            Some(cur) => Ok(cur.clone()),
+        }
+    }
+
+    /// Deletes the live `prev` at the next revision; answers the deletion's event.
+    fn remove(&mut self, prev: KeyValue) -> Event {
+        self.revision += 1;
+        let rev = self.revision;
+        self.current.remove(&prev.key);
+        self.history.insert(
+            (prev.key.clone(), rev),
+            Version {
+                create_revision: 0,
+                prev_mod_revision: prev.mod_revision,
+                value: None,
+            },
+        );
+        Event {
+            kind: EventKind::Delete,
+            kv: KeyValue {
+                key: prev.key.clone(),
+                value: Bytes::new(),
+                create_revision: 0,
+                mod_revision: rev,
+            },
+            prev: Some(prev),
+        }
+    }
+
     fn check_revision(&self, requested: Revision) -> Result<(), StoreError> {
         if requested > self.revision {
             return Err(StoreError::FutureRevision {
@@ -280,20 +329,7 @@ impl Store for MemoryStore {
     ) -> Result<Revision, StoreError> {
         crate::check_value_size(&value)?;
         self.write(|state| {
-            let prev = match state.current.get(key) {
-                None => {
-                    return Err(StoreError::NotFound {
-                        key: key.to_owned(),
-                    });
-                }
-                Some(cur) if cur.mod_revision != expected => {
-                    return Err(StoreError::Conflict {
-                        key: key.to_owned(),
-                        current: Some(cur.clone()),
-                    });
-                }
-                Some(cur) => cur.clone(),
-            };
+            let prev = state.live_at(key, Some(expected))?;
             state.revision += 1;
             let rev = state.revision;
             let kv = KeyValue {
@@ -328,45 +364,21 @@ impl Store for MemoryStore {
         expected: Option<Revision>,
     ) -> Result<(Revision, KeyValue), StoreError> {
         self.write(|state| {
-            let prev = match state.current.get(key) {
-                None => {
-                    return Err(StoreError::NotFound {
-                        key: key.to_owned(),
-                    });
-                }
-                Some(cur) if expected.is_some_and(|e| e != cur.mod_revision) => {
-                    return Err(StoreError::Conflict {
-                        key: key.to_owned(),
-                        current: Some(cur.clone()),
-                    });
-                }
-                Some(cur) => cur.clone(),
-            };
-            state.revision += 1;
-            let rev = state.revision;
-            state.current.remove(key);
-            state.history.insert(
-                (key.to_owned(), rev),
-                Version {
-                    create_revision: 0,
-                    prev_mod_revision: prev.mod_revision,
-                    value: None,
-                },
-            );
-            let kv = KeyValue {
-                key: key.to_owned(),
-                value: Bytes::new(),
-                create_revision: 0,
-                mod_revision: rev,
-            };
-            Ok((
-                (rev, prev.clone()),
-                Event {
-                    kind: EventKind::Delete,
-                    kv,
-                    prev: Some(prev),
-                },
-            ))
+            let prev = state.live_at(key, expected)?;
+            let event = state.remove(prev.clone());
+            Ok(((event.kv.mod_revision, prev), event))
+        })
+    }
+
+    async fn delete_all(&self, items: &[(String, Revision)]) -> Result<Revision, StoreError> {
+        crate::check_delete_all(items)?;
+        self.write_all(|state| {
+            let live = items
+                .iter()
+                .map(|(key, expected)| state.live_at(key, Some(*expected)))
+                .collect::<Result<Vec<_>, _>>()?;
+            let events: Vec<Event> = live.into_iter().map(|prev| state.remove(prev)).collect();
+            Ok((state.revision, events))
         })
     }
 

@@ -303,6 +303,19 @@ impl Store for RedbStore {
         }
     }
 
+    async fn delete_all(&self, items: &[(String, Revision)]) -> Result<Revision, StoreError> {
+        crate::check_delete_all(items)?;
+        match self
+            .submit(Op::DeleteAll {
+                items: items.to_vec(),
+            })
+            .await?
+        {
+            Outcome::Written(rev) => Ok(rev),
+            _ => Err(unexpected()),
+        }
+    }
+
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StoreError> {
         let after = after.max(0);
         let (sub, upto) = self.shared.hub.subscribe(prefix);

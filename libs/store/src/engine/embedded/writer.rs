@@ -31,6 +31,10 @@ pub(super) enum Op {
         key: String,
         expected: Option<Revision>,
     },
+    /// Distinct keys, each at its expected mod revision; all deleted or none.
+    DeleteAll {
+        items: Vec<(String, Revision)>,
+    },
     Compact {
         revision: Revision,
     },
@@ -187,17 +191,9 @@ fn apply(
             value,
             expected,
         } => {
-            let prev = match current(&t.kv, key)? {
-                Current::Absent { .. } => {
-                    return Ok(Err(StoreError::NotFound { key: key.clone() }));
-                }
-                Current::Live(cur) if cur.mod_revision != *expected => {
-                    return Ok(Err(StoreError::Conflict {
-                        key: key.clone(),
-                        current: Some(cur),
-                    }));
-                }
-                Current::Live(cur) => cur,
+            let prev = match live_at(&t.kv, key, Some(*expected))? {
+                Ok(prev) => prev,
+                Err(refused) => return Ok(Err(refused)),
             };
             let rev = revs.current + 1;
             put(t, key, value, prev.create_revision, rev, prev.mod_revision)?;
@@ -215,39 +211,28 @@ fn apply(
             Ok(Ok(Outcome::Written(rev)))
         }
         Op::Delete { key, expected } => {
-            let prev = match current(&t.kv, key)? {
-                Current::Absent { .. } => {
-                    return Ok(Err(StoreError::NotFound { key: key.clone() }));
-                }
-                Current::Live(cur) if expected.is_some_and(|e| e != cur.mod_revision) => {
-                    return Ok(Err(StoreError::Conflict {
-                        key: key.clone(),
-                        current: Some(cur),
-                    }));
-                }
-                Current::Live(cur) => cur,
+            let prev = match live_at(&t.kv, key, *expected)? {
+                Ok(prev) => prev,
+                Err(refused) => return Ok(Err(refused)),
             };
-            let rev = revs.current + 1;
-            t.kv.insert(key.as_str(), encode_kv_tombstone(rev).as_slice())
-                .map_err(backend)?;
-            t.revisions
-                .insert(
-                    rev,
-                    Record::encode(key, prev.create_revision, prev.mod_revision, None).as_slice(),
-                )
-                .map_err(backend)?;
-            revs.current = rev;
-            events.push(Event {
-                kind: EventKind::Delete,
-                kv: KeyValue {
-                    key: key.clone(),
-                    value: Bytes::new(),
-                    create_revision: 0,
-                    mod_revision: rev,
-                },
-                prev: Some(prev.clone()),
-            });
+            let rev = remove(t, revs, events, prev.clone())?;
             Ok(Ok(Outcome::Deleted(rev, prev)))
+        }
+        Op::DeleteAll { items } => {
+            // Every precondition before any write: the transaction holds other callers' writes
+            // too, so a refusal cannot roll back what this op already did.
+            let mut live = Vec::with_capacity(items.len());
+            for (key, expected) in items {
+                match live_at(&t.kv, key, Some(*expected))? {
+                    Ok(prev) => live.push(prev),
+                    Err(refused) => return Ok(Err(refused)),
+                }
+            }
+            let mut rev = revs.current;
+            for prev in live {
+                rev = remove(t, revs, events, prev)?;
+            }
+            Ok(Ok(Outcome::Written(rev)))
         }
         Op::Compact { revision } => {
             if *revision > revs.current {
@@ -263,6 +248,58 @@ fn apply(
             Ok(Ok(Outcome::Compacted))
         }
     }
+}
+
+/// `key`'s live value if it is at mod revision `expected` (when given); the inner error is the
+/// write's refusal (`NotFound` / `Conflict`).
+fn live_at(
+    kv: &Table<'_, &'static str, &'static [u8]>,
+    key: &str,
+    expected: Option<Revision>,
+) -> Result<Result<KeyValue, StoreError>, StoreError> {
+    Ok(match current(kv, key)? {
+        Current::Absent { .. } => Err(StoreError::NotFound {
+            key: key.to_owned(),
+        }),
+        Current::Live(cur) if expected.is_some_and(|e| e != cur.mod_revision) => {
+            Err(StoreError::Conflict {
+                key: key.to_owned(),
+                current: Some(cur),
+            })
+        }
+        Current::Live(cur) => Ok(cur),
+    })
+}
+
+/// Deletes the live `prev` at the next revision, which it answers.
+fn remove(
+    t: &mut Tables<'_>,
+    revs: &mut Revisions,
+    events: &mut Vec<Event>,
+    prev: KeyValue,
+) -> Result<Revision, StoreError> {
+    let rev = revs.current + 1;
+    let key = prev.key.as_str();
+    t.kv.insert(key, encode_kv_tombstone(rev).as_slice())
+        .map_err(backend)?;
+    t.revisions
+        .insert(
+            rev,
+            Record::encode(key, prev.create_revision, prev.mod_revision, None).as_slice(),
+        )
+        .map_err(backend)?;
+    revs.current = rev;
+    events.push(Event {
+        kind: EventKind::Delete,
+        kv: KeyValue {
+            key: prev.key.clone(),
+            value: Bytes::new(),
+            create_revision: 0,
+            mod_revision: rev,
+        },
+        prev: Some(prev),
+    });
+    Ok(rev)
 }
 
 fn put(

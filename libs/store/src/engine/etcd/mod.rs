@@ -334,6 +334,54 @@ impl Store for EtcdStore {
         Ok((revision, prev))
     }
 
+    async fn delete_all(&self, items: &[(String, Revision)]) -> Result<Revision, StoreError> {
+        crate::check_delete_all(items)?;
+        let full: Vec<Vec<u8>> = items.iter().map(|(key, _)| self.full(key)).collect();
+        let when: Vec<Compare> = full
+            .iter()
+            .zip(items)
+            .flat_map(|(f, (_, expected))| exists_at(f, Some(*expected)))
+            .collect();
+        let txn = Txn::new()
+            .when(when)
+            .and_then(
+                full.iter()
+                    .map(|f| TxnOp::delete(f.clone(), None))
+                    .collect::<Vec<_>>(),
+            )
+            .or_else(
+                full.into_iter()
+                    .map(|f| TxnOp::get(f, None))
+                    .collect::<Vec<_>>(),
+            );
+        let resp = self.txn(txn, 0).await?;
+        if resp.succeeded() {
+            return header_revision(resp.header());
+        }
+        // The first key whose compare failed, read in the same transaction.
+        for ((key, expected), read) in items.iter().zip(resp.op_responses()) {
+            let current = match read {
+                TxnOpResponse::Get(get) => {
+                    get.kvs().first().map(|kv| self.to_kv(kv)).transpose()?
+                }
+                _ => continue,
+            };
+            match current {
+                None => return Err(StoreError::NotFound { key: key.clone() }),
+                Some(cur) if cur.mod_revision != *expected => {
+                    return Err(StoreError::Conflict {
+                        key: key.clone(),
+                        current: Some(cur),
+                    });
+                }
+                Some(_) => {}
+            }
+        }
+        Err(StoreError::Backend(
+            "etcd: delete_all refused without a changed key".into(),
+        ))
+    }
+
     async fn watch(&self, prefix: &str, after: Revision) -> Result<WatchStream, StoreError> {
         self.watch_with(prefix, after, true).await
     }

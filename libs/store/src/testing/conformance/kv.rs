@@ -4,8 +4,10 @@ use std::sync::Arc;
 
 use bytes::Bytes;
 
-use super::{b, watch_error};
-use crate::{KeyValue, MAX_VALUE_BYTES, RangeRequest, Store, StoreError};
+use super::{Watcher, b, watch_error};
+use crate::{
+    EventKind, KeyValue, MAX_DELETE_ALL, MAX_VALUE_BYTES, RangeRequest, Store, StoreError,
+};
 
 fn not_found<T>(key: &str) -> Result<T, StoreError> {
     Err(StoreError::NotFound { key: key.into() })
@@ -219,4 +221,84 @@ pub async fn revisions_and_future(store: Arc<dyn Store>) {
         store.compact(future).await,
         Err(StoreError::FutureRevision { .. })
     ));
+}
+
+/// Several deletions as one step: refused whole when any key is missing, changed or repeated, or
+/// the call holds too many keys; otherwise every key goes, and watchers see each deletion.
+pub async fn delete_all(store: Arc<dyn Store>) {
+    let (a, b_, c) = ("/da/a", "/da/b", "/da/c");
+    let ra = store.create(a, b("a")).await.expect("create a");
+    let rb = store.create(b_, b("b")).await.expect("create b");
+    let rc = store.create(c, b("c")).await.expect("create c");
+    let before = store.current_revision().await.expect("revision");
+    let mut watcher = Watcher::new(&*store, "/da/", before).await;
+    let value = |key: &str, value: &str, rev| KeyValue {
+        key: key.into(),
+        value: b(value),
+        create_revision: rev,
+        mod_revision: rev,
+    };
+
+    let refused = [
+        (
+            vec![(a.to_string(), ra), (b_.to_string(), ra)],
+            Err(StoreError::Conflict {
+                key: b_.into(),
+                current: Some(value(b_, "b", rb)),
+            }),
+        ),
+        (
+            vec![(a.to_string(), ra), ("/da/missing".to_string(), rb)],
+            not_found("/da/missing"),
+        ),
+    ];
+    for (items, answer) in refused {
+        assert_eq!(store.delete_all(&items).await, answer, "{items:?}");
+    }
+    let twice = [(a.to_string(), ra), (a.to_string(), ra)];
+    assert!(store.delete_all(&twice).await.is_err(), "a key given twice");
+    let many: Vec<_> = (0..=MAX_DELETE_ALL)
+        .map(|i| (format!("/da/n{i}"), ra))
+        .chain([(a.to_string(), ra)])
+        .collect();
+    assert!(store.delete_all(&many).await.is_err(), "too many keys");
+    assert_eq!(
+        store.current_revision().await.expect("revision"),
+        before,
+        "refused deletions took a revision"
+    );
+    assert_eq!(store.get(a).await.expect("get"), Some(value(a, "a", ra)));
+
+    let items = [(a.to_string(), ra), (b_.to_string(), rb)];
+    let rev = store.delete_all(&items).await.expect("delete_all");
+    assert!(rev > before);
+    assert_eq!(store.get(a).await.expect("get"), None);
+    assert_eq!(store.get(b_).await.expect("get"), None);
+    assert_eq!(store.get(c).await.expect("get"), Some(value(c, "c", rc)));
+    assert_eq!(store.delete_all(&items).await, not_found(a));
+
+    let events = watcher.events(2).await;
+    let seen: Vec<_> = events
+        .iter()
+        .map(|e| {
+            (
+                e.kind.clone(),
+                e.kv.key.as_str(),
+                e.prev.as_ref().map(|p| p.mod_revision),
+            )
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            (EventKind::Delete, a, Some(ra)),
+            (EventKind::Delete, b_, Some(rb))
+        ]
+    );
+    assert!(
+        events
+            .iter()
+            .all(|e| e.kv.mod_revision > before && e.kv.mod_revision <= rev)
+    );
+    assert_eq!(events[1].kv.mod_revision, rev);
 }

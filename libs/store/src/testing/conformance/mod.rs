@@ -23,7 +23,7 @@ use crate::{Event, Revision, Store, StoreError, WatchStream};
 
 pub use self::compaction::compaction;
 pub use self::concurrency::concurrent_cas;
-pub use self::kv::{crud_and_cas, revisions_and_future};
+pub use self::kv::{crud_and_cas, delete_all, revisions_and_future};
 pub use self::model::{randomized_against_model, randomized_with_compaction};
 pub use self::range::{large_values, range_at_revision, range_pagination};
 pub use self::watch::{
@@ -37,6 +37,7 @@ pub type Case = fn(Arc<dyn Store>) -> BoxFuture<'static, ()>;
 /// watch queue, and etcd's own flow control has no such cut-off.)
 pub const CASES: &[(&str, Case)] = &[
     ("crud_and_cas", |s| Box::pin(crud_and_cas(s))),
+    ("delete_all", |s| Box::pin(delete_all(s))),
     ("revisions_and_future", |s| {
         Box::pin(revisions_and_future(s))
     }),
@@ -122,11 +123,12 @@ impl Watcher {
     async fn next(&mut self, deadline: tokio::time::Instant) -> crate::WatchResponse {
         let item = next_by(&mut self.stream, deadline, "the watch").await;
         let resp = item.expect("the watch ended").expect("the watch failed");
+        // Events of one etcd transaction share its revision, and come in one response.
+        let floor = self.last;
         for event in &resp.events {
             assert!(
-                event.kv.mod_revision > self.last,
-                "event {event:?} not after revision {}",
-                self.last
+                event.kv.mod_revision > floor && event.kv.mod_revision >= self.last,
+                "event {event:?} not after revision {floor}, or before the one before it"
             );
             assert!(
                 resp.revision >= event.kv.mod_revision,
