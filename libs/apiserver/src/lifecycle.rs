@@ -254,11 +254,12 @@ impl ApiServer {
             .count())
     }
 
-    /// Deletes what nothing holds in a logical cluster being deleted several objects to a store
-    /// write ([`unheld`]), as their own deletions would have, one by one, deleted them at once.
-    /// Admission sees none of these deletions, so a logical cluster with admission configuration
-    /// of its own keeps the one-by-one path. Answers whether anything was deleted; a write refused
-    /// (an object changed meanwhile) ends the pass, and the ordinary path decides the rest.
+    /// Deletes what nothing holds in a logical cluster being deleted, several objects to a store
+    /// write ([`unheld`]). A DELETE of any of them would remove it outright, so doing them together
+    /// changes only the number of writes. Admission sees none of them, so a logical cluster with
+    /// admission configuration of its own keeps the one-by-one path. Answers whether anything was
+    /// deleted; a refused write (an object changed meanwhile) ends the pass, and the ordinary path
+    /// decides the rest.
     async fn delete_unheld_content(
         &self,
         cluster: &str,
