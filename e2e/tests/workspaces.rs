@@ -458,18 +458,23 @@ fn held_content_holds_the_workspace(store: StoreKind) {
         "-p",
         r#"{"metadata":{"finalizers":null}}"#,
     ]);
-    shard.eventually("the workspace gone", || {
-        let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);
-        (!listed.contains("org")).then_some(())
-    });
-    let (code, body) = shard.curl_as(
-        Some("shard-admin"),
-        "GET",
-        "/clusters/*/api/v1/configmaps",
-        None,
-    );
+    let (code, body) = gone_with_configmaps(&shard, "org", "*");
     assert_eq!(code, 200, "{body}");
     assert!(!body.contains(&lc), "the content is gone: {body}");
+}
+
+/// Waits until workspace `name` in root is gone; answers a GET of the ConfigMaps of LC `lc` then.
+fn gone_with_configmaps(shard: &Shard, name: &str, lc: &str) -> (u16, String) {
+    shard.eventually(&format!("workspace {name} gone"), || {
+        let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);
+        (!listed.contains(name)).then_some(())
+    });
+    shard.curl_as(
+        Some("shard-admin"),
+        "GET",
+        &format!("/clusters/{lc}/api/v1/configmaps"),
+        None,
+    )
 }
 
 /// The LogicalCluster of a workspace, read in its own LC.
@@ -598,16 +603,7 @@ fn initializers_and_terminators(store: StoreKind) {
         .ok(&["get", "configmap", "kept", "-o", "name"]);
     assert_eq!(kept.trim(), "configmap/kept");
     remove_from_status(&shard, &lc, "terminators", "root:guarded");
-    shard.eventually("guarded gone", || {
-        let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);
-        (!listed.contains("guarded")).then_some(())
-    });
-    let (code, body) = shard.curl_as(
-        Some("shard-admin"),
-        "GET",
-        &format!("/clusters/{lc}/api/v1/configmaps"),
-        None,
-    );
+    let (code, body) = gone_with_configmaps(&shard, "guarded", &lc);
     assert!(code == 404 || !body.contains("kept"), "{code} {body}");
 }
 

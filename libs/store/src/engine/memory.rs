@@ -131,16 +131,9 @@ impl State {
                 value: None,
             },
         );
-        Event {
-            kind: EventKind::Delete,
-            kv: KeyValue {
-                key: prev.key.clone(),
-                value: Bytes::new(),
-                create_revision: 0,
-                mod_revision: rev,
-            },
-            prev: Some(prev),
-        }
+        let mut event = Event::of_write(&prev.key, None, 0, rev, None);
+        event.prev = Some(prev);
+        event
     }
 
     fn check_revision(&self, requested: Revision) -> Result<(), StoreError> {

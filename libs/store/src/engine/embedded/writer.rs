@@ -289,16 +289,9 @@ fn remove(
         )
         .map_err(backend)?;
     revs.current = rev;
-    events.push(Event {
-        kind: EventKind::Delete,
-        kv: KeyValue {
-            key: prev.key.clone(),
-            value: Bytes::new(),
-            create_revision: 0,
-            mod_revision: rev,
-        },
-        prev: Some(prev),
-    });
+    let mut event = Event::of_write(key, None, 0, rev, None);
+    event.prev = Some(prev);
+    events.push(event);
     Ok(rev)
 }
 
