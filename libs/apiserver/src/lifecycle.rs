@@ -206,11 +206,12 @@ impl ApiServer {
         let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
         let is_logical_cluster = |def: &ResourceDef| is(def, "core.kcp.io", "logicalclusters");
         let cache = self.registry.cache();
-        if self.delete_unheld_content(cluster, &set).await? {
+        let mut objects = cache.objects_in_cluster(cluster);
+        if self.delete_unheld_content(&set, &objects).await? {
             let _ = cache.wait_fresh().await;
+            objects = cache.objects_in_cluster(cluster);
         }
-        let doomed: Vec<_> = cache
-            .objects_in_cluster(cluster)
+        let doomed: Vec<_> = objects
             .into_iter()
             .filter_map(|obj| {
                 let def = def_of(&obj)?;
@@ -254,18 +255,17 @@ impl ApiServer {
             .count())
     }
 
-    /// Deletes what nothing holds in a logical cluster being deleted, several objects to a store
-    /// write ([`unheld`]). A DELETE of any of them would remove it outright, so doing them together
-    /// changes only the number of writes. Admission sees none of them, so a logical cluster with
-    /// admission configuration of its own keeps the one-by-one path. Answers whether anything was
-    /// deleted; a refused write (an object changed meanwhile) ends the pass, and the ordinary path
-    /// decides the rest.
+    /// Deletes what nothing holds among `objects` (a deleted logical cluster's), several objects
+    /// to a store write ([`unheld`]). A DELETE of any of them would remove it outright, so doing
+    /// them together changes only the number of writes. Admission sees none of them, so a
+    /// logical cluster with admission configuration of its own keeps the one-by-one path.
+    /// Answers whether anything was deleted; a refused write (an object changed meanwhile) ends
+    /// the pass, and the ordinary path decides the rest.
     async fn delete_unheld_content(
         &self,
-        cluster: &str,
         set: &crate::discovery::ApiSet,
+        objects: &[Arc<crate::watch_cache::CachedObject>],
     ) -> Result<bool, ApiError> {
-        let objects = self.registry.cache().objects_in_cluster(cluster);
         let resolved: Vec<_> = objects
             .iter()
             .filter_map(|obj| served_resource(set, obj).map(|def| (def, obj)))

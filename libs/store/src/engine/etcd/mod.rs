@@ -176,6 +176,19 @@ fn exists_at(full: &[u8], expected: Option<Revision>) -> Vec<Compare> {
     }
 }
 
+/// Why a guarded write to `key` was refused, from the key's value read in the same transaction.
+fn refusal(key: &str, current: Option<KeyValue>) -> StoreError {
+    match current {
+        None => StoreError::NotFound {
+            key: key.to_owned(),
+        },
+        Some(current) => StoreError::Conflict {
+            key: key.to_owned(),
+            current: Some(current),
+        },
+    }
+}
+
 fn header_revision(header: Option<&etcd_client::ResponseHeader>) -> Result<Revision, StoreError> {
     header
         .map(|h| h.revision())
@@ -309,15 +322,7 @@ impl Store for EtcdStore {
             .or_else([TxnOp::get(full, None)]);
         let resp = self.txn(txn, 0).await?;
         if !resp.succeeded() {
-            return match self.current_from_else(&resp)? {
-                None => Err(StoreError::NotFound {
-                    key: key.to_owned(),
-                }),
-                Some(current) => Err(StoreError::Conflict {
-                    key: key.to_owned(),
-                    current: Some(current),
-                }),
-            };
+            return Err(refusal(key, self.current_from_else(&resp)?));
         }
         let revision = header_revision(resp.header())?;
         let prev = match resp.op_responses().into_iter().next() {
@@ -366,15 +371,11 @@ impl Store for EtcdStore {
                 }
                 _ => continue,
             };
-            match current {
-                None => return Err(StoreError::NotFound { key: key.clone() }),
-                Some(cur) if cur.mod_revision != *expected => {
-                    return Err(StoreError::Conflict {
-                        key: key.clone(),
-                        current: Some(cur),
-                    });
-                }
-                Some(_) => {}
+            if current
+                .as_ref()
+                .is_none_or(|cur| cur.mod_revision != *expected)
+            {
+                return Err(refusal(key, current));
             }
         }
         Err(StoreError::Backend(
@@ -463,15 +464,7 @@ impl EtcdStore {
         if resp.succeeded() {
             return header_revision(resp.header());
         }
-        match self.current_from_else(&resp)? {
-            None => Err(StoreError::NotFound {
-                key: key.to_owned(),
-            }),
-            Some(current) => Err(StoreError::Conflict {
-                key: key.to_owned(),
-                current: Some(current),
-            }),
-        }
+        Err(refusal(key, self.current_from_else(&resp)?))
     }
 
     async fn watch_with(
