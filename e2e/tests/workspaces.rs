@@ -17,6 +17,7 @@ on_both_stores!(
     home_workspaces,
     delete_workspace_tree,
     held_content_holds_the_workspace,
+    scheduled_onto_content_already_there,
     initializers_and_terminators,
     workspace_isolation
 );
@@ -461,6 +462,51 @@ fn held_content_holds_the_workspace(store: StoreKind) {
     let (code, body) = gone_with_configmaps(&shard, "org", "*");
     assert_eq!(code, 200, "{body}");
     assert!(!body.contains(&lc), "the content is gone: {body}");
+}
+
+/// A workspace no shard can take waits in `Scheduling` with the name of its future LC. Content
+/// already written under that name (as by an earlier attempt that failed halfway) is kept once the
+/// workspace is scheduled: the workspace gets that LC, not another name.
+fn scheduled_onto_content_already_there(store: StoreKind) {
+    let shard = Shard::start(store);
+    let file = shard.write_file(
+        "later.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: later\nspec:\n  location:\n    selector:\n      matchLabels: {region: later}\n",
+    );
+    shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let waiting = shard.eventually("workspace later Unschedulable", || {
+        let ws = shard
+            .kubectl_cmd()
+            .json(&["get", "workspace", "later", "-o", "json"]);
+        let reason = &ws["status"]["conditions"][0]["reason"];
+        (ws["status"]["phase"] == "Scheduling" && reason == "Unschedulable").then_some(ws)
+    });
+    let lc = waiting["metadata"]["annotations"]["internal.tenancy.kcp.io/cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(lc.len(), 16, "{waiting}");
+    // The namespace the LC's first write would create, there before it.
+    let early = shard.kubectl_cmd().cluster(&lc);
+    early.ok(&["create", "namespace", "default"]);
+    early.ok(&["label", "namespace", "default", "early=yes"]);
+
+    shard.kubectl_ok(&["label", "shard", "root", "region=later"]);
+    shard.kubectl_ok(&["label", "workspace", "later", "nudged=yes"]);
+    let ready = shard.eventually("workspace later Ready", || {
+        let ws = shard
+            .kubectl_cmd()
+            .json(&["get", "workspace", "later", "-o", "json"]);
+        (ws["status"]["phase"] == "Ready").then_some(ws)
+    });
+    assert_eq!(ready["spec"]["cluster"], lc.as_str(), "{ready}");
+    let in_later = shard.kubectl_cmd().cluster("root:later");
+    let early_ns = in_later.json(&["get", "namespace", "default", "-o", "json"]);
+    assert_eq!(early_ns["metadata"]["labels"]["early"], "yes", "{early_ns}");
+    in_later.ok(&["get", "namespace", "kube-system"]);
+    in_later.ok(&["get", "clusterrolebinding", "workspace-admin"]);
+    let lc_object = in_later.json(&["get", "logicalcluster", "cluster", "-o", "json"]);
+    assert_eq!(lc_object["status"]["phase"], "Ready", "{lc_object}");
 }
 
 /// Waits until workspace `name` in root is gone; answers a GET of the ConfigMaps of LC `lc` then.

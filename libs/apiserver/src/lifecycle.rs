@@ -300,10 +300,12 @@ impl ApiServer {
             })
             .collect();
         let mut deleted = false;
-        for items in unheld::plan(&candidates) {
-            match self.registry.store().delete_all(&items).await {
-                Ok(revision) => {
-                    self.registry.cache().note_write(revision);
+        for writes in unheld::plan(&candidates) {
+            match self.registry.store().write_all(&writes).await {
+                Ok(revisions) => {
+                    if let Some(last) = revisions.last() {
+                        self.registry.cache().note_write(*last);
+                    }
                     deleted = true;
                 }
                 Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => break,

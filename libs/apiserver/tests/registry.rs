@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
 use kcp_apiserver::registry::{
-    DeleteOptions, DeleteOutcome, ListOptions, ListScope, ObjectRef, Registry, UpdateKind,
-    WriteOptions,
+    DeleteOptions, DeleteOutcome, ListOptions, ListScope, NewObject, ObjectRef, Registry,
+    UpdateKind, WriteOptions,
 };
 use kcp_apiserver::watch_cache::{CacheEventType, Scope, WatchItem};
 use serde_json::{Value, json};
@@ -607,6 +607,96 @@ async fn namespaces_are_emptied_on_delete(h: &Harness) {
     assert_eq!(reg.get(&ns, nsref).await.err().map(|e| e.code), Some(404));
 }
 
+/// `create_all` writes objects that belong together, a namespace with its content included, in
+/// one step: all of them, prepared as single creates are, or none.
+async fn objects_created_together(h: &Harness) {
+    let reg = h.server.registry();
+    let (ns, cms, sas) = (def("namespaces"), def("configmaps"), def("serviceaccounts"));
+    let new = |def, namespace, object| NewObject {
+        def,
+        cluster: "together",
+        namespace,
+        object,
+    };
+    let sa = |name: &str| json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": name}});
+    let written = reg
+        .create_all(vec![
+            new(
+                &ns,
+                None,
+                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "fresh"}}),
+            ),
+            new(&cms, Some("fresh"), cm("a", json!({"k": "1"}))),
+            new(&sas, Some("fresh"), sa("robot")),
+        ])
+        .await
+        .expect("created together");
+    assert_eq!(written.len(), 3);
+    let revisions: Vec<i64> = written.iter().map(|w| rv(&w.object)).collect();
+    assert!(revisions.windows(2).all(|w| w[0] <= w[1]), "{revisions:?}");
+    let get = |def, namespace, name| {
+        reg.get(
+            def,
+            ObjectRef {
+                cluster: "together",
+                namespace,
+                name,
+            },
+        )
+    };
+    let stored = get(&cms, Some("fresh"), "a").await.expect("configmap");
+    let stored = stored.value().expect("readable");
+    assert_eq!(rv(&stored), revisions[1]);
+    assert_eq!(
+        stored["metadata"]["uid"],
+        written[1].object["metadata"]["uid"]
+    );
+    assert_eq!(
+        stored["metadata"]["annotations"]["kcp.io/cluster"],
+        "together"
+    );
+    let namespace = get(&ns, None, "fresh").await.expect("namespace");
+    let namespace = namespace.value().expect("readable");
+    assert_eq!(namespace["status"]["phase"], "Active", "{namespace}");
+
+    // Refused whole: a name taken, an object in a namespace that is not there, an invalid name.
+    let refusals = [
+        (
+            vec![
+                new(&cms, Some("fresh"), cm("b", json!({}))),
+                new(&sas, Some("fresh"), sa("robot")),
+            ],
+            (409, "AlreadyExists"),
+        ),
+        (
+            vec![
+                new(&cms, Some("fresh"), cm("b", json!({}))),
+                new(&sas, Some("nowhere"), sa("robot")),
+            ],
+            (404, "NotFound"),
+        ),
+        (
+            vec![
+                new(&cms, Some("fresh"), cm("b", json!({}))),
+                new(&sas, Some("fresh"), sa("Not_A_Name")),
+            ],
+            (422, "Invalid"),
+        ),
+    ];
+    for (objects, (code, reason)) in refusals {
+        let err = reg.create_all(objects).await.err().expect("refused");
+        assert_eq!((err.code, err.reason.as_str()), (code, reason), "{err:?}");
+        let half = get(&cms, Some("fresh"), "b").await.err().map(|e| e.code);
+        assert_eq!(half, Some(404), "nothing of a refused call is written");
+    }
+    let taken = reg
+        .create_all(vec![new(&sas, Some("fresh"), sa("robot"))])
+        .await
+        .err()
+        .expect("taken");
+    assert!(taken.message.contains("serviceaccounts"), "{taken:?}");
+}
+
 fn events_def() -> ResourceDef {
     common::builtin("events.k8s.io", "events")
 }
@@ -784,3 +874,4 @@ on_both_stores!(finalizers_hold_deletion);
 on_both_stores!(namespaces_are_emptied_on_delete);
 on_both_stores!(events_are_one_set_of_objects_in_two_apis);
 on_both_stores!(kind_rules_are_enforced);
+on_both_stores!(objects_created_together);

@@ -16,6 +16,7 @@
 //! PATCH), then `Deleting`: its content, child workspaces included, is deleted, the LC goes, and
 //! the Workspace is released.
 
+mod creation;
 mod state;
 
 use std::collections::HashSet;
@@ -27,9 +28,8 @@ use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
 use kcp_apiserver::tenancy::{
-    CLUSTER_ANNOTATION, OWNER_ANNOTATION, ResolvedType, SHARD_ANNOTATION, TypeRef, Types,
-    WORKSPACE_FINALIZER, lifecycle_names, new_logical_cluster, random_cluster_name,
-    workspace_admin_binding,
+    CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER,
+    lifecycle_names, random_cluster_name,
 };
 use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType};
 use parking_lot::Mutex;
@@ -619,20 +619,20 @@ impl Controller {
                 let universal = lifecycle_names(&chain, "initializer")
                     .iter()
                     .any(|i| i == UNIVERSAL_INITIALIZER);
-                // The LC is born past the universal initializer: its namespaces and the admin
-                // binding are written beside it, and the workspace waits for one commit. Safe
-                // because the LC name is ours: admission chose it at random and keeps it immutable.
-                let (created, admin, namespaces) = tokio::join!(
-                    self.create_lc(server, cluster, name, ws, &reference, &chain, &lc_name),
-                    self.admin_binding(server, &lc_name, username),
-                    self.universal_namespaces(server, &lc_name, universal),
+                let lc = self.logical_cluster(
+                    server,
+                    cluster,
+                    name,
+                    ws,
+                    &created_by,
+                    &reference,
+                    &chain,
                 );
-                match created {
-                    Ok(lc) => {
-                        admin?;
-                        namespaces?;
-                        (lc, true)
-                    }
+                match self
+                    .create_lc(server, &lc_name, lc, username, universal)
+                    .await
+                {
+                    Ok(lc) => (lc, true),
                     Err(e) if e.code == 409 => {
                         // Created meanwhile: ours (an earlier attempt) or someone else's.
                         let _ = registry.cache().wait_fresh().await;
@@ -682,46 +682,6 @@ impl Controller {
         Ok(Outcome::Done)
     }
 
-    /// The `workspace-admin` ClusterRoleBinding making the workspace's creator its admin.
-    async fn admin_binding(
-        &self,
-        server: &ApiServer,
-        lc_name: &str,
-        username: &str,
-    ) -> Result<(), ApiError> {
-        if username.is_empty() {
-            return Ok(());
-        }
-        server
-            .create_missing(
-                &self.defs.bindings,
-                lc_name,
-                workspace_admin_binding(username),
-            )
-            .await
-    }
-
-    /// The namespaces the universal initializer gives (when `wanted`).
-    async fn universal_namespaces(
-        &self,
-        server: &ApiServer,
-        cluster: &str,
-        wanted: bool,
-    ) -> Result<(), ApiError> {
-        if !wanted {
-            return Ok(());
-        }
-        let namespace = |name: &'static str| {
-            let namespace =
-                json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
-            server.create_missing(&self.defs.namespaces, cluster, namespace)
-        };
-        let [first, second] = UNIVERSAL_NAMESPACES;
-        let (first, second) = tokio::join!(namespace(first), namespace(second));
-        first?;
-        second
-    }
-
     /// Gives the workspace a new LC name (and, with `guard`, the finalizer that protects it).
     async fn rename(
         &self,
@@ -753,68 +713,6 @@ impl Controller {
             )
             .await
             .map(|_| ())
-    }
-
-    /// Creates the LogicalCluster `lc_name` for workspace `name` in `cluster`; answers it as written.
-    #[allow(clippy::too_many_arguments)] // one call site; each is a distinct input
-    async fn create_lc(
-        &self,
-        server: &ApiServer,
-        cluster: &str,
-        name: &str,
-        ws: &Value,
-        reference: &TypeRef,
-        chain: &[ResolvedType],
-        lc_name: &str,
-    ) -> Result<Value, ApiError> {
-        let registry = server.registry();
-        let parent_path = Types {
-            cache: registry.cache(),
-            paths: server.paths(),
-        }
-        .path_of(cluster);
-        let created_by: Value = annotation(ws, OWNER_ANNOTATION)
-            .and_then(|o| serde_json::from_str(o).ok())
-            .unwrap_or_else(|| json!({}));
-        let mut lc = new_logical_cluster(
-            &format!("{parent_path}:{name}"),
-            reference,
-            chain,
-            &created_by,
-        );
-        lc["metadata"]["finalizers"] = json!([CONTENT_FINALIZER]);
-        lc["metadata"]["annotations"][SHARD_ANNOTATION] = json!(server.shard_name());
-        lc["spec"]["owner"] = json!({
-            "apiVersion": "tenancy.kcp.io/v1alpha1",
-            "resource": "workspaces",
-            "name": name,
-            "cluster": cluster,
-            "uid": text(ws, "/metadata/uid"),
-        });
-        // Past the universal initializer, whose work `schedule` does beside this create.
-        let remaining: Vec<String> = string_list(&lc, "/spec/initializers")
-            .into_iter()
-            .filter(|i| i != UNIVERSAL_INITIALIZER)
-            .collect();
-        let phase = if remaining.is_empty() {
-            "Ready"
-        } else {
-            "Initializing"
-        };
-        lc["status"] = json!({"phase": phase, "initializers": remaining});
-        registry
-            .create(
-                &self.defs.logical_clusters,
-                lc_name,
-                None,
-                lc,
-                WriteOptions {
-                    with_status: true,
-                    ..Default::default()
-                },
-            )
-            .await
-            .map(|w| w.object)
     }
 
     /// Runs the `root:universal` initializer on `lc` if it is pending: answers the LC as updated,

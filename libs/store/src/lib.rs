@@ -114,21 +114,63 @@ pub(crate) fn check_value_size(value: &Bytes) -> Result<(), StoreError> {
     Ok(())
 }
 
-/// Every engine refuses a [`Store::delete_all`] it cannot take as one step the same way: a caller's
-/// mistake, so not retryable.
-pub(crate) fn check_delete_all(items: &[(String, Revision)]) -> Result<(), StoreError> {
-    if items.len() > MAX_DELETE_ALL {
+/// Every engine refuses a [`Store::write_all`] it cannot take as one step the same way: a caller's
+/// mistake, so not retryable (values too large together are [`StoreError::TooLarge`], as one
+/// value too large is).
+pub(crate) fn check_write_all(writes: &[Write]) -> Result<(), StoreError> {
+    if writes.len() > MAX_WRITE_ALL {
         return Err(StoreError::Backend(format!(
-            "delete_all of {} keys: at most {MAX_DELETE_ALL}",
-            items.len()
+            "write_all of {} keys: at most {MAX_WRITE_ALL}",
+            writes.len()
         )));
     }
     let mut seen = std::collections::HashSet::new();
-    match items.iter().find(|(key, _)| !seen.insert(key.as_str())) {
-        Some((key, _)) => Err(StoreError::Backend(format!(
-            "delete_all: key {key} given twice"
-        ))),
-        None => Ok(()),
+    if let Some(w) = writes.iter().find(|w| !seen.insert(w.key())) {
+        return Err(StoreError::Backend(format!(
+            "write_all: key {} given twice",
+            w.key()
+        )));
+    }
+    let size: usize = writes.iter().filter_map(Write::value).map(Bytes::len).sum();
+    if size > MAX_VALUE_BYTES {
+        return Err(StoreError::TooLarge {
+            size,
+            limit: MAX_VALUE_BYTES,
+        });
+    }
+    Ok(())
+}
+
+/// One write of a [`Store::write_all`], guarded as the single-key write of the same name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Write {
+    /// Creates `key`, which must be absent (else `AlreadyExists`).
+    Create { key: String, value: Bytes },
+    /// Replaces `key`, which must be at mod revision `expected` (else `NotFound` / `Conflict`).
+    Update {
+        key: String,
+        value: Bytes,
+        expected: Revision,
+    },
+    /// Deletes `key`, which must be at mod revision `expected` (else `NotFound` / `Conflict`).
+    Delete { key: String, expected: Revision },
+}
+
+impl Write {
+    pub fn key(&self) -> &str {
+        match self {
+            Write::Create { key, .. } | Write::Update { key, .. } | Write::Delete { key, .. } => {
+                key
+            }
+        }
+    }
+
+    /// The value written; `None` for a deletion.
+    pub fn value(&self) -> Option<&Bytes> {
+        match self {
+            Write::Create { value, .. } | Write::Update { value, .. } => Some(value),
+            Write::Delete { .. } => None,
+        }
     }
 }
 
@@ -209,9 +251,9 @@ pub enum StoreError {
     Backend(String),
 }
 
-/// The most keys one [`Store::delete_all`] takes: etcd refuses transactions with more than 128
+/// The most keys one [`Store::write_all`] takes: etcd refuses transactions with more than 128
 /// compares (`--max-txn-ops`), and each key brings one.
-pub const MAX_DELETE_ALL: usize = 64;
+pub const MAX_WRITE_ALL: usize = 64;
 
 /// The storage contract. Every method is safe to call concurrently.
 ///
@@ -256,13 +298,14 @@ pub trait Store: Send + Sync + 'static {
             .map(|(revision, _)| revision)
     }
 
-    /// Deletes every `(key, expected mod revision)` pair as one step: all of them, or none when a
-    /// key is missing (`NotFound`) or at another revision (`Conflict`), naming the first such key.
-    /// Keys must be distinct, at most [`MAX_DELETE_ALL`]. Answers the revision of the last deletion.
+    /// Makes every write as one step: all of them, or none when one is refused, answering the
+    /// refusal of the first such write (`AlreadyExists`, `NotFound`, `Conflict`). Keys must be
+    /// distinct, at most [`MAX_WRITE_ALL`], their values at most [`MAX_VALUE_BYTES`] together.
+    /// Answers the revision of each write, in order.
     ///
-    /// etcd gives the deletions one revision, the other engines one each. Watchers resume after a
+    /// etcd gives the writes one revision, the other engines one each. Watchers resume after a
     /// revision, so a caller puts at most one key a client watches as one resource in each call.
-    async fn delete_all(&self, items: &[(String, Revision)]) -> Result<Revision, StoreError>;
+    async fn write_all(&self, writes: &[Write]) -> Result<Vec<Revision>, StoreError>;
 
     /// Watches every key under `prefix`, delivering all changes with a revision greater than `after`
     /// (so `after = list revision` continues a list without gaps), then live changes. Fails (in the call

@@ -8,7 +8,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use kcp_store::{MAX_DELETE_ALL, Revision};
+use kcp_store::{MAX_WRITE_ALL, Revision, Write};
 
 /// One object of the logical cluster, as the plan needs it.
 pub(super) struct Candidate<'a> {
@@ -24,13 +24,13 @@ pub(super) struct Candidate<'a> {
 }
 
 /// The deletions, write by write, to run in order (a namespace never before its content).
-pub(super) fn plan(candidates: &[Candidate<'_>]) -> Vec<Vec<(String, Revision)>> {
+pub(super) fn plan(candidates: &[Candidate<'_>]) -> Vec<Vec<Write>> {
     let held_namespaces: HashSet<&str> = candidates
         .iter()
         .filter(|c| c.held)
         .filter_map(|c| c.namespace)
         .collect();
-    let mut writes: Vec<Write<'_>> = Vec::new();
+    let mut writes: Vec<Batch<'_>> = Vec::new();
     // The last write holding content of each namespace.
     let mut last_of: HashMap<&str, usize> = HashMap::new();
     for c in candidates.iter().filter(|c| !c.held && !c.is_namespace) {
@@ -51,22 +51,25 @@ pub(super) fn plan(candidates: &[Candidate<'_>]) -> Vec<Vec<(String, Revision)>>
 }
 
 #[derive(Default)]
-struct Write<'a> {
+struct Batch<'a> {
     resources: HashSet<&'a str>,
-    items: Vec<(String, Revision)>,
+    items: Vec<Write>,
 }
 
 /// Puts `c` in the first write from `from` on with room and none of its resource; answers which.
-fn place<'a>(writes: &mut Vec<Write<'a>>, c: &Candidate<'a>, from: usize) -> usize {
+fn place<'a>(writes: &mut Vec<Batch<'a>>, c: &Candidate<'a>, from: usize) -> usize {
     let found = (from..writes.len()).find(|&i| {
-        writes[i].items.len() < MAX_DELETE_ALL && !writes[i].resources.contains(c.resource)
+        writes[i].items.len() < MAX_WRITE_ALL && !writes[i].resources.contains(c.resource)
     });
     let at = found.unwrap_or_else(|| {
-        writes.resize_with(writes.len().max(from) + 1, Write::default);
+        writes.resize_with(writes.len().max(from) + 1, Batch::default);
         writes.len() - 1
     });
     writes[at].resources.insert(c.resource);
-    writes[at].items.push((c.key.to_string(), c.revision));
+    writes[at].items.push(Write::Delete {
+        key: c.key.to_string(),
+        expected: c.revision,
+    });
     at
 }
 
@@ -96,9 +99,9 @@ mod tests {
         }
     }
 
-    fn keys(plan: &[Vec<(String, Revision)>]) -> Vec<Vec<&str>> {
+    fn keys(plan: &[Vec<Write>]) -> Vec<Vec<&str>> {
         plan.iter()
-            .map(|w| w.iter().map(|(k, _)| k.as_str()).collect())
+            .map(|w| w.iter().map(Write::key).collect())
             .collect()
     }
 
@@ -168,9 +171,9 @@ mod tests {
 
     #[test]
     fn writes_stay_within_the_store_limit() {
-        let names: Vec<String> = (0..MAX_DELETE_ALL + 1).map(|i| format!("r{i}/x")).collect();
+        let names: Vec<String> = (0..MAX_WRITE_ALL + 1).map(|i| format!("r{i}/x")).collect();
         let objects: Vec<_> = names.iter().map(|n| object(n, n.as_str(), None)).collect();
         let sizes: Vec<usize> = plan(&objects).iter().map(Vec::len).collect();
-        assert_eq!(sizes, [MAX_DELETE_ALL, 1]);
+        assert_eq!(sizes, [MAX_WRITE_ALL, 1]);
     }
 }

@@ -1,5 +1,7 @@
 //! Create and update: every write is a compare-and-swap on the object's revision.
 
+use std::collections::HashSet;
+
 use bytes::Bytes;
 use kcp_api_types::{ResourceDef, StrategyContext};
 use kcp_apimachinery::status::{ApiError, Cause};
@@ -10,6 +12,15 @@ use super::metadata::{self, meta_mut, meta_str};
 use super::{ObjectRef, Registry, keyspace, store_error};
 use crate::admission::{Operation, Target};
 use crate::watch_cache::decorate;
+
+/// One object of a [`Registry::create_all`].
+pub struct NewObject<'a> {
+    pub def: &'a ResourceDef,
+    pub cluster: &'a str,
+    /// For namespaced kinds.
+    pub namespace: Option<&'a str>,
+    pub object: Value,
+}
 
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WriteOptions<'a> {
@@ -179,50 +190,9 @@ impl Registry {
         mut obj: Value,
         opts: WriteOptions<'_>,
     ) -> Result<Written, ApiError> {
-        metadata::check_type(def, &mut obj)?;
-        metadata::check_namespace(def, &mut obj, namespace)?;
-        if let (true, Some(ns)) = (def.namespaced, namespace) {
-            self.check_namespace(cluster, ns).await?;
-        }
-        let requested_name = meta_str(&obj, "name").to_string();
-        let at = Target {
-            cluster,
-            namespace,
-            name: &requested_name,
-            subresource: None,
-        };
-        self.admit_mutate(
-            def,
-            at,
-            Operation::Create,
-            opts.user,
-            opts.dry_run,
-            Some(&mut obj),
-            None,
-        )
-        .await?;
-        let generate =
-            meta_str(&obj, "name").is_empty() && !meta_str(&obj, "generateName").is_empty();
-        if generate {
-            let prefix = meta_str(&obj, "generateName").to_string();
-            let errors = metadata::name_errors(&def.name_rule, &prefix, true);
-            if !errors.is_empty() {
-                let causes = errors
-                    .iter()
-                    .map(|m| Cause::invalid("metadata.generateName", &json!(prefix), m))
-                    .collect();
-                return Err(invalid(def, &prefix, causes));
-            }
-        }
-        metadata::prepare_create(def, &mut obj, cluster);
-        if def.status_subresource
-            && !(opts.with_status && opts.user.is_none())
-            && let Some(m) = obj.as_object_mut()
-        {
-            m.remove("status");
-        }
-        def.strategy
-            .prepare_for_create(&self.ctx(cluster), &mut obj);
+        let generate = self
+            .admit_new(def, cluster, namespace, &mut obj, opts, true)
+            .await?;
         let mut attempt = 0u64;
         // Held until the write is acknowledged, so the quota controller does not recount meanwhile.
         let mut quota_reservation = None;
@@ -240,28 +210,8 @@ impl Registry {
                 );
             }
             let name = meta_str(&obj, "name").to_string();
-            let mut causes = metadata::validate_metadata(def, &obj);
-            causes.extend(def.strategy.validate(&obj));
-            causes.extend(required_fields(def, &obj));
-            if !causes.is_empty() {
-                return Err(invalid(def, &name, causes));
-            }
-            let at = Target {
-                cluster,
-                namespace,
-                name: &name,
-                subresource: None,
-            };
-            self.admit_validate(
-                def,
-                at,
-                Operation::Create,
-                opts.user,
-                opts.dry_run,
-                Some(&obj),
-                None,
-            )
-            .await?;
+            self.admit_named(def, cluster, namespace, &obj, opts)
+                .await?;
             if quota_reservation.is_none() {
                 let admitted = crate::admission::quota::admit(
                     self,
@@ -287,6 +237,174 @@ impl Registry {
                 Err(err) => return Err(store_error(def, &name, err)),
             }
         }
+    }
+
+    /// Creates objects that belong together in one store write ([`kcp_store::Store::write_all`]):
+    /// all of them or none. For the shard's own writes (not admitted for a user, status kept as
+    /// given); each object is prepared and validated as [`Registry::create`] does, by name (no
+    /// `generateName`). An object may live in a namespace created in the same call. The caller
+    /// keeps to the store's rule: at most one object of a resource (and
+    /// [`kcp_store::MAX_WRITE_ALL`]) per call. Answers the objects as written, in order.
+    pub async fn create_all(&self, objects: Vec<NewObject<'_>>) -> Result<Vec<Written>, ApiError> {
+        let opts = WriteOptions {
+            with_status: true,
+            ..Default::default()
+        };
+        let created_namespaces: HashSet<(&str, String)> = objects
+            .iter()
+            .filter(|o| o.def.group.is_empty() && o.def.plural == "namespaces")
+            .map(|o| (o.cluster, meta_str(&o.object, "name").to_string()))
+            .collect();
+        let mut writes = Vec::with_capacity(objects.len());
+        let mut named = Vec::with_capacity(objects.len());
+        // Held until the write is acknowledged, as in `create`.
+        let mut reservations = Vec::new();
+        for NewObject {
+            def,
+            cluster,
+            namespace,
+            object: mut obj,
+        } in objects
+        {
+            let check_namespace =
+                namespace.is_none_or(|ns| !created_namespaces.contains(&(cluster, ns.to_string())));
+            let generate = self
+                .admit_new(def, cluster, namespace, &mut obj, opts, check_namespace)
+                .await?;
+            let name = meta_str(&obj, "name").to_string();
+            if generate || name.is_empty() {
+                return Err(ApiError::internal(format!(
+                    "create_all of a {} without a name",
+                    def.kind
+                )));
+            }
+            self.admit_named(def, cluster, namespace, &obj, opts)
+                .await?;
+            let quota = crate::admission::quota::admit(self, def, cluster, namespace, &name, false);
+            reservations.push(quota.await?);
+            let key = keyspace(def).object(cluster, namespace, &name);
+            writes.push(kcp_store::Write::Create {
+                key,
+                value: stored_bytes(def, &obj)?,
+            });
+            named.push((def, name, obj));
+        }
+        match self.store.write_all(&writes).await {
+            Ok(revisions) => {
+                if let Some(last) = revisions.last() {
+                    self.cache.note_write(*last);
+                }
+                named
+                    .into_iter()
+                    .zip(revisions)
+                    .map(|((_, _, obj), rev)| served(obj, Some(rev)))
+                    .collect()
+            }
+            Err(err) => {
+                let refused = match &err {
+                    StoreError::AlreadyExists { key } => writes.iter().position(|w| w.key() == key),
+                    _ => None,
+                };
+                match refused.and_then(|i| named.get(i)).or(named.first()) {
+                    Some((def, name, _)) => Err(store_error(def, name, err)),
+                    None => Err(ApiError::internal(err)),
+                }
+            }
+        }
+    }
+
+    /// What [`Registry::create`] does to a new object before it has its final name: type and
+    /// namespace checks (the namespace must exist and not be terminating, when `check_namespace`),
+    /// mutating admission, system fields and the kind's preparation. Answers whether the name
+    /// is still to be generated.
+    async fn admit_new(
+        &self,
+        def: &ResourceDef,
+        cluster: &str,
+        namespace: Option<&str>,
+        obj: &mut Value,
+        opts: WriteOptions<'_>,
+        check_namespace: bool,
+    ) -> Result<bool, ApiError> {
+        metadata::check_type(def, obj)?;
+        metadata::check_namespace(def, obj, namespace)?;
+        if let (true, true, Some(ns)) = (check_namespace, def.namespaced, namespace) {
+            self.check_namespace(cluster, ns).await?;
+        }
+        let requested_name = meta_str(obj, "name").to_string();
+        let at = Target {
+            cluster,
+            namespace,
+            name: &requested_name,
+            subresource: None,
+        };
+        self.admit_mutate(
+            def,
+            at,
+            Operation::Create,
+            opts.user,
+            opts.dry_run,
+            Some(obj),
+            None,
+        )
+        .await?;
+        let generate =
+            meta_str(obj, "name").is_empty() && !meta_str(obj, "generateName").is_empty();
+        if generate {
+            let prefix = meta_str(obj, "generateName").to_string();
+            let errors = metadata::name_errors(&def.name_rule, &prefix, true);
+            if !errors.is_empty() {
+                let causes = errors
+                    .iter()
+                    .map(|m| Cause::invalid("metadata.generateName", &json!(prefix), m))
+                    .collect();
+                return Err(invalid(def, &prefix, causes));
+            }
+        }
+        metadata::prepare_create(def, obj, cluster);
+        if def.status_subresource
+            && !(opts.with_status && opts.user.is_none())
+            && let Some(m) = obj.as_object_mut()
+        {
+            m.remove("status");
+        }
+        def.strategy.prepare_for_create(&self.ctx(cluster), obj);
+        Ok(generate)
+    }
+
+    /// What [`Registry::create`] checks of a new object with its final name: validation and
+    /// validating admission.
+    async fn admit_named(
+        &self,
+        def: &ResourceDef,
+        cluster: &str,
+        namespace: Option<&str>,
+        obj: &Value,
+        opts: WriteOptions<'_>,
+    ) -> Result<(), ApiError> {
+        let name = meta_str(obj, "name");
+        let mut causes = metadata::validate_metadata(def, obj);
+        causes.extend(def.strategy.validate(obj));
+        causes.extend(required_fields(def, obj));
+        if !causes.is_empty() {
+            return Err(invalid(def, name, causes));
+        }
+        let at = Target {
+            cluster,
+            namespace,
+            name,
+            subresource: None,
+        };
+        self.admit_validate(
+            def,
+            at,
+            Operation::Create,
+            opts.user,
+            opts.dry_run,
+            Some(obj),
+            None,
+        )
+        .await
     }
 
     /// Updates an object: `mutate` turns the current object into the desired one (a PUT body, or the

@@ -11,8 +11,8 @@ use parking_lot::Mutex;
 
 use crate::fanout::{ReadyReplay, WatchHub, replay_responses, watch_stream};
 use crate::{
-    Event, EventKind, KeyValue, RangeRequest, RangeResult, Revision, Store, StoreError,
-    WatchConfig, WatchStream,
+    Event, KeyValue, RangeRequest, RangeResult, Revision, Store, StoreError, WatchConfig,
+    WatchStream, Write,
 };
 
 /// An in-memory [`Store`]. Cheap to clone; clones share the same data.
@@ -116,6 +116,57 @@ impl State {
             }
             Some(cur) => Ok(cur.clone()),
         }
+    }
+
+    /// Checks `write`'s precondition: answers the live value an update or delete replaces.
+    fn found(&self, write: &Write) -> Result<Option<KeyValue>, StoreError> {
+        match write {
+            Write::Create { key, .. } if self.current.contains_key(key) => {
+                Err(StoreError::AlreadyExists { key: key.clone() })
+            }
+            Write::Create { .. } => Ok(None),
+            Write::Update { key, expected, .. } | Write::Delete { key, expected } => {
+                self.live_at(key, Some(*expected)).map(Some)
+            }
+        }
+    }
+
+    /// Makes `write`, whose precondition found `prev`, at the next revision; answers its event.
+    fn perform(&mut self, write: &Write, prev: Option<KeyValue>) -> Event {
+        let (key, value) = match write {
+            Write::Delete { key, .. } => match prev {
+                Some(prev) => return self.remove(prev),
+                // `found` answers the value a deletion removes; without one nothing is removed.
+                None => return Event::of_write(key, None, 0, self.revision, None),
+            },
+            Write::Create { key, value } | Write::Update { key, value, .. } => (key, value),
+        };
+        self.revision += 1;
+        let rev = self.revision;
+        let create_revision = prev.as_ref().map_or(rev, |p| p.create_revision);
+        let kv = KeyValue {
+            key: key.clone(),
+            value: value.clone(),
+            create_revision,
+            mod_revision: rev,
+        };
+        self.current.insert(key.clone(), kv);
+        self.history.insert(
+            (key.clone(), rev),
+            Version {
+                create_revision,
+                prev_mod_revision: prev.as_ref().map_or(0, |p| p.mod_revision),
+                value: Some(value.clone()),
+            },
+        );
+        Event::of_write(key, Some(value.clone()), create_revision, rev, prev)
+    }
+
+    /// [`State::found`] and [`State::perform`] of one write; answers its revision and event.
+    fn apply(&mut self, write: &Write) -> Result<(Revision, Event), StoreError> {
+        let prev = self.found(write)?;
+        let event = self.perform(write, prev);
+        Ok((event.kv.mod_revision, event))
     }
 
     /// Deletes the live `prev` at the next revision; answers the deletion's event.
@@ -280,38 +331,8 @@ impl Store for MemoryStore {
 
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StoreError> {
         crate::check_value_size(&value)?;
-        self.write(|state| {
-            if state.current.contains_key(key) {
-                return Err(StoreError::AlreadyExists {
-                    key: key.to_owned(),
-                });
-            }
-            state.revision += 1;
-            let rev = state.revision;
-            let kv = KeyValue {
-                key: key.to_owned(),
-                value: value.clone(),
-                create_revision: rev,
-                mod_revision: rev,
-            };
-            state.current.insert(key.to_owned(), kv.clone());
-            state.history.insert(
-                (key.to_owned(), rev),
-                Version {
-                    create_revision: rev,
-                    prev_mod_revision: 0,
-                    value: Some(value),
-                },
-            );
-            Ok((
-                rev,
-                Event {
-                    kind: EventKind::Put,
-                    kv,
-                    prev: None,
-                },
-            ))
-        })
+        let key = key.to_owned();
+        self.write(|state| state.apply(&Write::Create { key, value }))
     }
 
     async fn update(
@@ -321,33 +342,13 @@ impl Store for MemoryStore {
         expected: Revision,
     ) -> Result<Revision, StoreError> {
         crate::check_value_size(&value)?;
+        let key = key.to_owned();
         self.write(|state| {
-            let prev = state.live_at(key, Some(expected))?;
-            state.revision += 1;
-            let rev = state.revision;
-            let kv = KeyValue {
-                key: key.to_owned(),
-                value: value.clone(),
-                create_revision: prev.create_revision,
-                mod_revision: rev,
-            };
-            state.current.insert(key.to_owned(), kv.clone());
-            state.history.insert(
-                (key.to_owned(), rev),
-                Version {
-                    create_revision: prev.create_revision,
-                    prev_mod_revision: prev.mod_revision,
-                    value: Some(value),
-                },
-            );
-            Ok((
-                rev,
-                Event {
-                    kind: EventKind::Put,
-                    kv,
-                    prev: Some(prev),
-                },
-            ))
+            state.apply(&Write::Update {
+                key,
+                value,
+                expected,
+            })
         })
     }
 
@@ -363,15 +364,20 @@ impl Store for MemoryStore {
         })
     }
 
-    async fn delete_all(&self, items: &[(String, Revision)]) -> Result<Revision, StoreError> {
-        crate::check_delete_all(items)?;
+    async fn write_all(&self, writes: &[Write]) -> Result<Vec<Revision>, StoreError> {
+        crate::check_write_all(writes)?;
         self.write_all(|state| {
-            let live = items
+            let found = writes
                 .iter()
-                .map(|(key, expected)| state.live_at(key, Some(*expected)))
+                .map(|w| state.found(w))
                 .collect::<Result<Vec<_>, _>>()?;
-            let events: Vec<Event> = live.into_iter().map(|prev| state.remove(prev)).collect();
-            Ok((state.revision, events))
+            let events: Vec<Event> = writes
+                .iter()
+                .zip(found)
+                .map(|(w, prev)| state.perform(w, prev))
+                .collect();
+            let revisions = events.iter().map(|e| e.kv.mod_revision).collect();
+            Ok((revisions, events))
         })
     }
 

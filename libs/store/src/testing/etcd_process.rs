@@ -55,8 +55,9 @@ impl Launch {
             // it applies (to evaluate the compares); 3.5 caches that copy. Committing every 10 ms
             // instead of 100 keeps the copy, and the garbage it makes, a tenth as large: a
             // 10k-workspace tree beside 50k others was deleted in 24 s instead of 31 (18 s with
-            // Store::delete_all, which alone gains nothing at 100 ms). The price, measured: the
-            // shard's ConfigMap creates at 16-64 clients ran 15-25 % slower; 25 ms was no better.
+            // deletions batched by Store::write_all, which alone gain nothing at 100 ms). The
+            // price, measured: the shard's ConfigMap creates at 16-64 clients ran 15-25 % slower;
+            // 25 ms was no better.
             .arg("--backend-batch-interval=10ms")
             .arg("--log-level=warn")
             .stdin(Stdio::null())

@@ -26,7 +26,7 @@ use self::writer::{Op, Outcome, Request, Revisions};
 use crate::fanout::{Replay, WatchHub, watch_stream};
 use crate::{
     KeyValue, RangeRequest, RangeResult, Revision, Store, StoreError, WatchConfig, WatchResponse,
-    WatchStream,
+    WatchStream, Write,
 };
 
 /// Tuning of a [`RedbStore`].
@@ -255,10 +255,10 @@ impl Store for RedbStore {
     async fn create(&self, key: &str, value: Bytes) -> Result<Revision, StoreError> {
         crate::check_value_size(&value)?;
         match self
-            .submit(Op::Create {
+            .submit(Op::Write(Write::Create {
                 key: key.to_owned(),
                 value,
-            })
+            }))
             .await?
         {
             Outcome::Written(rev) => Ok(rev),
@@ -274,11 +274,11 @@ impl Store for RedbStore {
     ) -> Result<Revision, StoreError> {
         crate::check_value_size(&value)?;
         match self
-            .submit(Op::Update {
+            .submit(Op::Write(Write::Update {
                 key: key.to_owned(),
                 value,
                 expected,
-            })
+            }))
             .await?
         {
             Outcome::Written(rev) => Ok(rev),
@@ -303,15 +303,10 @@ impl Store for RedbStore {
         }
     }
 
-    async fn delete_all(&self, items: &[(String, Revision)]) -> Result<Revision, StoreError> {
-        crate::check_delete_all(items)?;
-        match self
-            .submit(Op::DeleteAll {
-                items: items.to_vec(),
-            })
-            .await?
-        {
-            Outcome::Written(rev) => Ok(rev),
+    async fn write_all(&self, writes: &[Write]) -> Result<Vec<Revision>, StoreError> {
+        crate::check_write_all(writes)?;
+        match self.submit(Op::WriteAll(writes.to_vec())).await? {
+            Outcome::WrittenAll(revs) => Ok(revs),
             _ => Err(unexpected()),
         }
     }

@@ -6,7 +6,6 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
-use bytes::Bytes;
 use redb::{Database, Durability, ReadableTable, Table};
 use tokio::sync::{mpsc, oneshot};
 
@@ -15,26 +14,17 @@ use super::codec::{
     Entry, KV, META, META_COMPACTED, META_REVISION, REVISIONS, Record, backend, encode_kv,
     encode_kv_tombstone,
 };
-use crate::{Event, EventKind, KeyValue, Revision, StoreError};
+use crate::{Event, KeyValue, Revision, StoreError, Write};
 
 pub(super) enum Op {
-    Create {
-        key: String,
-        value: Bytes,
-    },
-    Update {
-        key: String,
-        value: Bytes,
-        expected: Revision,
-    },
+    /// A create or update (a deletion answering its previous value is `Delete`).
+    Write(Write),
     Delete {
         key: String,
         expected: Option<Revision>,
     },
-    /// Distinct keys, each at its expected mod revision; all deleted or none.
-    DeleteAll {
-        items: Vec<(String, Revision)>,
-    },
+    /// Writes to distinct keys: all made or none.
+    WriteAll(Vec<Write>),
     Compact {
         revision: Revision,
     },
@@ -42,6 +32,8 @@ pub(super) enum Op {
 
 pub(super) enum Outcome {
     Written(Revision),
+    /// The revision of each write of a `WriteAll`, in order.
+    WrittenAll(Vec<Revision>),
     Deleted(Revision, KeyValue),
     Compacted,
 }
@@ -163,53 +155,10 @@ fn apply(
     op: &Op,
 ) -> Result<Result<Outcome, StoreError>, StoreError> {
     match op {
-        Op::Create { key, value } => {
-            // A key created again links to its tombstone, so older revisions stay readable.
-            let last = match current(&t.kv, key)? {
-                Current::Live(_) => {
-                    return Ok(Err(StoreError::AlreadyExists { key: key.clone() }));
-                }
-                Current::Absent { last } => last,
-            };
-            let rev = revs.current + 1;
-            put(t, key, value, rev, rev, last)?;
-            revs.current = rev;
-            events.push(Event {
-                kind: EventKind::Put,
-                kv: KeyValue {
-                    key: key.clone(),
-                    value: value.clone(),
-                    create_revision: rev,
-                    mod_revision: rev,
-                },
-                prev: None,
-            });
-            Ok(Ok(Outcome::Written(rev)))
-        }
-        Op::Update {
-            key,
-            value,
-            expected,
-        } => {
-            let prev = match live_at(&t.kv, key, Some(*expected))? {
-                Ok(prev) => prev,
-                Err(refused) => return Ok(Err(refused)),
-            };
-            let rev = revs.current + 1;
-            put(t, key, value, prev.create_revision, rev, prev.mod_revision)?;
-            revs.current = rev;
-            events.push(Event {
-                kind: EventKind::Put,
-                kv: KeyValue {
-                    key: key.clone(),
-                    value: value.clone(),
-                    create_revision: prev.create_revision,
-                    mod_revision: rev,
-                },
-                prev: Some(prev),
-            });
-            Ok(Ok(Outcome::Written(rev)))
-        }
+        Op::Write(write) => Ok(match found(&t.kv, write)? {
+            Ok(found) => Ok(Outcome::Written(perform(t, revs, events, write, found)?)),
+            Err(refused) => Err(refused),
+        }),
         Op::Delete { key, expected } => {
             let prev = match live_at(&t.kv, key, *expected)? {
                 Ok(prev) => prev,
@@ -218,21 +167,21 @@ fn apply(
             let rev = remove(t, revs, events, prev.clone())?;
             Ok(Ok(Outcome::Deleted(rev, prev)))
         }
-        Op::DeleteAll { items } => {
+        Op::WriteAll(writes) => {
             // Every precondition before any write: the transaction holds other callers' writes
             // too, so a refusal cannot roll back what this op already did.
-            let mut live = Vec::with_capacity(items.len());
-            for (key, expected) in items {
-                match live_at(&t.kv, key, Some(*expected))? {
-                    Ok(prev) => live.push(prev),
+            let mut checked = Vec::with_capacity(writes.len());
+            for write in writes {
+                match found(&t.kv, write)? {
+                    Ok(found) => checked.push(found),
                     Err(refused) => return Ok(Err(refused)),
                 }
             }
-            let mut rev = revs.current;
-            for prev in live {
-                rev = remove(t, revs, events, prev)?;
+            let mut written = Vec::with_capacity(writes.len());
+            for (write, found) in writes.iter().zip(checked) {
+                written.push(perform(t, revs, events, write, found)?);
             }
-            Ok(Ok(Outcome::Written(rev)))
+            Ok(Ok(Outcome::WrittenAll(written)))
         }
         Op::Compact { revision } => {
             if *revision > revs.current {
@@ -248,6 +197,66 @@ fn apply(
             Ok(Ok(Outcome::Compacted))
         }
     }
+}
+
+/// What a write's precondition found: for a create, the revision of the key's tombstone (0 if
+/// none); for an update or a delete, the live value it replaces.
+enum Found {
+    Absent(Revision),
+    Live(KeyValue),
+}
+
+/// Checks `write`'s precondition; the inner error is its refusal.
+fn found(
+    kv: &Table<'_, &'static str, &'static [u8]>,
+    write: &Write,
+) -> Result<Result<Found, StoreError>, StoreError> {
+    Ok(match write {
+        Write::Create { key, .. } => match current(kv, key)? {
+            Current::Live(_) => Err(StoreError::AlreadyExists { key: key.clone() }),
+            Current::Absent { last } => Ok(Found::Absent(last)),
+        },
+        Write::Update { key, expected, .. } | Write::Delete { key, expected } => {
+            live_at(kv, key, Some(*expected))?.map(Found::Live)
+        }
+    })
+}
+
+/// Makes `write`, whose precondition `found` checked, at the next revision, which it answers.
+fn perform(
+    t: &mut Tables<'_>,
+    revs: &mut Revisions,
+    events: &mut Vec<Event>,
+    write: &Write,
+    found: Found,
+) -> Result<Revision, StoreError> {
+    let rev = revs.current + 1;
+    match (write, found) {
+        (Write::Delete { .. }, Found::Live(prev)) => return remove(t, revs, events, prev),
+        // A key created again links to its tombstone, so older revisions stay readable.
+        (Write::Create { key, value }, Found::Absent(last)) => {
+            put(t, key, value, rev, rev, last)?;
+            events.push(Event::of_write(key, Some(value.clone()), rev, rev, None));
+        }
+        (Write::Update { key, value, .. }, Found::Live(prev)) => {
+            put(t, key, value, prev.create_revision, rev, prev.mod_revision)?;
+            let create_revision = prev.create_revision;
+            events.push(Event::of_write(
+                key,
+                Some(value.clone()),
+                create_revision,
+                rev,
+                Some(prev),
+            ));
+        }
+        _ => {
+            return Err(StoreError::Backend(
+                "redb writer: a write checked against the wrong state".into(),
+            ));
+        }
+    }
+    revs.current = rev;
+    Ok(rev)
 }
 
 /// `key`'s live value if it is at mod revision `expected` (when given); the inner error is the

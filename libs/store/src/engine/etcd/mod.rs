@@ -19,6 +19,7 @@ use etcd_client::{
 use self::errors::{Condition, backend, condition};
 use crate::{
     KeyValue, MAX_VALUE_BYTES, RangeRequest, RangeResult, Revision, Store, StoreError, WatchStream,
+    Write,
 };
 
 /// Large ranges exceed tonic's default 4 MiB response limit.
@@ -339,47 +340,65 @@ impl Store for EtcdStore {
         Ok((revision, prev))
     }
 
-    async fn delete_all(&self, items: &[(String, Revision)]) -> Result<Revision, StoreError> {
-        crate::check_delete_all(items)?;
-        let full: Vec<Vec<u8>> = items.iter().map(|(key, _)| self.full(key)).collect();
-        let when: Vec<Compare> = full
-            .iter()
-            .zip(items)
-            .flat_map(|(f, (_, expected))| exists_at(f, Some(*expected)))
-            .collect();
-        let txn = Txn::new()
-            .when(when)
-            .and_then(
-                full.iter()
-                    .map(|f| TxnOp::delete(f.clone(), None))
-                    .collect::<Vec<_>>(),
-            )
-            .or_else(
-                full.into_iter()
-                    .map(|f| TxnOp::get(f, None))
-                    .collect::<Vec<_>>(),
-            );
-        let resp = self.txn(txn, 0).await?;
-        if resp.succeeded() {
-            return header_revision(resp.header());
+    async fn write_all(&self, writes: &[Write]) -> Result<Vec<Revision>, StoreError> {
+        crate::check_write_all(writes)?;
+        let full: Vec<Vec<u8>> = writes.iter().map(|w| self.full(w.key())).collect();
+        let mut when = Vec::with_capacity(writes.len());
+        let mut then = Vec::with_capacity(writes.len());
+        for (f, write) in full.iter().zip(writes) {
+            match write {
+                Write::Create { value, .. } => {
+                    when.push(Compare::mod_revision(f.clone(), CompareOp::Equal, 0));
+                    then.push(TxnOp::put(f.clone(), Vec::from(value.clone()), None));
+                }
+                Write::Update {
+                    value, expected, ..
+                } => {
+                    when.extend(exists_at(f, Some(*expected)));
+                    then.push(TxnOp::put(f.clone(), Vec::from(value.clone()), None));
+                }
+                Write::Delete { expected, .. } => {
+                    when.extend(exists_at(f, Some(*expected)));
+                    then.push(TxnOp::delete(f.clone(), None));
+                }
+            }
         }
-        // The first key whose compare failed, read in the same transaction.
-        for ((key, expected), read) in items.iter().zip(resp.op_responses()) {
+        let size = writes.iter().filter_map(Write::value).map(Bytes::len).sum();
+        let txn = Txn::new().when(when).and_then(then).or_else(
+            full.into_iter()
+                .map(|f| TxnOp::get(f, None))
+                .collect::<Vec<_>>(),
+        );
+        let resp = self.txn(txn, size).await?;
+        if resp.succeeded() {
+            // One revision for the whole transaction.
+            return Ok(vec![header_revision(resp.header())?; writes.len()]);
+        }
+        // The first write whose compare failed, from the keys read in the same transaction.
+        for (write, read) in writes.iter().zip(resp.op_responses()) {
             let current = match read {
                 TxnOpResponse::Get(get) => {
                     get.kvs().first().map(|kv| self.to_kv(kv)).transpose()?
                 }
                 _ => continue,
             };
-            if current
-                .as_ref()
-                .is_none_or(|cur| cur.mod_revision != *expected)
-            {
-                return Err(refusal(key, current));
+            let refused = match write {
+                Write::Create { key, .. } => {
+                    current.map(|_| StoreError::AlreadyExists { key: key.clone() })
+                }
+                Write::Update { key, expected, .. } | Write::Delete { key, expected } => {
+                    match &current {
+                        Some(cur) if cur.mod_revision == *expected => None,
+                        _ => Some(refusal(key, current)),
+                    }
+                }
+            };
+            if let Some(refused) = refused {
+                return Err(refused);
             }
         }
         Err(StoreError::Backend(
-            "etcd: delete_all refused without a changed key".into(),
+            "etcd: write_all refused without a changed key".into(),
         ))
     }
 

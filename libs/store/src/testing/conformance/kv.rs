@@ -6,7 +6,7 @@ use bytes::Bytes;
 
 use super::{Watcher, b, watch_error};
 use crate::{
-    EventKind, KeyValue, MAX_DELETE_ALL, MAX_VALUE_BYTES, RangeRequest, Store, StoreError,
+    EventKind, KeyValue, MAX_VALUE_BYTES, MAX_WRITE_ALL, RangeRequest, Store, StoreError, Write,
 };
 
 fn not_found<T>(key: &str) -> Result<T, StoreError> {
@@ -223,61 +223,133 @@ pub async fn revisions_and_future(store: Arc<dyn Store>) {
     ));
 }
 
-/// Several deletions as one step: refused whole when any key is missing, changed or repeated, or
-/// the call holds too many keys; otherwise every key goes, and watchers see each deletion.
-pub async fn delete_all(store: Arc<dyn Store>) {
-    let (a, b_, c) = ("/da/a", "/da/b", "/da/c");
+/// Several writes as one step: refused whole when any is refused, repeats a key, holds too many
+/// keys or too many bytes; otherwise every write is made, and watchers see each, in order.
+pub async fn write_all(store: Arc<dyn Store>) {
+    let (a, b_, c, d) = ("/wa/a", "/wa/b", "/wa/c", "/wa/d");
     let ra = store.create(a, b("a")).await.expect("create a");
     let rb = store.create(b_, b("b")).await.expect("create b");
     let rc = store.create(c, b("c")).await.expect("create c");
     let before = store.current_revision().await.expect("revision");
-    let mut watcher = Watcher::new(&*store, "/da/", before).await;
+    let mut watcher = Watcher::new(&*store, "/wa/", before).await;
     let value = |key: &str, value: &str, rev| KeyValue {
         key: key.into(),
         value: b(value),
         create_revision: rev,
         mod_revision: rev,
     };
+    let create = |key: &str, v: &str| Write::Create {
+        key: key.into(),
+        value: b(v),
+    };
+    let update = |key: &str, v: &str, expected| Write::Update {
+        key: key.into(),
+        value: b(v),
+        expected,
+    };
+    let delete = |key: &str, expected| Write::Delete {
+        key: key.into(),
+        expected,
+    };
 
     let refused = [
         (
-            vec![(a.to_string(), ra), (b_.to_string(), ra)],
+            vec![delete(a, ra), delete(b_, ra)],
             Err(StoreError::Conflict {
                 key: b_.into(),
                 current: Some(value(b_, "b", rb)),
             }),
         ),
         (
-            vec![(a.to_string(), ra), ("/da/missing".to_string(), rb)],
-            not_found("/da/missing"),
+            vec![delete(a, ra), delete("/wa/missing", rb)],
+            not_found("/wa/missing"),
+        ),
+        (
+            vec![create(d, "d"), create(a, "again")],
+            Err(StoreError::AlreadyExists { key: a.into() }),
+        ),
+        (
+            vec![update(c, "c2", rc), update(a, "x", rb)],
+            Err(StoreError::Conflict {
+                key: a.into(),
+                current: Some(value(a, "a", ra)),
+            }),
+        ),
+        (
+            vec![create(d, "d"), update("/wa/missing", "x", ra)],
+            not_found("/wa/missing"),
         ),
     ];
-    for (items, answer) in refused {
-        assert_eq!(store.delete_all(&items).await, answer, "{items:?}");
+    for (writes, answer) in refused {
+        assert_eq!(store.write_all(&writes).await, answer, "{writes:?}");
     }
-    let twice = [(a.to_string(), ra), (a.to_string(), ra)];
-    assert!(store.delete_all(&twice).await.is_err(), "a key given twice");
-    let many: Vec<_> = (0..=MAX_DELETE_ALL)
-        .map(|i| (format!("/da/n{i}"), ra))
-        .chain([(a.to_string(), ra)])
+    let twice = [delete(a, ra), update(a, "x", ra)];
+    assert!(store.write_all(&twice).await.is_err(), "a key given twice");
+    let many: Vec<_> = (0..=MAX_WRITE_ALL)
+        .map(|i| create(&format!("/wa/n{i}"), "n"))
         .collect();
-    assert!(store.delete_all(&many).await.is_err(), "too many keys");
+    assert!(store.write_all(&many).await.is_err(), "too many keys");
+    let half = Bytes::from(vec![b'x'; MAX_VALUE_BYTES / 2 + 1]);
+    let large = [
+        Write::Create {
+            key: d.into(),
+            value: half.clone(),
+        },
+        Write::Create {
+            key: "/wa/e".into(),
+            value: half,
+        },
+    ];
+    assert!(
+        matches!(
+            store.write_all(&large).await,
+            Err(StoreError::TooLarge { .. })
+        ),
+        "values too large together"
+    );
     assert_eq!(
         store.current_revision().await.expect("revision"),
         before,
-        "refused deletions took a revision"
+        "refused writes took a revision"
     );
     assert_eq!(store.get(a).await.expect("get"), Some(value(a, "a", ra)));
+    assert_eq!(store.get(c).await.expect("get"), Some(value(c, "c", rc)));
+    assert_eq!(store.get(d).await.expect("get"), None);
 
-    let items = [(a.to_string(), ra), (b_.to_string(), rb)];
-    let rev = store.delete_all(&items).await.expect("delete_all");
-    assert!(rev > before);
+    let writes = [
+        create(d, "d"),
+        update(c, "c2", rc),
+        delete(a, ra),
+        delete(b_, rb),
+    ];
+    let revs = store.write_all(&writes).await.expect("write_all");
+    assert_eq!(revs.len(), writes.len());
+    assert!(revs[0] > before && revs.windows(2).all(|w| w[0] <= w[1]));
+    let rev = revs[3];
+    let created = store.get(d).await.expect("get").expect("d created");
+    assert_eq!(created.value, b("d"));
+    assert_eq!(created.create_revision, created.mod_revision);
+    assert_eq!(created.mod_revision, revs[0]);
+    let updated = store.get(c).await.expect("get").expect("c kept");
+    assert_eq!((updated.value, updated.create_revision), (b("c2"), rc));
+    assert_eq!(updated.mod_revision, revs[1]);
     assert_eq!(store.get(a).await.expect("get"), None);
     assert_eq!(store.get(b_).await.expect("get"), None);
-    assert_eq!(store.get(c).await.expect("get"), Some(value(c, "c", rc)));
-    assert_eq!(store.delete_all(&items).await, not_found(a));
+    assert_eq!(
+        store.write_all(&writes).await,
+        Err(StoreError::AlreadyExists { key: d.into() })
+    );
+    // A deleted key created again is new: its create revision is the new write's.
+    let again = store
+        .write_all(&[create(a, "a2")])
+        .await
+        .expect("a created again")[0];
+    assert_eq!(
+        store.get(a).await.expect("get"),
+        Some(value(a, "a2", again))
+    );
 
-    let events = watcher.events(2).await;
+    let events = watcher.events(5).await;
     let seen: Vec<_> = events
         .iter()
         .map(|e| {
@@ -291,14 +363,13 @@ pub async fn delete_all(store: Arc<dyn Store>) {
     assert_eq!(
         seen,
         [
+            (EventKind::Put, d, None),
+            (EventKind::Put, c, Some(rc)),
             (EventKind::Delete, a, Some(ra)),
-            (EventKind::Delete, b_, Some(rb))
+            (EventKind::Delete, b_, Some(rb)),
+            (EventKind::Put, a, None),
         ]
     );
-    assert!(
-        events
-            .iter()
-            .all(|e| e.kv.mod_revision > before && e.kv.mod_revision <= rev)
-    );
-    assert_eq!(events[1].kv.mod_revision, rev);
+    let seen_at: Vec<_> = events.iter().map(|e| e.kv.mod_revision).collect();
+    assert_eq!(seen_at, [revs[0], revs[1], revs[2], rev, again]);
 }

@@ -23,7 +23,7 @@ use crate::{Event, Revision, Store, StoreError, WatchStream};
 
 pub use self::compaction::compaction;
 pub use self::concurrency::concurrent_cas;
-pub use self::kv::{crud_and_cas, delete_all, revisions_and_future};
+pub use self::kv::{crud_and_cas, revisions_and_future, write_all};
 pub use self::model::{randomized_against_model, randomized_with_compaction};
 pub use self::range::{large_values, range_at_revision, range_pagination};
 pub use self::watch::{
@@ -37,7 +37,7 @@ pub type Case = fn(Arc<dyn Store>) -> BoxFuture<'static, ()>;
 /// watch queue, and etcd's own flow control has no such cut-off.)
 pub const CASES: &[(&str, Case)] = &[
     ("crud_and_cas", |s| Box::pin(crud_and_cas(s))),
-    ("delete_all", |s| Box::pin(delete_all(s))),
+    ("write_all", |s| Box::pin(write_all(s))),
     ("revisions_and_future", |s| {
         Box::pin(revisions_and_future(s))
     }),
