@@ -466,47 +466,55 @@ fn held_content_holds_the_workspace(store: StoreKind) {
 
 /// A workspace no shard can take waits in `Scheduling` with the name of its future LC. Content
 /// already written under that name (as by an earlier attempt that failed halfway) is kept once the
-/// workspace is scheduled: the workspace gets that LC, not another name.
+/// workspace is scheduled: the workspace gets that LC, not another name. Each of the LC's two
+/// first writes is tried: `later` finds namespace `default` there, `later2` `kube-system`.
 fn scheduled_onto_content_already_there(store: StoreKind) {
     let shard = Shard::start(store);
-    let file = shard.write_file(
-        "later.yaml",
-        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: later\nspec:\n  location:\n    selector:\n      matchLabels: {region: later}\n",
-    );
-    shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
-    let waiting = shard.eventually("workspace later Unschedulable", || {
-        let ws = shard
-            .kubectl_cmd()
-            .json(&["get", "workspace", "later", "-o", "json"]);
-        let reason = &ws["status"]["conditions"][0]["reason"];
-        (ws["status"]["phase"] == "Scheduling" && reason == "Unschedulable").then_some(ws)
-    });
-    let lc = waiting["metadata"]["annotations"]["internal.tenancy.kcp.io/cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    assert_eq!(lc.len(), 16, "{waiting}");
-    // The namespace the LC's first write would create, there before it.
-    let early = shard.kubectl_cmd().cluster(&lc);
-    early.ok(&["create", "namespace", "default"]);
-    early.ok(&["label", "namespace", "default", "early=yes"]);
+    let mut chosen = Vec::new();
+    for (name, early) in [("later", "default"), ("later2", "kube-system")] {
+        let file = shard.write_file(
+            &format!("{name}.yaml"),
+            &format!("apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  location:\n    selector:\n      matchLabels: {{region: later}}\n"),
+        );
+        shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+        let waiting = shard.eventually(&format!("workspace {name} Unschedulable"), || {
+            let ws = shard
+                .kubectl_cmd()
+                .json(&["get", "workspace", name, "-o", "json"]);
+            let reason = &ws["status"]["conditions"][0]["reason"];
+            (ws["status"]["phase"] == "Scheduling" && reason == "Unschedulable").then_some(ws)
+        });
+        let lc = waiting["metadata"]["annotations"]["internal.tenancy.kcp.io/cluster"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(lc.len(), 16, "{waiting}");
+        // A namespace one of the LC's first writes would create, there before it.
+        let in_lc = shard.kubectl_cmd().cluster(&lc);
+        in_lc.ok(&["create", "namespace", early]);
+        in_lc.ok(&["label", "namespace", early, "early=yes"]);
+        chosen.push((name, early, lc));
+    }
 
     shard.kubectl_ok(&["label", "shard", "root", "region=later"]);
-    shard.kubectl_ok(&["label", "workspace", "later", "nudged=yes"]);
-    let ready = shard.eventually("workspace later Ready", || {
-        let ws = shard
-            .kubectl_cmd()
-            .json(&["get", "workspace", "later", "-o", "json"]);
-        (ws["status"]["phase"] == "Ready").then_some(ws)
-    });
-    assert_eq!(ready["spec"]["cluster"], lc.as_str(), "{ready}");
-    let in_later = shard.kubectl_cmd().cluster("root:later");
-    let early_ns = in_later.json(&["get", "namespace", "default", "-o", "json"]);
-    assert_eq!(early_ns["metadata"]["labels"]["early"], "yes", "{early_ns}");
-    in_later.ok(&["get", "namespace", "kube-system"]);
-    in_later.ok(&["get", "clusterrolebinding", "workspace-admin"]);
-    let lc_object = in_later.json(&["get", "logicalcluster", "cluster", "-o", "json"]);
-    assert_eq!(lc_object["status"]["phase"], "Ready", "{lc_object}");
+    for (name, early, lc) in chosen {
+        shard.kubectl_ok(&["label", "workspace", name, "nudged=yes"]);
+        let ready = shard.eventually(&format!("workspace {name} Ready"), || {
+            let ws = shard
+                .kubectl_cmd()
+                .json(&["get", "workspace", name, "-o", "json"]);
+            (ws["status"]["phase"] == "Ready").then_some(ws)
+        });
+        assert_eq!(ready["spec"]["cluster"], lc.as_str(), "{ready}");
+        let inside = shard.kubectl_cmd().cluster(&format!("root:{name}"));
+        let kept = inside.json(&["get", "namespace", early, "-o", "json"]);
+        assert_eq!(kept["metadata"]["labels"]["early"], "yes", "{kept}");
+        inside.ok(&["get", "namespace", "default"]);
+        inside.ok(&["get", "namespace", "kube-system"]);
+        inside.ok(&["get", "clusterrolebinding", "workspace-admin"]);
+        let lc_object = inside.json(&["get", "logicalcluster", "cluster", "-o", "json"]);
+        assert_eq!(lc_object["status"]["phase"], "Ready", "{lc_object}");
+    }
 }
 
 /// Waits until workspace `name` in root is gone; answers a GET of the ConfigMaps of LC `lc` then.

@@ -656,12 +656,8 @@ impl Controller {
             let universal = string_list(&lc, "/spec/initializers")
                 .iter()
                 .any(|i| i == UNIVERSAL_INITIALIZER);
-            let (admin, namespaces) = tokio::join!(
-                self.admin_binding(server, &lc_name, username),
-                self.universal_namespaces(server, &lc_name, universal),
-            );
-            admin?;
-            namespaces?;
+            self.lc_content(server, &lc_name, username, universal)
+                .await?;
             match LcState::of(&lc).pending(UNIVERSAL_INITIALIZER) {
                 true => self
                     .remove_initializer(server, &lc_name, UNIVERSAL_INITIALIZER)

@@ -252,7 +252,7 @@ pub enum StoreError {
 }
 
 /// The most keys one [`Store::write_all`] takes: etcd refuses transactions with more than 128
-/// compares (`--max-txn-ops`), and each key brings one.
+/// compares (`--max-txn-ops`), and a key brings one or two.
 pub const MAX_WRITE_ALL: usize = 64;
 
 /// The storage contract. Every method is safe to call concurrently.

@@ -271,13 +271,13 @@ impl Registry {
             let generate = self
                 .admit_new(def, cluster, namespace, &mut obj, opts, check_namespace)
                 .await?;
-            let name = meta_str(&obj, "name").to_string();
-            if generate || name.is_empty() {
+            if generate {
                 return Err(ApiError::internal(format!(
-                    "create_all of a {} without a name",
+                    "create_all of a {} named by generateName",
                     def.kind
                 )));
             }
+            let name = meta_str(&obj, "name").to_string();
             self.admit_named(def, cluster, namespace, &obj, opts)
                 .await?;
             let quota = crate::admission::quota::admit(self, def, cluster, namespace, &name, false);

@@ -12,7 +12,7 @@
 //! workspace rate and gained etcd nothing beyond the noise of same-phase runs: etcd's cost follows
 //! the keys written more than the transactions.
 
-use kcp_apimachinery::status::ApiError;
+use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{NewObject, WriteOptions};
 use kcp_apiserver::tenancy::{
@@ -23,6 +23,11 @@ use serde_json::{Value, json};
 use super::{
     CONTENT_FINALIZER, Controller, UNIVERSAL_INITIALIZER, UNIVERSAL_NAMESPACES, string_list, text,
 };
+
+/// A create refused because the object is there already.
+fn exists(e: &ApiError) -> bool {
+    e.reason == Reason::AlreadyExists
+}
 
 fn namespace(name: &str) -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
@@ -76,7 +81,8 @@ impl Controller {
     }
 
     /// Creates `lc` as LC `lc_name`, the admin binding of `username` (none without one) and, when
-    /// `universal`, its namespaces; answers the LC as written. `409` when the LC exists.
+    /// `universal`, its namespaces; answers the LC as written. `AlreadyExists` when the LC exists;
+    /// content already there is kept.
     ///
     /// The LC is born past the universal initializer, and the workspace waits for these writes
     /// alone. Safe because the LC name is ours: admission chose it at random and keeps it
@@ -116,48 +122,60 @@ impl Controller {
                 false => registry.create_all(second).await,
             }
         });
-        match (first, second) {
-            (Ok(first), Ok(_)) => first
-                .into_iter()
-                .next()
-                .map(|written| written.object)
-                .ok_or_else(|| ApiError::internal("create_all answered no LogicalCluster")),
-            (Err(e), _) | (_, Err(e)) if e.code == 409 => {
-                self.create_each(server, lc_name, lc, username, universal)
-                    .await
+        let first = match first {
+            Ok(first) => first,
+            // The LC itself exists: whose it is, the caller finds out.
+            Err(e) if exists(&e) && e.details.kind.as_deref() == Some("logicalclusters") => {
+                return Err(e);
             }
-            (Err(e), _) | (_, Err(e)) => Err(e),
+            // Some of its content exists (an earlier attempt): each object on its own.
+            Err(e) if exists(&e) => {
+                let (created, content) = tokio::join!(
+                    registry.create(
+                        &self.defs.logical_clusters,
+                        lc_name,
+                        None,
+                        lc,
+                        WriteOptions {
+                            with_status: true,
+                            ..Default::default()
+                        },
+                    ),
+                    self.lc_content(server, lc_name, username, universal),
+                );
+                let lc = created?.object;
+                content?;
+                return Ok(lc);
+            }
+            Err(e) => return Err(e),
+        };
+        match second {
+            Ok(_) => {}
+            Err(e) if exists(&e) => self.universal_namespaces(server, lc_name, true).await?,
+            Err(e) => return Err(e),
         }
+        first
+            .into_iter()
+            .next()
+            .map(|written| written.object)
+            .ok_or_else(|| ApiError::internal("create_all answered no LogicalCluster"))
     }
 
-    /// [`Controller::create_lc`] one object at a time, each only when missing (but the LC).
-    async fn create_each(
+    /// What an LC's creation writes beside it, each object only when missing: the admin binding
+    /// of `username` and, when `universal`, the namespaces.
+    pub(super) async fn lc_content(
         &self,
         server: &ApiServer,
         lc_name: &str,
-        lc: Value,
         username: &str,
         universal: bool,
-    ) -> Result<Value, ApiError> {
-        let create_lc = server.registry().create(
-            &self.defs.logical_clusters,
-            lc_name,
-            None,
-            lc,
-            WriteOptions {
-                with_status: true,
-                ..Default::default()
-            },
-        );
-        let (created, admin, namespaces) = tokio::join!(
-            create_lc,
+    ) -> Result<(), ApiError> {
+        let (admin, namespaces) = tokio::join!(
             self.admin_binding(server, lc_name, username),
             self.universal_namespaces(server, lc_name, universal),
         );
-        let lc = created?.object;
         admin?;
-        namespaces?;
-        Ok(lc)
+        namespaces
     }
 
     fn new_namespace<'a>(&'a self, lc_name: &'a str, name: &str) -> NewObject<'a> {
@@ -170,7 +188,7 @@ impl Controller {
     }
 
     /// The `workspace-admin` ClusterRoleBinding making the workspace's creator its admin.
-    pub(super) async fn admin_binding(
+    async fn admin_binding(
         &self,
         server: &ApiServer,
         lc_name: &str,

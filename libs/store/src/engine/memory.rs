@@ -74,11 +74,11 @@ impl MemoryStore {
         &self,
         apply: impl FnOnce(&mut State) -> Result<(T, Event), StoreError>,
     ) -> Result<T, StoreError> {
-        self.write_all(|state| apply(state).map(|(out, event)| (out, vec![event])))
+        self.write_events(|state| apply(state).map(|(out, event)| (out, vec![event])))
     }
 
     /// [`MemoryStore::write`] of several events under one lock, published together.
-    fn write_all<T>(
+    fn write_events<T>(
         &self,
         apply: impl FnOnce(&mut State) -> Result<(T, Vec<Event>), StoreError>,
     ) -> Result<T, StoreError> {
@@ -101,6 +101,18 @@ fn start_bound(req: &RangeRequest) -> Bound<&str> {
     }
 }
 
+/// A write whose precondition held: what making it takes.
+enum Checked<'w> {
+    /// A create (no `prev`) or an update.
+    Put {
+        key: &'w str,
+        value: &'w Bytes,
+        prev: Option<KeyValue>,
+    },
+    /// A deletion of this live value.
+    Remove(KeyValue),
+}
+
 impl State {
     /// `key`'s live value, if it is at mod revision `expected` (when given).
     fn live_at(&self, key: &str, expected: Option<Revision>) -> Result<KeyValue, StoreError> {
@@ -118,41 +130,48 @@ impl State {
         }
     }
 
-    /// Checks `write`'s precondition: answers the live value an update or delete replaces.
-    fn found(&self, write: &Write) -> Result<Option<KeyValue>, StoreError> {
-        match write {
+    /// Checks `write`'s precondition: answers what making it takes.
+    fn check<'w>(&self, write: &'w Write) -> Result<Checked<'w>, StoreError> {
+        Ok(match write {
             Write::Create { key, .. } if self.current.contains_key(key) => {
-                Err(StoreError::AlreadyExists { key: key.clone() })
+                return Err(StoreError::AlreadyExists { key: key.clone() });
             }
-            Write::Create { .. } => Ok(None),
-            Write::Update { key, expected, .. } | Write::Delete { key, expected } => {
-                self.live_at(key, Some(*expected)).map(Some)
-            }
-        }
+            Write::Create { key, value } => Checked::Put {
+                key,
+                value,
+                prev: None,
+            },
+            Write::Update {
+                key,
+                value,
+                expected,
+            } => Checked::Put {
+                key,
+                value,
+                prev: Some(self.live_at(key, Some(*expected))?),
+            },
+            Write::Delete { key, expected } => Checked::Remove(self.live_at(key, Some(*expected))?),
+        })
     }
 
-    /// Makes `write`, whose precondition found `prev`, at the next revision; answers its event.
-    fn perform(&mut self, write: &Write, prev: Option<KeyValue>) -> Event {
-        let (key, value) = match write {
-            Write::Delete { key, .. } => match prev {
-                Some(prev) => return self.remove(prev),
-                // `found` answers the value a deletion removes; without one nothing is removed.
-                None => return Event::of_write(key, None, 0, self.revision, None),
-            },
-            Write::Create { key, value } | Write::Update { key, value, .. } => (key, value),
+    /// Makes a checked write at the next revision; answers its event.
+    fn perform(&mut self, checked: Checked<'_>) -> Event {
+        let (key, value, prev) = match checked {
+            Checked::Remove(prev) => return self.remove(prev),
+            Checked::Put { key, value, prev } => (key, value, prev),
         };
         self.revision += 1;
         let rev = self.revision;
         let create_revision = prev.as_ref().map_or(rev, |p| p.create_revision);
         let kv = KeyValue {
-            key: key.clone(),
+            key: key.to_owned(),
             value: value.clone(),
             create_revision,
             mod_revision: rev,
         };
-        self.current.insert(key.clone(), kv);
+        self.current.insert(key.to_owned(), kv);
         self.history.insert(
-            (key.clone(), rev),
+            (key.to_owned(), rev),
             Version {
                 create_revision,
                 prev_mod_revision: prev.as_ref().map_or(0, |p| p.mod_revision),
@@ -162,10 +181,10 @@ impl State {
         Event::of_write(key, Some(value.clone()), create_revision, rev, prev)
     }
 
-    /// [`State::found`] and [`State::perform`] of one write; answers its revision and event.
+    /// [`State::check`] and [`State::perform`] of one write; answers its revision and event.
     fn apply(&mut self, write: &Write) -> Result<(Revision, Event), StoreError> {
-        let prev = self.found(write)?;
-        let event = self.perform(write, prev);
+        let checked = self.check(write)?;
+        let event = self.perform(checked);
         Ok((event.kv.mod_revision, event))
     }
 
@@ -366,16 +385,12 @@ impl Store for MemoryStore {
 
     async fn write_all(&self, writes: &[Write]) -> Result<Vec<Revision>, StoreError> {
         crate::check_write_all(writes)?;
-        self.write_all(|state| {
-            let found = writes
+        self.write_events(|state| {
+            let checked = writes
                 .iter()
-                .map(|w| state.found(w))
+                .map(|w| state.check(w))
                 .collect::<Result<Vec<_>, _>>()?;
-            let events: Vec<Event> = writes
-                .iter()
-                .zip(found)
-                .map(|(w, prev)| state.perform(w, prev))
-                .collect();
+            let events: Vec<Event> = checked.into_iter().map(|c| state.perform(c)).collect();
             let revisions = events.iter().map(|e| e.kv.mod_revision).collect();
             Ok((revisions, events))
         })

@@ -6,6 +6,7 @@
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
+use bytes::Bytes;
 use redb::{Database, Durability, ReadableTable, Table};
 use tokio::sync::{mpsc, oneshot};
 
@@ -155,8 +156,8 @@ fn apply(
     op: &Op,
 ) -> Result<Result<Outcome, StoreError>, StoreError> {
     match op {
-        Op::Write(write) => Ok(match found(&t.kv, write)? {
-            Ok(found) => Ok(Outcome::Written(perform(t, revs, events, write, found)?)),
+        Op::Write(write) => Ok(match check(&t.kv, write)? {
+            Ok(checked) => Ok(Outcome::Written(perform(t, revs, events, checked)?)),
             Err(refused) => Err(refused),
         }),
         Op::Delete { key, expected } => {
@@ -172,14 +173,14 @@ fn apply(
             // too, so a refusal cannot roll back what this op already did.
             let mut checked = Vec::with_capacity(writes.len());
             for write in writes {
-                match found(&t.kv, write)? {
-                    Ok(found) => checked.push(found),
+                match check(&t.kv, write)? {
+                    Ok(c) => checked.push(c),
                     Err(refused) => return Ok(Err(refused)),
                 }
             }
             let mut written = Vec::with_capacity(writes.len());
-            for (write, found) in writes.iter().zip(checked) {
-                written.push(perform(t, revs, events, write, found)?);
+            for c in checked {
+                written.push(perform(t, revs, events, c)?);
             }
             Ok(Ok(Outcome::WrittenAll(written)))
         }
@@ -199,46 +200,57 @@ fn apply(
     }
 }
 
-/// What a write's precondition found: for a create, the revision of the key's tombstone (0 if
-/// none); for an update or a delete, the live value it replaces.
-enum Found {
-    Absent(Revision),
-    Live(KeyValue),
+/// A write whose precondition held: what making it takes.
+enum Checked<'w> {
+    /// A create, linked to the key's last record (its tombstone's revision; 0 if none).
+    Create {
+        key: &'w str,
+        value: &'w Bytes,
+        last: Revision,
+    },
+    Update {
+        key: &'w str,
+        value: &'w Bytes,
+        prev: KeyValue,
+    },
+    Remove(KeyValue),
 }
 
 /// Checks `write`'s precondition; the inner error is its refusal.
-fn found(
+fn check<'w>(
     kv: &Table<'_, &'static str, &'static [u8]>,
-    write: &Write,
-) -> Result<Result<Found, StoreError>, StoreError> {
+    write: &'w Write,
+) -> Result<Result<Checked<'w>, StoreError>, StoreError> {
     Ok(match write {
-        Write::Create { key, .. } => match current(kv, key)? {
+        Write::Create { key, value } => match current(kv, key)? {
             Current::Live(_) => Err(StoreError::AlreadyExists { key: key.clone() }),
-            Current::Absent { last } => Ok(Found::Absent(last)),
+            Current::Absent { last } => Ok(Checked::Create { key, value, last }),
         },
-        Write::Update { key, expected, .. } | Write::Delete { key, expected } => {
-            live_at(kv, key, Some(*expected))?.map(Found::Live)
-        }
+        Write::Update {
+            key,
+            value,
+            expected,
+        } => live_at(kv, key, Some(*expected))?.map(|prev| Checked::Update { key, value, prev }),
+        Write::Delete { key, expected } => live_at(kv, key, Some(*expected))?.map(Checked::Remove),
     })
 }
 
-/// Makes `write`, whose precondition `found` checked, at the next revision, which it answers.
+/// Makes a checked write at the next revision, which it answers.
 fn perform(
     t: &mut Tables<'_>,
     revs: &mut Revisions,
     events: &mut Vec<Event>,
-    write: &Write,
-    found: Found,
+    checked: Checked<'_>,
 ) -> Result<Revision, StoreError> {
     let rev = revs.current + 1;
-    match (write, found) {
-        (Write::Delete { .. }, Found::Live(prev)) => return remove(t, revs, events, prev),
+    match checked {
+        Checked::Remove(prev) => return remove(t, revs, events, prev),
         // A key created again links to its tombstone, so older revisions stay readable.
-        (Write::Create { key, value }, Found::Absent(last)) => {
+        Checked::Create { key, value, last } => {
             put(t, key, value, rev, rev, last)?;
             events.push(Event::of_write(key, Some(value.clone()), rev, rev, None));
         }
-        (Write::Update { key, value, .. }, Found::Live(prev)) => {
+        Checked::Update { key, value, prev } => {
             put(t, key, value, prev.create_revision, rev, prev.mod_revision)?;
             let create_revision = prev.create_revision;
             events.push(Event::of_write(
@@ -247,11 +259,6 @@ fn perform(
                 create_revision,
                 rev,
                 Some(prev),
-            ));
-        }
-        _ => {
-            return Err(StoreError::Backend(
-                "redb writer: a write checked against the wrong state".into(),
             ));
         }
     }
