@@ -86,7 +86,7 @@ impl Controller {
     ///
     /// The LC is born past the universal initializer, and the workspace waits for these writes
     /// alone. Safe because the LC name is ours: admission chose it at random and keeps it
-    /// immutable, and nobody else writes there before the LC exists.
+    /// immutable. Whatever is already written under it (an earlier attempt's) is kept.
     pub(super) async fn create_lc(
         &self,
         server: &ApiServer,
