@@ -182,6 +182,11 @@ pub trait Conversion: Send + Sync + 'static {
 }
 
 impl ResourceDef {
+    /// Whether this is resource `plural` of `group` (`""` for the core group).
+    pub fn is(&self, group: &str, plural: &str) -> bool {
+        self.group == group && self.plural == plural
+    }
+
     /// `v1` for the core group, `group/version` otherwise.
     pub fn api_version(&self) -> String {
         if self.group.is_empty() {

@@ -28,7 +28,7 @@ fn subresources(def: &ResourceDef) -> Vec<&'static str> {
     if def.scale.is_some() {
         subs.push("scale");
     }
-    if def.group.is_empty() && def.plural == "namespaces" {
+    if def.is("", "namespaces") {
         subs.push("finalize");
     }
     // The TokenRequest API (`kubectl create token`).

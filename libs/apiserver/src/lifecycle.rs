@@ -57,17 +57,13 @@ impl NamespaceFinalizer {
     }
 }
 
-fn is(def: &ResourceDef, group: &str, plural: &str) -> bool {
-    def.group == group && def.plural == plural
-}
-
 impl ApiServer {
     pub(crate) fn builtin(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
         self.crds
             .builtins()
             .resources()
             .iter()
-            .find(|d| is(d, group, plural))
+            .find(|d| d.is(group, plural))
             .cloned()
     }
 
@@ -184,7 +180,7 @@ impl ApiServer {
     /// Follow-ups of a successful create.
     pub(crate) async fn after_create(&self, def: &ResourceDef, cluster: &str, _written: &Written) {
         // A new logical cluster gets its `default` namespace, as a workspace's initializer gives it.
-        if is(def, "core.kcp.io", "logicalclusters")
+        if def.is("core.kcp.io", "logicalclusters")
             && let Err(err) = self.ensure_default_namespace(cluster).await
         {
             tracing::warn!(%cluster, error = %err, "creating the default namespace failed");
@@ -193,7 +189,7 @@ impl ApiServer {
 
     /// Follow-ups of a deletion that waits for finalizers.
     pub(crate) async fn after_delete_started(&self, def: &ResourceDef, at: ObjectRef<'_>) {
-        if is(def, "", "namespaces") {
+        if def.is("", "namespaces") {
             self.namespaces.enqueue(at.cluster, at.name);
         }
     }
@@ -204,7 +200,7 @@ impl ApiServer {
     pub async fn delete_cluster_content(&self, cluster: &str) -> Result<usize, ApiError> {
         let set = self.crds.for_cluster(cluster);
         let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
-        let is_logical_cluster = |def: &ResourceDef| is(def, "core.kcp.io", "logicalclusters");
+        let is_logical_cluster = |def: &ResourceDef| def.is("core.kcp.io", "logicalclusters");
         let cache = self.registry.cache();
         let mut objects = cache.objects_in_cluster(cluster);
         if self.delete_unheld_content(&set, &objects).await? {
@@ -222,7 +218,7 @@ impl ApiServer {
         // marked Terminating and released afterwards.
         let (namespaces, rest): (Vec<_>, Vec<_>) = doomed
             .into_iter()
-            .partition(|(def, _)| is(def, "", "namespaces"));
+            .partition(|(def, _)| def.is("", "namespaces"));
         in_batches(&rest, |(def, obj)| self.delete_content(cluster, def, obj)).await?;
         if !namespaces.is_empty() {
             let _ = cache.wait_fresh().await;
@@ -239,7 +235,7 @@ impl ApiServer {
             .into_iter()
             .filter(|ns| {
                 ns.namespace.is_none()
-                    && def_of(ns).is_some_and(|d| is(&d, "", "namespaces"))
+                    && def_of(ns).is_some_and(|d| d.is("", "namespaces"))
                     && ns.is_deleting()
                     && cache.objects_in_namespace(cluster, &ns.name).is_empty()
             })
@@ -269,7 +265,7 @@ impl ApiServer {
         let resolved: Vec<_> = objects
             .iter()
             .filter_map(|obj| served_resource(set, obj).map(|def| (def, obj)))
-            .filter(|(def, _)| !is(def, "core.kcp.io", "logicalclusters"))
+            .filter(|(def, _)| !def.is("core.kcp.io", "logicalclusters"))
             .collect();
         if resolved
             .iter()
@@ -285,7 +281,7 @@ impl ApiServer {
             .iter()
             .zip(&prefixes)
             .map(|((def, obj), prefix)| {
-                let is_namespace = is(def, "", "namespaces");
+                let is_namespace = def.is("", "namespaces");
                 unheld::Candidate {
                     key: &obj.key,
                     revision: obj.revision,
@@ -301,13 +297,8 @@ impl ApiServer {
             .collect();
         let mut deleted = false;
         for writes in unheld::plan(&candidates) {
-            match self.registry.store().write_all(&writes).await {
-                Ok(revisions) => {
-                    if let Some(last) = revisions.last() {
-                        self.registry.cache().note_write(*last);
-                    }
-                    deleted = true;
-                }
+            match self.registry.write_all(&writes).await {
+                Ok(_) => deleted = true,
                 Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => break,
                 Err(err) => return Err(ApiError::internal(err)),
             }

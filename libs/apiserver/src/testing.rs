@@ -84,7 +84,7 @@ pub async fn harness(engine: Engine) -> Harness {
 pub fn builtin(group: &str, plural: &str) -> ResourceDef {
     kcp_api_types::builtin::catalogue()
         .into_iter()
-        .find(|d| d.group == group && d.plural == plural)
+        .find(|d| d.is(group, plural))
         .unwrap_or_else(|| panic!("no built-in resource {group}/{plural}"))
 }
 

@@ -164,7 +164,7 @@ impl Controller {
         let Some(def) = apis
             .resources()
             .iter()
-            .find(|d| d.group == group && d.plural == plural && d.namespaced)
+            .find(|d| d.is(group, plural) && d.namespaced)
         else {
             return 0;
         };

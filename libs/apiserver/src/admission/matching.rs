@@ -51,7 +51,7 @@ pub fn selectors_match(
     object: Option<&Value>,
 ) -> Result<bool, ApiError> {
     let def = attrs.def;
-    let is_namespace = def.group.is_empty() && def.plural == "namespaces";
+    let is_namespace = def.is("", "namespaces");
     if !namespace_selector.is_empty() && (attrs.namespace.is_some() || is_namespace) {
         let matched = if is_namespace {
             selected(namespace_selector, labels_of(object.or(attrs.old_object)))

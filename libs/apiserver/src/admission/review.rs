@@ -13,7 +13,7 @@ pub fn request(uid: &str, attrs: &Attributes<'_>, object: Option<&Value>) -> Val
     // A Namespace is its own namespace in admission attributes.
     let namespace = match attrs.namespace {
         Some(ns) => ns,
-        None if def.group.is_empty() && def.plural == "namespaces" => attrs.name,
+        None if def.is("", "namespaces") => attrs.name,
         None => "",
     };
     let user = attrs.user;

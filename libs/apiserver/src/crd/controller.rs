@@ -301,7 +301,7 @@ impl ApiServer {
         let Some(def) = set
             .resources()
             .iter()
-            .find(|d| d.group == group && d.plural == plural && d.custom_schema.is_some())
+            .find(|d| d.is(group, plural) && d.custom_schema.is_some())
             .cloned()
         else {
             return Ok(true);

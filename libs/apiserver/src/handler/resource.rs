@@ -92,9 +92,7 @@ impl ApiServer {
         let update_kind = match req.subresource.as_deref() {
             None => UpdateKind::Main,
             Some("status") if def.status_subresource => UpdateKind::Status,
-            Some("finalize") if def.group.is_empty() && def.plural == "namespaces" => {
-                UpdateKind::Finalize
-            }
+            Some("finalize") if def.is("", "namespaces") => UpdateKind::Finalize,
             Some(_) => return Err(ApiError::path_not_found()),
         };
         if update_kind != UpdateKind::Main
@@ -166,8 +164,7 @@ impl ApiServer {
                     ..Default::default()
                 };
                 let cluster = cluster.ok_or_else(ApiError::path_not_found)?;
-                if def.group == "apiextensions.k8s.io" && def.plural == "customresourcedefinitions"
-                {
+                if def.is("apiextensions.k8s.io", "customresourcedefinitions") {
                     crate::crd::check_reserved_group(cluster, &obj)?;
                 }
                 let manager = self.field_manager(ctx, &def)?;

@@ -252,7 +252,7 @@ impl Registry {
         };
         let created_namespaces: HashSet<(&str, String)> = objects
             .iter()
-            .filter(|o| o.def.group.is_empty() && o.def.plural == "namespaces")
+            .filter(|o| o.def.is("", "namespaces"))
             .map(|o| (o.cluster, meta_str(&o.object, "name").to_string()))
             .collect();
         let mut writes = Vec::with_capacity(objects.len());
@@ -289,17 +289,12 @@ impl Registry {
             });
             named.push((def, name, obj));
         }
-        match self.store.write_all(&writes).await {
-            Ok(revisions) => {
-                if let Some(last) = revisions.last() {
-                    self.cache.note_write(*last);
-                }
-                named
-                    .into_iter()
-                    .zip(revisions)
-                    .map(|((_, _, obj), rev)| served(obj, Some(rev)))
-                    .collect()
-            }
+        match self.write_all(&writes).await {
+            Ok(revisions) => named
+                .into_iter()
+                .zip(revisions)
+                .map(|((_, _, obj), rev)| served(obj, Some(rev)))
+                .collect(),
             Err(err) => {
                 let refused = match &err {
                     StoreError::AlreadyExists { key } => writes.iter().position(|w| w.key() == key),
@@ -311,6 +306,19 @@ impl Registry {
                 }
             }
         }
+    }
+
+    /// [`kcp_store::Store::write_all`], the write then noted as the shard's (consistent reads
+    /// wait for it).
+    pub(crate) async fn write_all(
+        &self,
+        writes: &[kcp_store::Write],
+    ) -> Result<Vec<Revision>, StoreError> {
+        let revisions = self.store.write_all(writes).await?;
+        if let Some(last) = revisions.last() {
+            self.cache.note_write(*last);
+        }
+        Ok(revisions)
     }
 
     /// What [`Registry::create`] does to a new object before it has its final name: type and

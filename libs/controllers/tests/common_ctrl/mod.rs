@@ -22,7 +22,7 @@ pub fn def(h: &Harness, cluster: &str, group: &str, plural: &str) -> Arc<Resourc
         .apis_of(cluster)
         .resources()
         .iter()
-        .find(|d| d.group == group && d.plural == plural)
+        .find(|d| d.is(group, plural))
         .cloned()
         .unwrap_or_else(|| panic!("{cluster} does not serve {group}/{plural}"))
 }
