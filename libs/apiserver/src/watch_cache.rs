@@ -16,7 +16,7 @@ use std::sync::atomic::{AtomicI64, AtomicU64, Ordering};
 use std::time::Duration;
 
 use bytes::Bytes;
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use kcp_store::{EventKind, Revision, Store, StoreError, WatchResponse};
 use parking_lot::RwLock;
 use serde_json::Value;
@@ -467,6 +467,8 @@ fn set_resource_version(value: &mut Value, revision: Revision) {
 
 /// Objects read per page when the cache loads.
 const LOAD_PAGE: usize = 5000;
+/// Resources read at once while loading.
+const LOAD_READERS: usize = 2;
 
 /// A page of stored objects as the cache keeps them: (resource prefix, key, object).
 fn decode_page(kvs: Vec<kcp_store::KeyValue>) -> Vec<(String, String, CachedObject)> {
@@ -481,6 +483,65 @@ fn decode_page(kvs: Vec<kcp_store::KeyValue>) -> Vec<(String, String, CachedObje
         }
     }
     out
+}
+
+/// The resource prefixes that hold keys at `revision`, in key order: one key read per resource.
+async fn resource_prefixes(
+    store: &dyn Store,
+    revision: Revision,
+) -> Result<Vec<String>, StoreError> {
+    let mut prefixes = Vec::new();
+    let mut probe_after: Option<String> = None;
+    loop {
+        let probe = store
+            .range(kcp_store::RangeRequest {
+                prefix: "/".to_string(),
+                start_after: probe_after.clone(),
+                limit: 1,
+                revision: Some(revision),
+            })
+            .await?;
+        let Some(first) = probe.kvs.into_iter().next() else {
+            return Ok(prefixes);
+        };
+        let Some(prefix) = resource_prefix(&first.key).map(str::to_string) else {
+            tracing::warn!(key = %first.key, "skipping a stored key outside every resource");
+            probe_after = Some(first.key);
+            continue;
+        };
+        // Past every key of this resource: its prefix ends in '/', and '0' follows '/'.
+        probe_after = Some(format!("{}0", &prefix[..prefix.len() - 1]));
+        prefixes.push(prefix);
+    }
+}
+
+/// Sends every page of one resource at `revision` to `pages`.
+async fn read_resource(
+    store: &dyn Store,
+    prefix: String,
+    revision: Revision,
+    pages: mpsc::Sender<Vec<kcp_store::KeyValue>>,
+) -> Result<(), StoreError> {
+    let mut start_after = None;
+    loop {
+        let page = store
+            .range(kcp_store::RangeRequest {
+                prefix: prefix.clone(),
+                start_after: start_after.clone(),
+                limit: LOAD_PAGE,
+                revision: Some(revision),
+            })
+            .await?;
+        let done = !page.more || page.kvs.is_empty();
+        start_after = page.kvs.last().map(|kv| kv.key.clone());
+        if pages.send(page.kvs).await.is_err() {
+            // The decoding failed; its error ends the load.
+            return Ok(());
+        }
+        if done {
+            return Ok(());
+        }
+    }
 }
 
 /// Whether a snapshot with `header` continues the history of `store` (whose identity and current
@@ -774,49 +835,32 @@ impl WatchCache {
 
     /// Replaces the cache's content with the store's state at `revision`.
     ///
-    /// One resource after another: etcd counts every key from a range's start to its end on each
-    /// page, so paging through the whole keyspace at once is quadratic in its size.
+    /// Page by page, one resource per reader: etcd counts every key from a range's start to its
+    /// end on each page, so paging through the whole keyspace at once is quadratic in its size.
+    /// Two resources are read at once, so that reading (one page after another) is not the
+    /// decoding's bottleneck.
     async fn load(&self, store: &dyn Store, revision: Revision) -> Result<(), StoreError> {
-        let mut decoder = PageDecoder::new();
-        let mut probe_after: Option<String> = None;
-        loop {
-            let probe = store
-                .range(kcp_store::RangeRequest {
-                    prefix: "/".to_string(),
-                    start_after: probe_after.clone(),
-                    limit: 1,
-                    revision: Some(revision),
+        let prefixes = resource_prefixes(store, revision).await?;
+        let (pages, mut arriving) = mpsc::channel::<Vec<kcp_store::KeyValue>>(LOAD_READERS);
+        let read = async move {
+            futures::stream::iter(prefixes)
+                .map(Ok)
+                .try_for_each_concurrent(LOAD_READERS, |prefix| {
+                    read_resource(store, prefix, revision, pages.clone())
                 })
-                .await?;
-            let Some(first) = probe.kvs.into_iter().next() else {
-                break;
-            };
-            let Some(prefix) = resource_prefix(&first.key).map(str::to_string) else {
-                tracing::warn!(key = %first.key, "skipping a stored key outside every resource");
-                probe_after = Some(first.key);
-                continue;
-            };
-            let mut start_after = None;
-            loop {
-                let page = store
-                    .range(kcp_store::RangeRequest {
-                        prefix: prefix.clone(),
-                        start_after: start_after.clone(),
-                        limit: LOAD_PAGE,
-                        revision: Some(revision),
-                    })
-                    .await?;
-                let done = !page.more || page.kvs.is_empty();
-                start_after = page.kvs.last().map(|kv| kv.key.clone());
-                decoder.push(page.kvs).await?;
-                if done {
-                    break;
-                }
+                .await
+        };
+        let decode = async {
+            let mut decoder = PageDecoder::new();
+            while let Some(page) = arriving.recv().await {
+                decoder.push(page).await?;
             }
-            // Past every key of this resource: its prefix ends in '/', and '0' follows '/'.
-            probe_after = Some(format!("{}0", &prefix[..prefix.len() - 1]));
-        }
-        self.install(decoder.finish().await?, revision);
+            decoder.finish().await
+        };
+        // The readers end first (they hold every sender); an error of either ends the load.
+        let (read, fresh) = tokio::join!(read, decode);
+        read?;
+        self.install(fresh?, revision);
         Ok(())
     }
 
