@@ -850,17 +850,18 @@ impl WatchCache {
                 })
                 .await
         };
-        let decode = async {
+        // Owns the receiver, so the readers stop once the decoding is over.
+        let decode = async move {
             let mut decoder = PageDecoder::new();
             while let Some(page) = arriving.recv().await {
                 decoder.push(page).await?;
             }
             decoder.finish().await
         };
-        // The readers end first (they hold every sender); an error of either ends the load.
-        let (read, fresh) = tokio::join!(read, decode);
-        read?;
-        self.install(fresh?, revision);
+        // The decoding ends once the readers are done (they hold every sender); the first error
+        // of either ends the load at once, dropping the other.
+        let ((), fresh) = tokio::try_join!(read, decode)?;
+        self.install(fresh, revision);
         Ok(())
     }
 
