@@ -50,10 +50,24 @@ pub async fn server(store: Arc<dyn Store>) -> Arc<ApiServer> {
 /// A fresh store of the given kind (etcd: a throwaway process and a unique key prefix).
 pub async fn harness(engine: Engine) -> Harness {
     let dir = tempfile::tempdir().expect("tempdir");
+    let (store, etcd) = open_store(engine, dir.path()).await;
+    Harness {
+        server: server(store).await,
+        _dir: dir,
+        _etcd: etcd,
+    }
+}
+
+/// A fresh store of the given kind, kept in `dir` (embedded) or in a throwaway etcd under a
+/// unique key prefix; the etcd process must outlive the store.
+pub async fn open_store(
+    engine: Engine,
+    dir: &std::path::Path,
+) -> (Arc<dyn Store>, Option<EtcdProcess>) {
     let (config, etcd) = match engine {
         Engine::Embedded => (
             StoreConfig::Embedded {
-                path: dir.path().join("store.redb"),
+                path: dir.join("store.redb"),
             },
             None,
         ),
@@ -73,11 +87,7 @@ pub async fn harness(engine: Engine) -> Harness {
         }
     };
     let store = kcp_store::open(&config).await.expect("store opens");
-    Harness {
-        server: server(store).await,
-        _dir: dir,
-        _etcd: etcd,
-    }
+    (store, etcd)
 }
 
 /// The built-in resource `group`/`plural`.

@@ -12,8 +12,8 @@ use kcp_apiserver::watch_cache::WatchCache;
 use kcp_store::keys::ResourceKeyspace;
 use kcp_store::testing::EtcdProcess;
 use kcp_store::{
-    KeyValue, MAX_WRITE_ALL, RangeRequest, RangeResult, Revision, Store, StoreConfig, StoreError,
-    WatchStream, Write,
+    KeyValue, MAX_WRITE_ALL, RangeRequest, RangeResult, Revision, Store, StoreError, WatchStream,
+    Write,
 };
 
 /// More than a page of the cache's load (5,000), so one resource takes several pages.
@@ -85,23 +85,7 @@ struct Filled {
 
 async fn filled(engine: Engine) -> Filled {
     let dir = tempfile::tempdir().expect("tempdir");
-    let (config, etcd) = match engine {
-        Engine::Embedded => (
-            StoreConfig::Embedded {
-                path: dir.path().join("store.redb"),
-            },
-            None,
-        ),
-        Engine::Etcd => {
-            let etcd = EtcdProcess::start();
-            let config = StoreConfig::Etcd {
-                endpoints: etcd.endpoints(),
-                prefix: "/cache-load".into(),
-            };
-            (config, Some(etcd))
-        }
-    };
-    let store = kcp_store::open(&config).await.expect("store");
+    let (store, etcd) = kcp_apiserver::testing::open_store(engine, dir.path()).await;
     let object = |name: &str| Bytes::from(format!(r#"{{"metadata":{{"name":"{name}"}}}}"#));
     let mut writes: Vec<Write> = (0..CONFIG_MAPS)
         .map(|i| {
