@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
 use kcp_apiserver::registry::{
-    DeleteOptions, DeleteOutcome, ListOptions, ListScope, NewObject, ObjectRef, Registry,
-    UpdateKind, WriteOptions,
+    Batch, DeleteOptions, DeleteOutcome, ListOptions, ListScope, NewObject, ObjectRef,
+    ObjectUpdate, Registry, UpdateKind, WriteOptions,
 };
 use kcp_apiserver::watch_cache::{CacheEventType, Scope, WatchItem};
 use serde_json::{Value, json};
@@ -693,6 +693,113 @@ async fn objects_created_together(h: &Harness) {
     }
 }
 
+/// `write_batch` creates, updates and checks in one step: the update made as `update` makes it,
+/// from the object as read; refused whole when that object changed since or a required object
+/// is missing.
+async fn creates_updates_and_requirements_in_one_write(h: &Harness) {
+    let reg = h.server.registry();
+    let (ns, cms) = (def("namespaces"), def("configmaps"));
+    let held = reg
+        .create(
+            &cms,
+            "root",
+            Some("default"),
+            cm("held", json!({"k": "1"})),
+            WriteOptions::default(),
+        )
+        .await
+        .expect("create");
+    let old = held.object;
+    let namespace = |name: &str| NewObject {
+        def: &ns,
+        cluster: "batch",
+        namespace: None,
+        object: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+    };
+    let required = |name| {
+        (
+            &ns,
+            ObjectRef {
+                cluster: "root",
+                namespace: None,
+                name,
+            },
+        )
+    };
+    let batch = |name: &str, revision: i64, requires: &'static str| Batch {
+        creates: vec![namespace(name)],
+        updates: vec![ObjectUpdate {
+            def: &cms,
+            at: at("held"),
+            kind: UpdateKind::Main,
+            old: &old,
+            revision,
+            desired: cm("held", json!({"k": name})),
+        }],
+        requires: vec![required(requires)],
+    };
+    let ns_def = &ns;
+    let ns_code = |name| async move {
+        let at = ObjectRef {
+            cluster: "batch",
+            namespace: None,
+            name,
+        };
+        reg.get(ns_def, at).await.err().map(|e| e.code)
+    };
+
+    // Refused whole, naming what was refused.
+    let stale = reg
+        .write_batch(batch("stale", rv(&old) - 1, "default"))
+        .await
+        .err()
+        .expect("a changed object is refused");
+    assert_eq!(
+        (stale.code, stale.reason.as_str()),
+        (409, "Conflict"),
+        "{stale:?}"
+    );
+    assert!(stale.message.contains(r#"configmaps "held""#), "{stale:?}");
+    let missing = reg
+        .write_batch(batch("missing", rv(&old), "nowhere"))
+        .await
+        .err()
+        .expect("a missing requirement is refused");
+    assert_eq!(
+        (missing.code, missing.reason.as_str()),
+        (404, "NotFound"),
+        "{missing:?}"
+    );
+    assert!(
+        missing.message.contains(r#"namespaces "nowhere""#),
+        "{missing:?}"
+    );
+    assert_eq!(
+        ns_code("stale").await,
+        Some(404),
+        "nothing of a refused call is written"
+    );
+    assert_eq!(
+        ns_code("missing").await,
+        Some(404),
+        "nothing of a refused call is written"
+    );
+    let unchanged = reg.get(&cms, at("held")).await.expect("held");
+    assert_eq!(unchanged.value().expect("json")["data"]["k"], "1");
+
+    let written = reg
+        .write_batch(batch("made", rv(&old), "default"))
+        .await
+        .expect("written together");
+    assert_eq!((written.created.len(), written.updated.len()), (1, 1));
+    assert_eq!(ns_code("made").await, None, "created");
+    let updated = reg.get(&cms, at("held")).await.expect("held");
+    let updated = updated.value().expect("json");
+    assert_eq!(updated["data"]["k"], "made");
+    assert_eq!(rv(&updated), rv(&written.updated[0].object));
+    assert_eq!(updated["metadata"]["uid"], old["metadata"]["uid"]);
+}
+
 fn events_def() -> ResourceDef {
     common::builtin("events.k8s.io", "events")
 }
@@ -871,3 +978,4 @@ on_both_stores!(namespaces_are_emptied_on_delete);
 on_both_stores!(events_are_one_set_of_objects_in_two_apis);
 on_both_stores!(kind_rules_are_enforced);
 on_both_stores!(objects_created_together);
+on_both_stores!(creates_updates_and_requirements_in_one_write);

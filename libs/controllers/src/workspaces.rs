@@ -32,9 +32,11 @@ use kcp_apiserver::tenancy::{
     lifecycle_names, random_cluster_name,
 };
 use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType};
+use kcp_store::Revision;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
+use self::creation::Placed;
 use self::state::{LcState, WorkspaceState, unscheduled_status};
 use crate::conditions::{same_status, with_transition_times};
 use crate::feed::{Change, Feed};
@@ -425,7 +427,10 @@ impl Controller {
             let ws = cached.value().map_err(ApiError::internal)?;
             return match state.is_deleting() {
                 true => self.delete_workspace(server, cluster, name, &ws).await,
-                false => self.schedule(server, cluster, name, &ws).await,
+                false => {
+                    self.schedule(server, cluster, name, &ws, cached.revision)
+                        .await
+                }
             };
         }
         let status = self
@@ -578,6 +583,7 @@ impl Controller {
         cluster: &str,
         name: &str,
         ws: &Value,
+        revision: Revision,
     ) -> Result<Outcome, ApiError> {
         let registry = server.registry();
         let at = ObjectRef {
@@ -628,6 +634,28 @@ impl Controller {
                     &reference,
                     &chain,
                 );
+                let url = format!("{}/clusters/{lc_name}", server.external_url());
+                let placement = Placement {
+                    cluster: &lc_name,
+                    url: &url,
+                    shard: server.shard_name(),
+                };
+                let status = LcState::of(&lc).mirrored_status();
+                if let Some(desired) = desired_workspace(ws, Some(&placement), &status) {
+                    let placed = Placed {
+                        at,
+                        ws,
+                        revision,
+                        desired,
+                        username,
+                    };
+                    if self
+                        .create_placed(server, &lc_name, &lc, placed, universal)
+                        .await?
+                    {
+                        return Ok(Outcome::Done);
+                    }
+                }
                 match self
                     .create_lc(server, &lc_name, lc, username, universal)
                     .await

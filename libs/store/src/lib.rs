@@ -154,14 +154,18 @@ pub enum Write {
     },
     /// Deletes `key`, which must be at mod revision `expected` (else `NotFound` / `Conflict`).
     Delete { key: String, expected: Revision },
+    /// Writes nothing: `key` must exist (else `NotFound`). Its answer is the key's mod revision.
+    /// For writes that may only happen once something written beside them has landed.
+    Exists { key: String },
 }
 
 impl Write {
     pub fn key(&self) -> &str {
         match self {
-            Write::Create { key, .. } | Write::Update { key, .. } | Write::Delete { key, .. } => {
-                key
-            }
+            Write::Create { key, .. }
+            | Write::Update { key, .. }
+            | Write::Delete { key, .. }
+            | Write::Exists { key } => key,
         }
     }
 
@@ -169,7 +173,7 @@ impl Write {
     pub fn value(&self) -> Option<&Bytes> {
         match self {
             Write::Create { value, .. } | Write::Update { value, .. } => Some(value),
-            Write::Delete { .. } => None,
+            Write::Delete { .. } | Write::Exists { .. } => None,
         }
     }
 }

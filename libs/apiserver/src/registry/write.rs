@@ -22,6 +22,34 @@ pub struct NewObject<'a> {
     pub object: Value,
 }
 
+/// One update of a [`Registry::write_batch`].
+pub struct ObjectUpdate<'a> {
+    pub def: &'a ResourceDef,
+    pub at: ObjectRef<'a>,
+    pub kind: UpdateKind,
+    /// The object as the caller read it, at `revision`.
+    pub old: &'a Value,
+    pub revision: Revision,
+    /// What the caller wants it to be (merged with `old` as `kind` allows).
+    pub desired: Value,
+}
+
+/// Writes that belong together: see [`Registry::write_batch`].
+#[derive(Default)]
+pub struct Batch<'a> {
+    pub creates: Vec<NewObject<'a>>,
+    pub updates: Vec<ObjectUpdate<'a>>,
+    /// Objects that must exist for anything to be written (`NotFound` otherwise), left as they
+    /// are: for writes that may only land after something written beside them.
+    pub requires: Vec<(&'a ResourceDef, ObjectRef<'a>)>,
+}
+
+/// What a [`Registry::write_batch`] wrote, as served, in the batch's order.
+pub struct BatchWritten {
+    pub created: Vec<Written>,
+    pub updated: Vec<Written>,
+}
+
 #[derive(Clone, Copy, Debug, Default)]
 pub struct WriteOptions<'a> {
     /// `dryRun=All`: run every step but the store write.
@@ -239,24 +267,42 @@ impl Registry {
         }
     }
 
-    /// Creates objects that belong together in one store write ([`kcp_store::Store::write_all`]):
-    /// all of them or none. For the shard's own writes (not admitted for a user, status kept as
-    /// given); each object is prepared and validated as [`Registry::create`] does, by name (no
-    /// `generateName`). An object may live in a namespace created in the same call. The caller
-    /// keeps to the store's rule: at most one object of a resource (and
-    /// [`kcp_store::MAX_WRITE_ALL`]) per call. Answers the objects as written, in order.
+    /// Creates objects that belong together in one store write: [`Registry::write_batch`] of
+    /// creations alone. Answers the objects as written, in order.
     pub async fn create_all(&self, objects: Vec<NewObject<'_>>) -> Result<Vec<Written>, ApiError> {
+        let batch = Batch {
+            creates: objects,
+            ..Batch::default()
+        };
+        Ok(self.write_batch(batch).await?.created)
+    }
+
+    /// Makes writes that belong together in one store write ([`kcp_store::Store::write_all`]):
+    /// all of them or none. For the shard's own writes (not admitted for a user, status kept as
+    /// given). Each creation is prepared and validated as [`Registry::create`] does, by name (no
+    /// `generateName`), and may live in a namespace created in the same batch; each update as
+    /// [`Registry::update`] does, once, from the object as the caller read it (`Conflict` when it
+    /// has changed since). The caller keeps to the store's rule: at most one object of a resource
+    /// (and [`kcp_store::MAX_WRITE_ALL`]) per batch.
+    pub async fn write_batch(&self, batch: Batch<'_>) -> Result<BatchWritten, ApiError> {
+        let Batch {
+            creates,
+            updates,
+            requires,
+        } = batch;
         let opts = WriteOptions {
             with_status: true,
             ..Default::default()
         };
-        let created_namespaces: HashSet<(&str, String)> = objects
+        let created_namespaces: HashSet<(&str, String)> = creates
             .iter()
             .filter(|o| o.def.is("", "namespaces"))
             .map(|o| (o.cluster, meta_str(&o.object, "name").to_string()))
             .collect();
-        let mut writes = Vec::with_capacity(objects.len());
-        let mut named = Vec::with_capacity(objects.len());
+        let mut writes = Vec::with_capacity(creates.len() + updates.len() + requires.len());
+        // Per write, what it is about: for errors, and the objects answered.
+        let mut about: Vec<(&ResourceDef, String)> = Vec::with_capacity(writes.capacity());
+        let mut created = Vec::with_capacity(creates.len());
         // Held until the write is acknowledged, as in `create`.
         let mut reservations = Vec::new();
         for NewObject {
@@ -264,7 +310,7 @@ impl Registry {
             cluster,
             namespace,
             object: mut obj,
-        } in objects
+        } in creates
         {
             let check_namespace =
                 namespace.is_none_or(|ns| !created_namespaces.contains(&(cluster, ns.to_string())));
@@ -287,21 +333,64 @@ impl Registry {
                 key,
                 value: stored_bytes(def, &obj)?,
             });
-            named.push((def, name, obj));
+            about.push((def, name));
+            created.push(obj);
+        }
+        let mut updated = Vec::with_capacity(updates.len());
+        for ObjectUpdate {
+            def,
+            at,
+            kind,
+            old,
+            revision,
+            desired,
+        } in updates
+        {
+            let new = self.updated(def, at, kind, opts, desired, old).await?;
+            if deletion_may_finish(def, &new) {
+                return Err(ApiError::internal(format!(
+                    "a batch update of {} {} would finish its deletion",
+                    def.kind, at.name
+                )));
+            }
+            writes.push(kcp_store::Write::Update {
+                key: keyspace(def).object(at.cluster, at.namespace, at.name),
+                value: stored_bytes(def, &new)?,
+                expected: revision,
+            });
+            about.push((def, at.name.to_string()));
+            updated.push(new);
+        }
+        for (def, at) in requires {
+            writes.push(kcp_store::Write::Exists {
+                key: keyspace(def).object(at.cluster, at.namespace, at.name),
+            });
+            about.push((def, at.name.to_string()));
         }
         match self.write_all(&writes).await {
-            Ok(revisions) => named
-                .into_iter()
-                .zip(revisions)
-                .map(|((_, _, obj), rev)| served(obj, Some(rev)))
-                .collect(),
+            Ok(revisions) => {
+                let mut revisions = revisions.into_iter();
+                let mut answer = |objects: Vec<Value>| -> Result<Vec<Written>, ApiError> {
+                    objects
+                        .into_iter()
+                        .map(|obj| served(obj, revisions.next()))
+                        .collect()
+                };
+                let created = answer(created)?;
+                let updated = answer(updated)?;
+                Ok(BatchWritten { created, updated })
+            }
             Err(err) => {
                 let refused = match &err {
-                    StoreError::AlreadyExists { key } => writes.iter().position(|w| w.key() == key),
+                    StoreError::AlreadyExists { key }
+                    | StoreError::NotFound { key }
+                    | StoreError::Conflict { key, .. } => {
+                        writes.iter().position(|w| w.key() == key)
+                    }
                     _ => None,
                 };
-                match refused.and_then(|i| named.get(i)).or(named.first()) {
-                    Some((def, name, _)) => Err(store_error(def, name, err)),
+                match refused.and_then(|i| about.get(i)).or(about.first()) {
+                    Some((def, name)) => Err(store_error(def, name, err)),
                     None => Err(ApiError::internal(err)),
                 }
             }
@@ -315,8 +404,9 @@ impl Registry {
         writes: &[kcp_store::Write],
     ) -> Result<Vec<Revision>, StoreError> {
         let revisions = self.store.write_all(writes).await?;
-        if let Some(last) = revisions.last() {
-            self.cache.note_write(*last);
+        // The newest: a key that only had to exist answers its own, older revision.
+        if let Some(newest) = revisions.iter().max() {
+            self.cache.note_write(*newest);
         }
         Ok(revisions)
     }
@@ -454,61 +544,7 @@ impl Registry {
                     }
                 }
             }
-            let mut new = self.merge_for(def, kind, desired, old, at)?;
-            let target = Target {
-                cluster: at.cluster,
-                namespace: at.namespace,
-                name: at.name,
-                subresource: kind.subresource(),
-            };
-            let mutated = self
-                .admit_mutate(
-                    def,
-                    target,
-                    Operation::Update,
-                    opts.user,
-                    opts.dry_run,
-                    Some(&mut new),
-                    Some(old),
-                )
-                .await?;
-            // Webhooks may change only what the request may (status, or all but status).
-            if mutated {
-                new = self.merge_for(def, kind, new, old, at)?;
-            }
-            let mut causes = metadata::prepare_update(def, &mut new, old, at.cluster);
-            if matches!(kind, UpdateKind::Main | UpdateKind::Whole) {
-                def.strategy
-                    .prepare_for_update(&self.ctx(at.cluster), &mut new, old);
-            }
-            causes.extend(metadata::validate_metadata(def, &new));
-            causes.extend(def.strategy.validate_update(&new, old));
-            causes.extend(required_fields(def, &new));
-            if metadata::is_deleting(old) {
-                let before = metadata::finalizers(old);
-                if metadata::finalizers(&new)
-                    .iter()
-                    .any(|f| !before.contains(f))
-                {
-                    causes.push(Cause::forbidden(
-                        "metadata.finalizers",
-                        "no new finalizers can be added if the object is being deleted",
-                    ));
-                }
-            }
-            if !causes.is_empty() {
-                return Err(invalid(def, at.name, causes));
-            }
-            self.admit_validate(
-                def,
-                target,
-                Operation::Update,
-                opts.user,
-                opts.dry_run,
-                Some(&new),
-                Some(old),
-            )
-            .await?;
+            let new = self.updated(def, at, kind, opts, desired, old).await?;
             if metadata::same_content(&new, old) {
                 // Nothing changed: no write, the stored revision stays. A deletion left waiting
                 // with no finalizers (marked after its last finalizer went) completes now, as
@@ -554,6 +590,75 @@ impl Registry {
             }
         }
         Err(super::retries_exhausted(def, at.name))
+    }
+
+    /// What an update makes of `old`, from the `desired` object: merged as `kind` allows,
+    /// admitted, prepared and validated, not yet written.
+    async fn updated(
+        &self,
+        def: &ResourceDef,
+        at: ObjectRef<'_>,
+        kind: UpdateKind,
+        opts: WriteOptions<'_>,
+        desired: Value,
+        old: &Value,
+    ) -> Result<Value, ApiError> {
+        let mut new = self.merge_for(def, kind, desired, old, at)?;
+        let target = Target {
+            cluster: at.cluster,
+            namespace: at.namespace,
+            name: at.name,
+            subresource: kind.subresource(),
+        };
+        let mutated = self
+            .admit_mutate(
+                def,
+                target,
+                Operation::Update,
+                opts.user,
+                opts.dry_run,
+                Some(&mut new),
+                Some(old),
+            )
+            .await?;
+        // Webhooks may change only what the request may (status, or all but status).
+        if mutated {
+            new = self.merge_for(def, kind, new, old, at)?;
+        }
+        let mut causes = metadata::prepare_update(def, &mut new, old, at.cluster);
+        if matches!(kind, UpdateKind::Main | UpdateKind::Whole) {
+            def.strategy
+                .prepare_for_update(&self.ctx(at.cluster), &mut new, old);
+        }
+        causes.extend(metadata::validate_metadata(def, &new));
+        causes.extend(def.strategy.validate_update(&new, old));
+        causes.extend(required_fields(def, &new));
+        if metadata::is_deleting(old) {
+            let before = metadata::finalizers(old);
+            if metadata::finalizers(&new)
+                .iter()
+                .any(|f| !before.contains(f))
+            {
+                causes.push(Cause::forbidden(
+                    "metadata.finalizers",
+                    "no new finalizers can be added if the object is being deleted",
+                ));
+            }
+        }
+        if !causes.is_empty() {
+            return Err(invalid(def, at.name, causes));
+        }
+        self.admit_validate(
+            def,
+            target,
+            Operation::Update,
+            opts.user,
+            opts.dry_run,
+            Some(&new),
+            Some(old),
+        )
+        .await?;
+        Ok(new)
     }
 
     /// Removes an object whose deletion no longer waits for anything. A concurrent write may

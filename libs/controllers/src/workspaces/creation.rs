@@ -1,11 +1,13 @@
-//! A scheduled workspace's first writes: its LogicalCluster, the `workspace-admin` binding and the
-//! `root:universal` initializer's namespaces.
+//! A scheduled workspace's first writes: its LogicalCluster, the `workspace-admin` binding, the
+//! `root:universal` initializer's namespaces and the workspace's placement.
 //!
-//! They go in two store writes side by side, since a write holds at most one object of a resource
-//! (see `Store::write_all`): the LC, the binding and one namespace; the other namespace. On etcd
-//! that is 2 transactions where one object at a time took 4, and the workspace waits for the
-//! slower of 2 instead of 4. When some of it exists already (an earlier attempt that failed
-//! halfway), each object is created on its own, when missing.
+//! Usually two store writes side by side ([`Controller::create_placed`]): the LC, the binding,
+//! namespace `default` and the placed workspace in one, which requires namespace `kube-system`,
+//! created in the other (a write holds at most one object of a resource, see `Store::write_all`).
+//! On etcd that is one round trip on the workspace's way to Ready where creating the LC and then
+//! placing the workspace took two. When something is in the way (an earlier attempt's content,
+//! a changed workspace), the long way ([`Controller::create_lc`], then the placement) creates
+//! each object only when missing.
 //!
 //! The namespaces' `default` ServiceAccount and `kube-root-ca.crt` are left to their controllers.
 //! Written here too (4 transactions fewer on etcd), they cost the embedded store 5-12 % of its
@@ -14,10 +16,13 @@
 
 use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_apiserver::ApiServer;
-use kcp_apiserver::registry::{NewObject, WriteOptions};
+use kcp_apiserver::registry::{
+    Batch, NewObject, ObjectRef, ObjectUpdate, UpdateKind, WriteOptions,
+};
 use kcp_apiserver::tenancy::{
     ResolvedType, SHARD_ANNOTATION, TypeRef, Types, new_logical_cluster, workspace_admin_binding,
 };
+use kcp_store::Revision;
 use serde_json::{Value, json};
 
 use super::{
@@ -27,6 +32,16 @@ use super::{
 /// A create refused because the object is there already.
 fn exists(e: &ApiError) -> bool {
     e.reason == Reason::AlreadyExists
+}
+
+/// The workspace a [`Controller::create_placed`] places, as read at `revision`, and its creator.
+pub(super) struct Placed<'a> {
+    pub at: ObjectRef<'a>,
+    pub ws: &'a Value,
+    pub revision: Revision,
+    /// The workspace placed, with the status of its new LC.
+    pub desired: Value,
+    pub username: &'a str,
 }
 
 fn namespace(name: &str) -> Value {
@@ -78,6 +93,114 @@ impl Controller {
         };
         lc["status"] = json!({"phase": phase, "initializers": remaining});
         lc
+    }
+
+    /// The usual first scheduling of a workspace, in one store write: its LC `lc_name` (born as
+    /// `lc`), the admin binding of `username` (none without one), the universal initializer's
+    /// namespace `default` when `universal`, and the workspace placed with the status the LC
+    /// implies. Namespace `kube-system` is created beside it, in a write of its own (one namespace
+    /// per write, see `Store::write_all`), and the first write requires it: a Ready workspace
+    /// always has both namespaces. On etcd that is one transaction on the workspace's path where
+    /// [`Controller::create_lc`] and a status write took two.
+    ///
+    /// `Ok(false)` when something was in the way (the LC exists, the workspace changed since
+    /// `revision`): nothing of the first write was made, and the caller takes the longer way,
+    /// which creates only what is missing.
+    pub(super) async fn create_placed(
+        &self,
+        server: &ApiServer,
+        lc_name: &str,
+        lc: &Value,
+        placed: Placed<'_>,
+        universal: bool,
+    ) -> Result<bool, ApiError> {
+        let registry = server.registry();
+        let Placed {
+            at,
+            ws,
+            revision,
+            desired,
+            username,
+        } = placed;
+        let [default, kube_system] = UNIVERSAL_NAMESPACES;
+        let namespace_at = ObjectRef {
+            cluster: lc_name,
+            namespace: None,
+            name: kube_system,
+        };
+        let batch = || {
+            let mut creates = vec![NewObject {
+                def: &self.defs.logical_clusters,
+                cluster: lc_name,
+                namespace: None,
+                object: lc.clone(),
+            }];
+            if !username.is_empty() {
+                creates.push(NewObject {
+                    def: &self.defs.bindings,
+                    cluster: lc_name,
+                    namespace: None,
+                    object: workspace_admin_binding(username),
+                });
+            }
+            let mut requires = Vec::new();
+            if universal {
+                creates.push(self.new_namespace(lc_name, default));
+                requires.push((&*self.defs.namespaces, namespace_at));
+            }
+            Batch {
+                creates,
+                updates: vec![ObjectUpdate {
+                    def: &self.defs.workspaces,
+                    at,
+                    kind: UpdateKind::Whole,
+                    old: ws,
+                    revision,
+                    desired: desired.clone(),
+                }],
+                requires,
+            }
+        };
+        let (namespace, written) = tokio::join!(
+            async {
+                match universal {
+                    true => {
+                        let created = registry
+                            .create_all(vec![self.new_namespace(lc_name, kube_system)])
+                            .await;
+                        match created {
+                            Err(e) if !exists(&e) => Err(e),
+                            _ => Ok(()),
+                        }
+                    }
+                    false => Ok(()),
+                }
+            },
+            registry.write_batch(batch())
+        );
+        let written = match written {
+            // The two writes went to the store side by side, and the namespace came second.
+            Err(e)
+                if e.code == 404
+                    && e.details.kind.as_deref() == Some("namespaces")
+                    && namespace.is_ok() =>
+            {
+                tracing::debug!(
+                    lc = lc_name,
+                    "kube-system landed after its LC's write; again"
+                );
+                registry.write_batch(batch()).await
+            }
+            other => other,
+        };
+        match written {
+            Ok(_) => Ok(true),
+            Err(e) if e.code == 409 || e.code == 404 => {
+                namespace?;
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Creates `lc` as LC `lc_name`, the admin binding of `username` (none without one) and, when

@@ -111,6 +111,8 @@ enum Checked<'w> {
     },
     /// A deletion of this live value.
     Remove(KeyValue),
+    /// A key that had to exist: nothing to write.
+    Present(KeyValue),
 }
 
 impl State {
@@ -151,13 +153,16 @@ impl State {
                 prev: Some(self.live_at(key, Some(*expected))?),
             },
             Write::Delete { key, expected } => Checked::Remove(self.live_at(key, Some(*expected))?),
+            Write::Exists { key } => Checked::Present(self.live_at(key, None)?),
         })
     }
 
-    /// Makes a checked write at the next revision; answers its event.
-    fn perform(&mut self, checked: Checked<'_>) -> Event {
+    /// Makes a checked write at the next revision; answers its event (none for a key that only
+    /// had to exist).
+    fn perform(&mut self, checked: Checked<'_>) -> Option<Event> {
         let (key, value, prev) = match checked {
-            Checked::Remove(prev) => return self.remove(prev),
+            Checked::Remove(prev) => return Some(self.remove(prev)),
+            Checked::Present(_) => return None,
             Checked::Put { key, value, prev } => (key, value, prev),
         };
         self.revision += 1;
@@ -178,13 +183,22 @@ impl State {
                 value: Some(value.clone()),
             },
         );
-        Event::of_write(key, Some(value.clone()), create_revision, rev, prev)
+        Some(Event::of_write(
+            key,
+            Some(value.clone()),
+            create_revision,
+            rev,
+            prev,
+        ))
     }
 
-    /// [`State::check`] and [`State::perform`] of one write; answers its revision and event.
+    /// [`State::check`] and [`State::perform`] of one create or update; answers its revision and
+    /// event.
     fn apply(&mut self, write: &Write) -> Result<(Revision, Event), StoreError> {
         let checked = self.check(write)?;
-        let event = self.perform(checked);
+        let event = self.perform(checked).ok_or_else(|| {
+            StoreError::Backend("memory store: a write that wrote nothing".into())
+        })?;
         Ok((event.kv.mod_revision, event))
     }
 
@@ -390,8 +404,16 @@ impl Store for MemoryStore {
                 .iter()
                 .map(|w| state.check(w))
                 .collect::<Result<Vec<_>, _>>()?;
-            let events: Vec<Event> = checked.into_iter().map(|c| state.perform(c)).collect();
-            let revisions = events.iter().map(|e| e.kv.mod_revision).collect();
+            let mut revisions = Vec::with_capacity(checked.len());
+            let mut events = Vec::with_capacity(checked.len());
+            for c in checked {
+                if let Checked::Present(kv) = &c {
+                    revisions.push(kv.mod_revision);
+                } else if let Some(event) = state.perform(c) {
+                    revisions.push(event.kv.mod_revision);
+                    events.push(event);
+                }
+            }
             Ok((revisions, events))
         })
     }

@@ -214,6 +214,8 @@ enum Checked<'w> {
         prev: KeyValue,
     },
     Remove(KeyValue),
+    /// A key that had to exist: nothing to write.
+    Present(KeyValue),
 }
 
 /// Checks `write`'s precondition; the inner error is its refusal.
@@ -232,6 +234,7 @@ fn check<'w>(
             expected,
         } => live_at(kv, key, Some(*expected))?.map(|prev| Checked::Update { key, value, prev }),
         Write::Delete { key, expected } => live_at(kv, key, Some(*expected))?.map(Checked::Remove),
+        Write::Exists { key } => live_at(kv, key, None)?.map(Checked::Present),
     })
 }
 
@@ -245,6 +248,7 @@ fn perform(
     let rev = revs.current + 1;
     match checked {
         Checked::Remove(prev) => return remove(t, revs, events, prev),
+        Checked::Present(kv) => return Ok(kv.mod_revision),
         // A key created again links to its tombstone, so older revisions stay readable.
         Checked::Create { key, value, last } => {
             put(t, key, value, rev, rev, last)?;

@@ -361,6 +361,12 @@ impl Store for EtcdStore {
                     when.extend(exists_at(f, Some(*expected)));
                     then.push(TxnOp::delete(f.clone(), None));
                 }
+                Write::Exists { .. } => {
+                    when.extend(exists_at(f, None));
+                    // Read back for its mod revision only.
+                    let keys_only = GetOptions::new().with_keys_only();
+                    then.push(TxnOp::get(f.clone(), Some(keys_only)));
+                }
             }
         }
         let size = writes.iter().filter_map(Write::value).map(Bytes::len).sum();
@@ -371,8 +377,19 @@ impl Store for EtcdStore {
         );
         let resp = self.txn(txn, size).await?;
         if resp.succeeded() {
-            // One revision for the whole transaction.
-            return Ok(vec![header_revision(resp.header())?; writes.len()]);
+            // One revision for the whole transaction; a key that only had to exist has its own.
+            let revision = header_revision(resp.header())?;
+            if !writes.iter().any(|w| matches!(w, Write::Exists { .. })) {
+                return Ok(vec![revision; writes.len()]);
+            }
+            return Ok(resp
+                .op_responses()
+                .iter()
+                .map(|op| match op {
+                    TxnOpResponse::Get(get) => get.kvs().first().map_or(0, |kv| kv.mod_revision()),
+                    _ => revision,
+                })
+                .collect());
         }
         // The first write whose compare failed, from the keys read in the same transaction.
         for (write, read) in writes.iter().zip(resp.op_responses()) {
@@ -392,6 +409,10 @@ impl Store for EtcdStore {
                         _ => Some(refusal(key, current)),
                     }
                 }
+                Write::Exists { key } => match current {
+                    Some(_) => None,
+                    None => Some(StoreError::NotFound { key: key.clone() }),
+                },
             };
             if let Some(refused) = refused {
                 return Err(refused);

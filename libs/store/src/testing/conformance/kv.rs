@@ -251,6 +251,7 @@ pub async fn write_all(store: Arc<dyn Store>) {
         key: key.into(),
         expected,
     };
+    let exists = |key: &str| Write::Exists { key: key.into() };
 
     let refused = [
         (
@@ -277,6 +278,10 @@ pub async fn write_all(store: Arc<dyn Store>) {
         ),
         (
             vec![create(d, "d"), update("/wa/missing", "x", ra)],
+            not_found("/wa/missing"),
+        ),
+        (
+            vec![create(d, "d"), exists("/wa/missing")],
             not_found("/wa/missing"),
         ),
     ];
@@ -348,8 +353,21 @@ pub async fn write_all(store: Arc<dyn Store>) {
         store.get(a).await.expect("get"),
         Some(value(a, "a2", again))
     );
+    // A key that only has to exist answers its own revision and is not written.
+    let e_key = "/wa/e";
+    let guarded = store
+        .write_all(&[exists(c), create(e_key, "e")])
+        .await
+        .expect("create beside an existing key");
+    assert_eq!(guarded[0], revs[1], "the existing key's revision");
+    assert!(guarded[1] > again);
+    assert_eq!(
+        store.get(c).await.expect("get").map(|kv| kv.mod_revision),
+        Some(revs[1]),
+        "the existing key untouched"
+    );
 
-    let events = watcher.events(5).await;
+    let events = watcher.events(6).await;
     let seen: Vec<_> = events
         .iter()
         .map(|e| {
@@ -368,8 +386,9 @@ pub async fn write_all(store: Arc<dyn Store>) {
             (EventKind::Delete, a, Some(ra)),
             (EventKind::Delete, b_, Some(rb)),
             (EventKind::Put, a, None),
+            (EventKind::Put, e_key, None),
         ]
     );
     let seen_at: Vec<_> = events.iter().map(|e| e.kv.mod_revision).collect();
-    assert_eq!(seen_at, [revs[0], revs[1], revs[2], rev, again]);
+    assert_eq!(seen_at, [revs[0], revs[1], revs[2], rev, again, guarded[1]]);
 }
