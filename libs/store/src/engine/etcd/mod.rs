@@ -64,14 +64,19 @@ impl EtcdStore {
         let connect = ConnectOptions::new()
             .with_connect_timeout(options.connect_timeout)
             .with_keep_alive(Duration::from_secs(10), Duration::from_secs(10));
-        let client = Client::connect(&options.endpoints, Some(connect))
+        let client = Client::connect(&options.endpoints, Some(connect.clone()))
+            .await
+            .map_err(backend)?;
+        // The watch on a connection of its own: its stream of events does not queue ahead of the
+        // answers to writes.
+        let watching = Client::connect(&options.endpoints, Some(connect))
             .await
             .map_err(backend)?;
         let store = EtcdStore {
             kv: client
                 .kv_client()
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
-            watch: client
+            watch: watching
                 .watch_client()
                 .max_decoding_message_size(MAX_MESSAGE_BYTES),
             prefix: options.prefix,
