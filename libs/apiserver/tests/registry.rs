@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
 use kcp_apiserver::registry::{
-    Batch, DeleteOptions, DeleteOutcome, ListOptions, ListScope, NewObject, ObjectRef,
+    Batch, Companion, DeleteOptions, DeleteOutcome, ListOptions, ListScope, NewObject, ObjectRef,
     ObjectUpdate, Registry, UpdateKind, WriteOptions,
 };
 use kcp_apiserver::watch_cache::{CacheEventType, Scope, WatchItem};
@@ -800,6 +800,72 @@ async fn creates_updates_and_requirements_in_one_write(h: &Harness) {
     assert_eq!(updated["metadata"]["uid"], old["metadata"]["uid"]);
 }
 
+/// What `set_companions` brings along is created in the create's own store write, before the
+/// object; a companion whose name is taken is left out, and the create still happens.
+async fn creates_bring_their_companions(h: &Harness) {
+    let reg = h.server.registry();
+    let cms = def("configmaps");
+    let companion_def = std::sync::Arc::new(def("namespaces"));
+    // ConfigMap `with-<ns>[.<anything>]` brings namespace `<ns>` of LC `companions`.
+    reg.set_companions(std::sync::Arc::new(move |def, _cluster, obj| {
+        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
+        let ns = name.strip_prefix("with-").and_then(|n| n.split('.').next());
+        match (def.plural.as_str(), ns) {
+            ("configmaps", Some(ns)) => vec![Companion {
+                def: companion_def.clone(),
+                cluster: "companions".into(),
+                object: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            }],
+            _ => Vec::new(),
+        }
+    }));
+    let ns_def = def("namespaces");
+    let namespace = |name| {
+        let at = ObjectRef {
+            cluster: "companions",
+            namespace: None,
+            name,
+        };
+        reg.get(&ns_def, at)
+    };
+    let create = |name: &str| {
+        reg.create(
+            &cms,
+            "root",
+            Some("default"),
+            cm(name, json!({})),
+            WriteOptions::default(),
+        )
+    };
+    let first = create("with-alpha").await.expect("create");
+    let alpha = namespace("alpha").await.expect("the companion was created");
+    let alpha = alpha.value().expect("json");
+    assert!(
+        rv(&alpha) <= rv(&first.object),
+        "written with or before the object"
+    );
+    assert_eq!(
+        alpha["status"]["phase"], "Active",
+        "prepared as creates are"
+    );
+    assert!(create("plain").await.is_ok());
+
+    // Its name taken now: left out, the ConfigMap created all the same, the namespace untouched.
+    let second = create("with-alpha.2")
+        .await
+        .expect("created without its companion");
+    assert!(rv(&second.object) > rv(&first.object));
+    let kept = namespace("alpha").await.expect("still there");
+    assert_eq!(rv(&kept.value().expect("json")), rv(&alpha));
+    // The object's own name is checked as always.
+    let again = create("with-alpha").await.err().expect("name taken");
+    assert_eq!((again.code, again.reason.as_str()), (409, "AlreadyExists"));
+    assert!(
+        again.message.contains(r#"configmaps "with-alpha""#),
+        "{again:?}"
+    );
+}
+
 fn events_def() -> ResourceDef {
     common::builtin("events.k8s.io", "events")
 }
@@ -979,3 +1045,4 @@ on_both_stores!(events_are_one_set_of_objects_in_two_apis);
 on_both_stores!(kind_rules_are_enforced);
 on_both_stores!(objects_created_together);
 on_both_stores!(creates_updates_and_requirements_in_one_write);
+on_both_stores!(creates_bring_their_companions);

@@ -136,6 +136,15 @@ pub fn spawn(server: Arc<ApiServer>) {
         queue: WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY),
         deleting: Mutex::new(HashSet::new()),
     });
+    let source = Arc::downgrade(&controller);
+    server
+        .registry()
+        .set_companions(Arc::new(move |def, _cluster, object| {
+            source
+                .upgrade()
+                .map(|c| c.companions(def, object))
+                .unwrap_or_default()
+        }));
     drop(server);
     let worker = controller.clone();
     controller

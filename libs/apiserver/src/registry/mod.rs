@@ -21,7 +21,10 @@ pub use delete::{
 };
 pub use list::{ListOptions, ListResult, ListScope, Selectors};
 pub use metadata::now_rfc3339;
-pub use write::{Batch, BatchWritten, NewObject, ObjectUpdate, UpdateKind, WriteOptions, Written};
+pub use write::{
+    Batch, BatchWritten, Companion, CompanionSource, NewObject, ObjectUpdate, UpdateKind,
+    WriteOptions, Written,
+};
 
 /// A create whose object may already be there (bootstrap, controllers): AlreadyExists is success.
 pub fn created_or_existed<T>(result: Result<T, ApiError>) -> Result<(), ApiError> {
@@ -49,6 +52,8 @@ pub struct Registry {
     external_url: String,
     /// Admission of requests' writes (webhooks); none until the server sets it.
     admission: parking_lot::RwLock<Option<Arc<dyn crate::admission::Admission>>>,
+    /// What creates bring along; none until a controller sets it.
+    companions: parking_lot::RwLock<Option<Arc<write::CompanionSource>>>,
 }
 
 pub fn keyspace(def: &ResourceDef) -> ResourceKeyspace {
@@ -140,6 +145,7 @@ impl Registry {
             cache,
             external_url,
             admission: parking_lot::RwLock::new(None),
+            companions: parking_lot::RwLock::new(None),
         }
     }
 

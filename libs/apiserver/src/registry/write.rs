@@ -1,6 +1,7 @@
 //! Create and update: every write is a compare-and-swap on the object's revision.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use kcp_api_types::{ResourceDef, StrategyContext};
@@ -34,6 +35,17 @@ pub struct ObjectUpdate<'a> {
     pub desired: Value,
 }
 
+/// A cluster-scoped object the shard creates in the same store write as a request's create,
+/// before it: see [`Registry::set_companions`].
+pub struct Companion {
+    pub def: Arc<ResourceDef>,
+    pub cluster: String,
+    pub object: Value,
+}
+
+/// What a created object brings along: (its kind, its LC, the object as admitted) → companions.
+pub type CompanionSource = dyn Fn(&ResourceDef, &str, &Value) -> Vec<Companion> + Send + Sync;
+
 /// Writes that belong together: see [`Registry::write_batch`].
 #[derive(Default)]
 pub struct Batch<'a> {
@@ -42,6 +54,17 @@ pub struct Batch<'a> {
     /// Objects that must exist for anything to be written (`NotFound` otherwise), left as they
     /// are: for writes that may only land after something written beside them.
     pub requires: Vec<(&'a ResourceDef, ObjectRef<'a>)>,
+}
+
+/// A batch ready to be written.
+struct Prepared<'b> {
+    writes: Vec<kcp_store::Write>,
+    /// Per write, what it is about: for errors.
+    about: Vec<(&'b ResourceDef, String)>,
+    created: Vec<Value>,
+    updated: Vec<Value>,
+    /// Quota reservations, held until the write is acknowledged.
+    reservations: Vec<crate::admission::quota::Reservation>,
 }
 
 /// What a [`Registry::write_batch`] wrote, as served, in the batch's order.
@@ -255,7 +278,14 @@ impl Registry {
                 return served(obj, None);
             }
             let key = keyspace(def).object(cluster, namespace, &name);
-            match self.store.create(&key, stored_bytes(def, &obj)?).await {
+            let value = stored_bytes(def, &obj)?;
+            let source = self.companions.read().clone();
+            let companions = source.map(|s| s(def, cluster, &obj)).unwrap_or_default();
+            let created = match companions.is_empty() {
+                true => self.store.create(&key, value).await,
+                false => self.create_with(key, value, companions).await,
+            };
+            match created {
                 Ok(rev) => {
                     self.cache.note_write(rev);
                     return served(obj, Some(rev));
@@ -265,6 +295,56 @@ impl Registry {
                 Err(err) => return Err(store_error(def, &name, err)),
             }
         }
+    }
+
+    /// Creates `key` in one store write after its companions; answers its revision. Companions
+    /// are the shard's: one that cannot be prepared, or whose name is taken, is left out.
+    async fn create_with(
+        &self,
+        key: String,
+        value: Bytes,
+        companions: Vec<Companion>,
+    ) -> Result<Revision, StoreError> {
+        let creates = companions
+            .iter()
+            .map(|c| NewObject {
+                def: &c.def,
+                cluster: &c.cluster,
+                namespace: None,
+                object: c.object.clone(),
+            })
+            .collect();
+        let batch = Batch {
+            creates,
+            ..Batch::default()
+        };
+        let mut prepared = match self.prepare_batch(batch).await {
+            Ok(prepared) => prepared,
+            Err(e) => {
+                tracing::debug!(key, error = %e, "companions left out");
+                return self.store.create(&key, value).await;
+            }
+        };
+        prepared.writes.push(kcp_store::Write::Create {
+            key: key.clone(),
+            value: value.clone(),
+        });
+        match self.store.write_all(&prepared.writes).await {
+            Ok(revisions) => revisions
+                .last()
+                .copied()
+                .ok_or_else(|| StoreError::Backend("write_all answered no revision".into())),
+            Err(StoreError::AlreadyExists { key: taken }) if taken != key => {
+                tracing::debug!(key, taken, "a companion's name is taken; left out");
+                self.store.create(&key, value).await
+            }
+            Err(err) => Err(err),
+        }
+    }
+
+    /// Installs what creates bring along (see [`Companion`]); none until then.
+    pub fn set_companions(&self, source: Arc<CompanionSource>) {
+        *self.companions.write() = Some(source);
     }
 
     /// Creates objects that belong together in one store write: [`Registry::write_batch`] of
@@ -285,6 +365,48 @@ impl Registry {
     /// has changed since). The caller keeps to the store's rule: at most one object of a resource
     /// (and [`kcp_store::MAX_WRITE_ALL`]) per batch.
     pub async fn write_batch(&self, batch: Batch<'_>) -> Result<BatchWritten, ApiError> {
+        let Prepared {
+            writes,
+            about,
+            created,
+            updated,
+            reservations,
+        } = self.prepare_batch(batch).await?;
+        let written = self.write_all(&writes).await;
+        drop(reservations);
+        match written {
+            Ok(revisions) => {
+                let mut revisions = revisions.into_iter();
+                let mut answer = |objects: Vec<Value>| -> Result<Vec<Written>, ApiError> {
+                    objects
+                        .into_iter()
+                        .map(|obj| served(obj, revisions.next()))
+                        .collect()
+                };
+                let created = answer(created)?;
+                let updated = answer(updated)?;
+                Ok(BatchWritten { created, updated })
+            }
+            Err(err) => {
+                let refused = match &err {
+                    StoreError::AlreadyExists { key }
+                    | StoreError::NotFound { key }
+                    | StoreError::Conflict { key, .. } => {
+                        writes.iter().position(|w| w.key() == key)
+                    }
+                    _ => None,
+                };
+                match refused.and_then(|i| about.get(i)).or(about.first()) {
+                    Some((def, name)) => Err(store_error(def, name, err)),
+                    None => Err(ApiError::internal(err)),
+                }
+            }
+        }
+    }
+
+    /// A batch's objects prepared, validated and admitted as [`Registry::write_batch`] says, and
+    /// the store writes they make.
+    async fn prepare_batch<'b>(&self, batch: Batch<'b>) -> Result<Prepared<'b>, ApiError> {
         let Batch {
             creates,
             updates,
@@ -300,10 +422,8 @@ impl Registry {
             .map(|o| (o.cluster, meta_str(&o.object, "name").to_string()))
             .collect();
         let mut writes = Vec::with_capacity(creates.len() + updates.len() + requires.len());
-        // Per write, what it is about: for errors, and the objects answered.
         let mut about: Vec<(&ResourceDef, String)> = Vec::with_capacity(writes.capacity());
         let mut created = Vec::with_capacity(creates.len());
-        // Held until the write is acknowledged, as in `create`.
         let mut reservations = Vec::new();
         for NewObject {
             def,
@@ -367,34 +487,13 @@ impl Registry {
             });
             about.push((def, at.name.to_string()));
         }
-        match self.write_all(&writes).await {
-            Ok(revisions) => {
-                let mut revisions = revisions.into_iter();
-                let mut answer = |objects: Vec<Value>| -> Result<Vec<Written>, ApiError> {
-                    objects
-                        .into_iter()
-                        .map(|obj| served(obj, revisions.next()))
-                        .collect()
-                };
-                let created = answer(created)?;
-                let updated = answer(updated)?;
-                Ok(BatchWritten { created, updated })
-            }
-            Err(err) => {
-                let refused = match &err {
-                    StoreError::AlreadyExists { key }
-                    | StoreError::NotFound { key }
-                    | StoreError::Conflict { key, .. } => {
-                        writes.iter().position(|w| w.key() == key)
-                    }
-                    _ => None,
-                };
-                match refused.and_then(|i| about.get(i)).or(about.first()) {
-                    Some((def, name)) => Err(store_error(def, name, err)),
-                    None => Err(ApiError::internal(err)),
-                }
-            }
-        }
+        Ok(Prepared {
+            writes,
+            about,
+            created,
+            updated,
+            reservations,
+        })
     }
 
     /// [`kcp_store::Store::write_all`], the write then noted as the shard's (consistent reads

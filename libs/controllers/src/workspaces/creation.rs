@@ -1,23 +1,25 @@
 //! A scheduled workspace's first writes: its LogicalCluster, the `workspace-admin` binding, the
 //! `root:universal` initializer's namespaces and the workspace's placement.
 //!
-//! Usually two store writes side by side ([`Controller::create_placed`]): the LC, the binding,
-//! namespace `default` and the placed workspace in one, which requires namespace `kube-system`,
-//! created in the other (a write holds at most one object of a resource, see `Store::write_all`).
-//! On etcd that is one round trip on the workspace's way to Ready where creating the LC and then
-//! placing the workspace took two. When something is in the way (an earlier attempt's content,
-//! a changed workspace), the long way ([`Controller::create_lc`], then the placement) creates
-//! each object only when missing.
+//! Usually one store write ([`Controller::create_placed`]): the LC, the binding, namespace
+//! `default` and the placed workspace, which requires namespace `kube-system`. That one came
+//! with the Workspace's own POST ([`Controller::companions`]): a write holds at most one object of
+//! a resource (see `Store::write_all`), and a second write beside this one would land after it as
+//! often as not (etcd starts concurrent requests in no fixed order). On etcd that makes two round
+//! trips from the POST to Ready where there were three. When something is in the way (an
+//! earlier attempt's content, a changed workspace), the long way ([`Controller::create_lc`], then
+//! the placement) creates each object only when missing.
 //!
 //! The namespaces' `default` ServiceAccount and `kube-root-ca.crt` are left to their controllers.
 //! Written here too (4 transactions fewer on etcd), they cost the embedded store 5-12 % of its
 //! workspace rate and gained etcd nothing beyond the noise of same-phase runs: etcd's cost follows
 //! the keys written more than the transactions.
 
+use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{
-    Batch, NewObject, ObjectRef, ObjectUpdate, UpdateKind, WriteOptions,
+    Batch, Companion, NewObject, ObjectRef, ObjectUpdate, UpdateKind, WriteOptions, keyspace,
 };
 use kcp_apiserver::tenancy::{
     ResolvedType, SHARD_ANNOTATION, TypeRef, Types, new_logical_cluster, workspace_admin_binding,
@@ -26,7 +28,8 @@ use kcp_store::Revision;
 use serde_json::{Value, json};
 
 use super::{
-    CONTENT_FINALIZER, Controller, UNIVERSAL_INITIALIZER, UNIVERSAL_NAMESPACES, string_list, text,
+    CLUSTER_ANNOTATION, CONTENT_FINALIZER, Controller, UNIVERSAL_INITIALIZER, UNIVERSAL_NAMESPACES,
+    annotation, lifecycle_names, string_list, text,
 };
 
 /// A create refused because the object is there already.
@@ -95,13 +98,54 @@ impl Controller {
         lc
     }
 
+    /// What a new Workspace brings along in its own store write (see
+    /// `Registry::set_companions`): namespace `kube-system` of the LC admission named, when the
+    /// workspace will be scheduled here with the universal initializer and that LC is not taken.
+    /// [`Controller::create_placed`] then finds it there already, and its one write completes the
+    /// workspace. A workspace deleted before it is scheduled takes the namespace along
+    /// (its LC's content is deleted even without the LC).
+    pub(super) fn companions(&self, def: &ResourceDef, ws: &Value) -> Vec<Companion> {
+        if !def.is("tenancy.kcp.io", "workspaces") {
+            return Vec::new();
+        }
+        let (Some(server), Some(lc_name)) =
+            (self.server.upgrade(), annotation(ws, CLUSTER_ANNOTATION))
+        else {
+            return Vec::new();
+        };
+        let universal = || {
+            let Some(reference) = ws.pointer("/spec/type").and_then(TypeRef::from_value) else {
+                return false;
+            };
+            let types = Types {
+                cache: server.registry().cache(),
+                paths: server.paths(),
+            };
+            types.chain(&reference).is_ok_and(|chain| {
+                lifecycle_names(&chain, "initializer")
+                    .iter()
+                    .any(|i| i == UNIVERSAL_INITIALIZER)
+            })
+        };
+        let wanted = self.cached_lc(&server, lc_name).is_none()
+            && self.fits_here(&server, ws).unwrap_or(false)
+            && universal();
+        match wanted {
+            true => vec![Companion {
+                def: self.defs.namespaces.clone(),
+                cluster: lc_name.to_string(),
+                object: namespace(UNIVERSAL_NAMESPACES[1]),
+            }],
+            false => Vec::new(),
+        }
+    }
+
     /// The usual first scheduling of a workspace, in one store write: its LC `lc_name` (born as
     /// `lc`), the admin binding of `username` (none without one), the universal initializer's
     /// namespace `default` when `universal`, and the workspace placed with the status the LC
-    /// implies. Namespace `kube-system` is created beside it, in a write of its own (one namespace
-    /// per write, see `Store::write_all`), and the first write requires it: a Ready workspace
-    /// always has both namespaces. On etcd that is one transaction on the workspace's path where
-    /// [`Controller::create_lc`] and a status write took two.
+    /// implies. The write requires namespace `kube-system`, so a Ready workspace always has both;
+    /// when it did not come with the workspace, it is created beside the write, which is made
+    /// again if it came first.
     ///
     /// `Ok(false)` when something was in the way (the LC exists, the workspace changed since
     /// `revision`): nothing of the first write was made, and the caller takes the longer way,
@@ -161,9 +205,12 @@ impl Controller {
                 requires,
             }
         };
+        let kube_system_key = keyspace(&self.defs.namespaces).object(lc_name, None, kube_system);
+        // Usually written with the Workspace (see `companions`).
+        let kube_system_there = registry.cache().get(&kube_system_key).is_some();
         let (namespace, written) = tokio::join!(
             async {
-                match universal {
+                match universal && !kube_system_there {
                     true => {
                         let created = registry
                             .create_all(vec![self.new_namespace(lc_name, kube_system)])
