@@ -801,16 +801,18 @@ async fn creates_updates_and_requirements_in_one_write(h: &Harness) {
 }
 
 /// What `set_companions` brings along is created in the create's own store write, before the
-/// object; a companion whose name is taken is left out, and the create still happens.
+/// object; a companion whose name is taken is left out, and the create still happens; a create
+/// that does not happen brings nothing.
 async fn creates_bring_their_companions(h: &Harness) {
     let reg = h.server.registry();
     let cms = def("configmaps");
     let companion_def = std::sync::Arc::new(def("namespaces"));
-    // ConfigMap `with-<ns>[.<anything>]` brings namespace `<ns>` of LC `companions`.
+    // A ConfigMap labelled `brings: <ns>` brings namespace `<ns>` of LC `companions`.
     reg.set_companions(std::sync::Arc::new(move |def, _cluster, obj| {
-        let name = obj["metadata"]["name"].as_str().unwrap_or_default();
-        let ns = name.strip_prefix("with-").and_then(|n| n.split('.').next());
-        match (def.plural.as_str(), ns) {
+        let brings = obj
+            .pointer("/metadata/labels/brings")
+            .and_then(Value::as_str);
+        match (def.plural.as_str(), brings) {
             ("configmaps", Some(ns)) => vec![Companion {
                 def: companion_def.clone(),
                 cluster: "companions".into(),
@@ -828,16 +830,20 @@ async fn creates_bring_their_companions(h: &Harness) {
         };
         reg.get(&ns_def, at)
     };
-    let create = |name: &str| {
-        reg.create(
-            &cms,
-            "root",
-            Some("default"),
-            cm(name, json!({})),
-            WriteOptions::default(),
-        )
+    let create = |name: &str, brings: &str, data: Value, dry_run: bool| {
+        let mut object = cm(name, data);
+        if !brings.is_empty() {
+            object["metadata"]["labels"] = json!({"brings": brings});
+        }
+        let opts = WriteOptions {
+            dry_run,
+            ..WriteOptions::default()
+        };
+        reg.create(&cms, "root", Some("default"), object, opts)
     };
-    let first = create("with-alpha").await.expect("create");
+    let first = create("first", "alpha", json!({}), false)
+        .await
+        .expect("create");
     let alpha = namespace("alpha").await.expect("the companion was created");
     let alpha = alpha.value().expect("json");
     assert!(
@@ -848,22 +854,30 @@ async fn creates_bring_their_companions(h: &Harness) {
         alpha["status"]["phase"], "Active",
         "prepared as creates are"
     );
-    assert!(create("plain").await.is_ok());
 
     // Its name taken now: left out, the ConfigMap created all the same, the namespace untouched.
-    let second = create("with-alpha.2")
+    let second = create("second", "alpha", json!({}), false)
         .await
         .expect("created without its companion");
     assert!(rv(&second.object) > rv(&first.object));
     let kept = namespace("alpha").await.expect("still there");
     assert_eq!(rv(&kept.value().expect("json")), rv(&alpha));
-    // The object's own name is checked as always.
-    let again = create("with-alpha").await.err().expect("name taken");
-    assert_eq!((again.code, again.reason.as_str()), (409, "AlreadyExists"));
-    assert!(
-        again.message.contains(r#"configmaps "with-alpha""#),
-        "{again:?}"
-    );
+
+    // A create that does not happen brings nothing: its own name taken (the companion's free),
+    // refused by validation, a dry run.
+    let taken = create("first", "beta", json!({}), false).await.err();
+    let taken = taken.expect("the object's own name is checked as always");
+    assert_eq!((taken.code, taken.reason.as_str()), (409, "AlreadyExists"));
+    assert!(taken.message.contains(r#"configmaps "first""#), "{taken:?}");
+    let invalid = create("third", "gamma", json!({"not a key!": "x"}), false).await;
+    assert_eq!(invalid.err().map(|e| e.code), Some(422));
+    create("fourth", "delta", json!({}), true)
+        .await
+        .expect("dry run");
+    for ns in ["beta", "gamma", "delta"] {
+        let code = namespace(ns).await.err().map(|e| e.code);
+        assert_eq!(code, Some(404), "no companion {ns}");
+    }
 }
 
 fn events_def() -> ResourceDef {

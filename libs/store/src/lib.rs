@@ -307,8 +307,9 @@ pub trait Store: Send + Sync + 'static {
     /// distinct, at most [`MAX_WRITE_ALL`], their values at most [`MAX_VALUE_BYTES`] together.
     /// Answers the revision of each write, in order.
     ///
-    /// etcd gives the writes one revision, the other engines one each. Watchers resume after a
-    /// revision, so a caller puts at most one key a client watches as one resource in each call.
+    /// etcd gives the writes one revision, the other engines one each (an `Exists` answers its
+    /// key's own). Watchers resume after a revision, so a caller puts at most one key a client
+    /// watches as one resource in each call.
     async fn write_all(&self, writes: &[Write]) -> Result<Vec<Revision>, StoreError>;
 
     /// Watches every key under `prefix`, delivering all changes with a revision greater than `after`

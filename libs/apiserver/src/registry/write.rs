@@ -338,11 +338,14 @@ impl Registry {
                 tracing::debug!(key, taken, "a companion's name is taken; left out");
                 self.store.create(&key, value).await
             }
+            // Together over the size limit: the object alone may fit.
+            Err(StoreError::TooLarge { .. }) => self.store.create(&key, value).await,
             Err(err) => Err(err),
         }
     }
 
-    /// Installs what creates bring along (see [`Companion`]); none until then.
+    /// Installs what creates bring along (see [`Companion`]), replacing any source set before;
+    /// none until then.
     pub fn set_companions(&self, source: Arc<CompanionSource>) {
         *self.companions.write() = Some(source);
     }
@@ -362,8 +365,8 @@ impl Registry {
     /// given). Each creation is prepared and validated as [`Registry::create`] does, by name (no
     /// `generateName`), and may live in a namespace created in the same batch; each update as
     /// [`Registry::update`] does, once, from the object as the caller read it (`Conflict` when it
-    /// has changed since). The caller keeps to the store's rule: at most one object of a resource
-    /// (and [`kcp_store::MAX_WRITE_ALL`]) per batch.
+    /// has changed since). The caller keeps to the store's rule: at most one written object of a
+    /// resource (and [`kcp_store::MAX_WRITE_ALL`]) per batch.
     pub async fn write_batch(&self, batch: Batch<'_>) -> Result<BatchWritten, ApiError> {
         let Prepared {
             writes,

@@ -242,6 +242,8 @@ impl Controller {
         };
         match written {
             Ok(_) => Ok(true),
+            // The workspace itself is gone: nothing to schedule (the next reconcile finds so).
+            Err(e) if e.code == 404 && e.details.kind.as_deref() == Some("workspaces") => Err(e),
             Err(e) if e.code == 409 || e.code == 404 => {
                 namespace?;
                 Ok(false)
