@@ -120,6 +120,12 @@ pub struct WorkspacePlan {
     pub delete_cap: Duration,
     /// How long one workspace may take from its POST to Ready before it counts as an error.
     pub ready_timeout: Duration,
+    /// The latency step: `light` more children of `flat` from `light_clients` creators, few
+    /// enough that the shard is not saturated (with `clients` creators the mean latency is just
+    /// creators ÷ throughput), within `light_cap`.
+    pub light_clients: usize,
+    pub light: usize,
+    pub light_cap: Duration,
 }
 
 impl WorkspacePlan {
@@ -160,6 +166,9 @@ impl Plan {
                     total_cap: Duration::from_secs(20),
                     delete_cap: Duration::from_secs(30),
                     ready_timeout: Duration::from_secs(30),
+                    light_clients: 8,
+                    light: 300,
+                    light_cap: Duration::from_secs(10),
                 },
             }
         } else {
@@ -192,6 +201,9 @@ impl Plan {
                     // The old sequential controller took 60-145 s for the 10k tree; 13-48 s now.
                     delete_cap: Duration::from_secs(75),
                     ready_timeout: Duration::from_secs(30),
+                    light_clients: 8,
+                    light: 3_000,
+                    light_cap: Duration::from_secs(30),
                 },
             }
         };

@@ -5,7 +5,8 @@
 //! more children of `flat` up to the memory target, RSS; restart (timed), RSS once idle; `tree` with
 //! its children and grandchildren (timed), then its deletion (timed). The tree comes last so that
 //! what it leaves behind (freed memory the allocator keeps, watch history) is not counted as
-//! memory per workspace; it so runs next to all the flat workspaces.
+//! memory per workspace; it so runs next to all the flat workspaces. Last, a few more children of
+//! `flat` from fewer creators: the latency of a shard that is not saturated.
 
 mod board;
 mod create;
@@ -87,6 +88,8 @@ pub struct Workspaces {
     pub delete: Result<Deletion, String>,
     pub memory: Memory,
     pub restart: Result<Restart, String>,
+    /// More children of `flat` from `light_clients` creators.
+    pub light: Result<Creation, String>,
     /// Failures of the Ready watch (re-opened each time), and the first one.
     pub watch_failures: u64,
     pub watch_first_failure: Option<String>,
@@ -133,12 +136,13 @@ impl Creators {
 /// The children of `flat` that got Ready, in creation order.
 type Names = Arc<Mutex<Vec<String>>>;
 
-/// Children `<prefix>-<offset + i>` of `flat`, i < n, created within `cap`.
+/// Children `<prefix>-<offset + i>` of `flat`, i < n, created within `cap` by `clients` creators.
 struct FlatSet {
     prefix: &'static str,
     offset: u64,
     n: usize,
     cap: Duration,
+    clients: usize,
 }
 
 async fn flat_phase(
@@ -148,7 +152,7 @@ async fn flat_phase(
     set: FlatSet,
     names: &Names,
 ) -> Creation {
-    let workers = (0..ws.clients)
+    let workers = (0..set.clients)
         .map(|i| Flat {
             conn: creators.conn(i),
             board: creators.board.clone(),
@@ -199,6 +203,7 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
             offset: 0,
             n: WARM_UP as usize,
             cap: ws.ready_timeout,
+            clients: ws.clients,
         },
         &warm_names,
     )
@@ -226,6 +231,7 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
             offset: 0,
             n: ws.flat,
             cap: ws.flat_cap,
+            clients: ws.clients,
         },
         &names,
     )
@@ -248,6 +254,7 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
                 offset: ws.flat as u64,
                 n: more_n,
                 cap: ws.total_cap,
+                clients: ws.clients,
             },
             &names,
         )
@@ -277,7 +284,7 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
         .await
         .map_err(|e| format!("{e:#}"));
 
-    let (tree, delete) = match &restart {
+    let (tree, delete, light) = match &restart {
         Ok(_) => {
             let creators = Creators::new(shard, ws.clients).await?;
             let mut conn = shard.conn().await?;
@@ -308,12 +315,35 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
             let (failures, first) = creators.board.failures();
             watch_failures += failures;
             watch_first_failure = watch_first_failure.or(first);
-            (tree, delete)
+            drop(creators);
+            eprintln!(
+                "kcp-bench: {label}: {} more workspaces in flat, {} creators (cap {:?})",
+                ws.light, ws.light_clients, ws.light_cap
+            );
+            let creators = Creators::new(shard, ws.light_clients).await?;
+            let light = flat_phase(
+                ws,
+                &creators,
+                &flat,
+                FlatSet {
+                    prefix: "l",
+                    offset: 0,
+                    n: ws.light,
+                    cap: ws.light_cap,
+                    clients: ws.light_clients,
+                },
+                &Names::default(),
+            )
+            .await;
+            let (failures, first) = creators.board.failures();
+            watch_failures += failures;
+            watch_first_failure = watch_first_failure.or(first);
+            (tree, delete, Ok(light))
         }
-        Err(_) => (
-            Err("not run: the restart failed".to_string()),
-            Err("not run: the restart failed".to_string()),
-        ),
+        Err(_) => {
+            let not_run = "not run: the restart failed".to_string();
+            (Err(not_run.clone()), Err(not_run.clone()), Err(not_run))
+        }
     };
     Ok(Workspaces {
         flat: flat_set,
@@ -321,6 +351,7 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
         delete,
         memory,
         restart,
+        light,
         watch_failures,
         watch_first_failure,
         shard_log: shard.log_tail(LOG_LINES),
