@@ -622,6 +622,12 @@ impl Controller {
             .and_then(|o| serde_json::from_str(o).ok())
             .unwrap_or_else(|| json!({}));
         let username = text(&created_by, "/username");
+        let url = format!("{}/clusters/{lc_name}", server.external_url());
+        let placement = Placement {
+            cluster: &lc_name,
+            url: &url,
+            shard: server.shard_name(),
+        };
         let (lc, fresh) = match self.cached_lc(server, &lc_name) {
             Some(lc) => (lc, false),
             None => {
@@ -643,12 +649,6 @@ impl Controller {
                     &reference,
                     &chain,
                 );
-                let url = format!("{}/clusters/{lc_name}", server.external_url());
-                let placement = Placement {
-                    cluster: &lc_name,
-                    url: &url,
-                    shard: server.shard_name(),
-                };
                 let status = LcState::of(&lc).mirrored_status();
                 if let Some(desired) = desired_workspace(ws, Some(&placement), &status) {
                     let placed = Placed {
@@ -702,12 +702,6 @@ impl Controller {
                     .unwrap_or(lc),
                 false => lc,
             }
-        };
-        let url = format!("{}/clusters/{lc_name}", server.external_url());
-        let placement = Placement {
-            cluster: &lc_name,
-            url: &url,
-            shard: server.shard_name(),
         };
         let status = LcState::of(&lc).mirrored_status();
         self.write_workspace(server, at, Some(&placement), &status)

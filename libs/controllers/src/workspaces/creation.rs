@@ -173,20 +173,7 @@ impl Controller {
             name: kube_system,
         };
         let batch = || {
-            let mut creates = vec![NewObject {
-                def: &self.defs.logical_clusters,
-                cluster: lc_name,
-                namespace: None,
-                object: lc.clone(),
-            }];
-            if !username.is_empty() {
-                creates.push(NewObject {
-                    def: &self.defs.bindings,
-                    cluster: lc_name,
-                    namespace: None,
-                    object: workspace_admin_binding(username),
-                });
-            }
+            let mut creates = self.lc_and_binding(lc_name, lc, username);
             let mut requires = Vec::new();
             if universal {
                 creates.push(self.new_namespace(lc_name, default));
@@ -268,20 +255,7 @@ impl Controller {
         universal: bool,
     ) -> Result<Value, ApiError> {
         let registry = server.registry();
-        let mut first = vec![NewObject {
-            def: &self.defs.logical_clusters,
-            cluster: lc_name,
-            namespace: None,
-            object: lc.clone(),
-        }];
-        if !username.is_empty() {
-            first.push(NewObject {
-                def: &self.defs.bindings,
-                cluster: lc_name,
-                namespace: None,
-                object: workspace_admin_binding(username),
-            });
-        }
+        let mut first = self.lc_and_binding(lc_name, &lc, username);
         let mut second = Vec::new();
         if universal {
             let [a, b] = UNIVERSAL_NAMESPACES;
@@ -348,6 +322,30 @@ impl Controller {
         );
         admin?;
         namespaces
+    }
+
+    /// LC `lc_name` as `lc`, and the admin binding of `username` (none without one).
+    fn lc_and_binding<'a>(
+        &'a self,
+        lc_name: &'a str,
+        lc: &Value,
+        username: &str,
+    ) -> Vec<NewObject<'a>> {
+        let mut objects = vec![NewObject {
+            def: &self.defs.logical_clusters,
+            cluster: lc_name,
+            namespace: None,
+            object: lc.clone(),
+        }];
+        if !username.is_empty() {
+            objects.push(NewObject {
+                def: &self.defs.bindings,
+                cluster: lc_name,
+                namespace: None,
+                object: workspace_admin_binding(username),
+            });
+        }
+        objects
     }
 
     fn new_namespace<'a>(&'a self, lc_name: &'a str, name: &str) -> NewObject<'a> {
