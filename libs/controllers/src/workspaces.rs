@@ -319,6 +319,13 @@ fn string_list(v: &Value, pointer: &str) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Whether a type chain's initializers include `root:universal`.
+fn initialized_by_universal(chain: &[kcp_apiserver::tenancy::ResolvedType]) -> bool {
+    lifecycle_names(chain, "initializer")
+        .iter()
+        .any(|i| i == UNIVERSAL_INITIALIZER)
+}
+
 fn annotation<'v>(v: &'v Value, name: &str) -> Option<&'v str> {
     v.pointer("/metadata/annotations")
         .and_then(|a| a.get(name))
@@ -637,9 +644,7 @@ impl Controller {
                 }
                 .chain(&reference)
                 .map_err(ApiError::internal)?;
-                let universal = lifecycle_names(&chain, "initializer")
-                    .iter()
-                    .any(|i| i == UNIVERSAL_INITIALIZER);
+                let universal = initialized_by_universal(&chain);
                 let lc = self.logical_cluster(
                     server,
                     cluster,

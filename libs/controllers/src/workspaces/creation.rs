@@ -4,8 +4,8 @@
 //! Usually one store write ([`Controller::create_placed`]): the LC, the binding, namespace
 //! `default` and the placed workspace, which requires namespace `kube-system`. That one came
 //! with the Workspace's own POST ([`Controller::companions`]): a write holds at most one object of
-//! a resource (see `Store::write_all`), and a second write beside this one would land after it as
-//! often as not (etcd starts concurrent requests in no fixed order). On etcd that makes two round
+//! a resource (see `Store::write_all`), and a second write beside this one landed after it in a
+//! quarter of creations on etcd (which starts concurrent requests in no fixed order). On etcd that makes two round
 //! trips from the POST to Ready where there were three. When something is in the way (an
 //! earlier attempt's content, a changed workspace), the long way ([`Controller::create_lc`], then
 //! the placement) creates each object only when missing.
@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use super::{
     CLUSTER_ANNOTATION, CONTENT_FINALIZER, Controller, UNIVERSAL_INITIALIZER, UNIVERSAL_NAMESPACES,
-    annotation, lifecycle_names, string_list, text,
+    annotation, initialized_by_universal, string_list, text,
 };
 
 /// A create refused because the object is there already.
@@ -121,11 +121,9 @@ impl Controller {
                 cache: server.registry().cache(),
                 paths: server.paths(),
             };
-            types.chain(&reference).is_ok_and(|chain| {
-                lifecycle_names(&chain, "initializer")
-                    .iter()
-                    .any(|i| i == UNIVERSAL_INITIALIZER)
-            })
+            types
+                .chain(&reference)
+                .is_ok_and(|chain| initialized_by_universal(&chain))
         };
         let wanted = self.cached_lc(&server, lc_name).is_none()
             && self.fits_here(&server, ws).unwrap_or(false)
@@ -143,13 +141,12 @@ impl Controller {
     /// The usual first scheduling of a workspace, in one store write: its LC `lc_name` (born as
     /// `lc`), the admin binding of `username` (none without one), the universal initializer's
     /// namespace `default` when `universal`, and the workspace placed with the status the LC
-    /// implies. The write requires namespace `kube-system`, so a Ready workspace always has both;
-    /// when it did not come with the workspace, it is created beside the write, which is made
-    /// again if it came first.
+    /// implies. The write requires namespace `kube-system`, which came with the Workspace's POST
+    /// ([`Controller::companions`]), so a Ready workspace always has both.
     ///
-    /// `Ok(false)` when something was in the way (the LC exists, the workspace changed since
-    /// `revision`): nothing of the first write was made, and the caller takes the longer way,
-    /// which creates only what is missing.
+    /// `Ok(false)` when something is in the way (no `kube-system` yet, the LC exists, the
+    /// workspace changed since `revision`): nothing was written, and the caller takes the long
+    /// way, which creates only what is missing.
     pub(super) async fn create_placed(
         &self,
         server: &ApiServer,
@@ -167,12 +164,17 @@ impl Controller {
             username,
         } = placed;
         let [default, kube_system] = UNIVERSAL_NAMESPACES;
+        // Written with the Workspace (see `companions`); when it is not, the long way.
+        let kube_system_key = keyspace(&self.defs.namespaces).object(lc_name, None, kube_system);
+        if universal && registry.cache().get(&kube_system_key).is_none() {
+            return Ok(false);
+        }
         let namespace_at = ObjectRef {
             cluster: lc_name,
             namespace: None,
             name: kube_system,
         };
-        let batch = || {
+        let batch = {
             let mut creates = self.lc_and_binding(lc_name, lc, username);
             let mut requires = Vec::new();
             if universal {
@@ -187,54 +189,16 @@ impl Controller {
                     kind: UpdateKind::Whole,
                     old: ws,
                     revision,
-                    desired: desired.clone(),
+                    desired,
                 }],
                 requires,
             }
         };
-        let kube_system_key = keyspace(&self.defs.namespaces).object(lc_name, None, kube_system);
-        // Usually written with the Workspace (see `companions`).
-        let kube_system_there = registry.cache().get(&kube_system_key).is_some();
-        let (namespace, written) = tokio::join!(
-            async {
-                match universal && !kube_system_there {
-                    true => {
-                        let created = registry
-                            .create_all(vec![self.new_namespace(lc_name, kube_system)])
-                            .await;
-                        match created {
-                            Err(e) if !exists(&e) => Err(e),
-                            _ => Ok(()),
-                        }
-                    }
-                    false => Ok(()),
-                }
-            },
-            registry.write_batch(batch())
-        );
-        let written = match written {
-            // The two writes went to the store side by side, and the namespace came second.
-            Err(e)
-                if e.code == 404
-                    && e.details.kind.as_deref() == Some("namespaces")
-                    && namespace.is_ok() =>
-            {
-                tracing::debug!(
-                    lc = lc_name,
-                    "kube-system landed after its LC's write; again"
-                );
-                registry.write_batch(batch()).await
-            }
-            other => other,
-        };
-        match written {
+        match registry.write_batch(batch).await {
             Ok(_) => Ok(true),
             // The workspace itself is gone: nothing to schedule (the next reconcile finds so).
             Err(e) if e.code == 404 && e.details.kind.as_deref() == Some("workspaces") => Err(e),
-            Err(e) if e.code == 409 || e.code == 404 => {
-                namespace?;
-                Ok(false)
-            }
+            Err(e) if e.code == 409 || e.code == 404 => Ok(false),
             Err(e) => Err(e),
         }
     }
