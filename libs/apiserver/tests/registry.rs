@@ -800,7 +800,7 @@ async fn creates_updates_and_requirements_in_one_write(h: &Harness) {
     assert_eq!(updated["metadata"]["uid"], old["metadata"]["uid"]);
 }
 
-/// What `set_companions` brings along is created in the create's own store write, before the
+/// What `add_companions` brings along is created in the create's own store write, before the
 /// object; a companion whose name is taken is left out, and the create still happens; a create
 /// that does not happen brings nothing.
 async fn creates_bring_their_companions(h: &Harness) {
@@ -808,7 +808,7 @@ async fn creates_bring_their_companions(h: &Harness) {
     let cms = def("configmaps");
     let companion_def = std::sync::Arc::new(def("namespaces"));
     // A ConfigMap labelled `brings: <ns>` brings namespace `<ns>` of LC `companions`.
-    reg.set_companions(std::sync::Arc::new(move |def, _cluster, obj| {
+    reg.add_companions(std::sync::Arc::new(move |def, _cluster, obj| {
         let brings = obj
             .pointer("/metadata/labels/brings")
             .and_then(Value::as_str);
@@ -816,6 +816,7 @@ async fn creates_bring_their_companions(h: &Harness) {
             ("configmaps", Some(ns)) => vec![Companion {
                 def: companion_def.clone(),
                 cluster: "companions".into(),
+                namespace: None,
                 object: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
             }],
             _ => Vec::new(),
@@ -878,6 +879,107 @@ async fn creates_bring_their_companions(h: &Harness) {
         let code = namespace(ns).await.err().map(|e| e.code);
         assert_eq!(code, Some(404), "no companion {ns}");
     }
+}
+
+/// Companions of companions come first, namespaced ones may live in a namespace created beside
+/// them, a resource the write already holds is not added again, and batches bring them too.
+async fn companions_of_companions_and_batches(h: &Harness) {
+    let reg = h.server.registry();
+    let (cms, ns_def, secrets) = (def("configmaps"), def("namespaces"), def("secrets"));
+    let namespaces = std::sync::Arc::new(def("namespaces"));
+    let secret_def = std::sync::Arc::new(def("secrets"));
+    let cm_def = std::sync::Arc::new(def("configmaps"));
+    // A ConfigMap labelled `brings: <ns>` brings namespace `<ns>` of LC `chain`, which brings a
+    // Secret `token` and a ConfigMap `extra` in itself.
+    reg.add_companions(std::sync::Arc::new(move |def, cluster, obj| {
+        let name = obj.pointer("/metadata/name").and_then(Value::as_str);
+        let brings = obj
+            .pointer("/metadata/labels/brings")
+            .and_then(Value::as_str);
+        match (def.plural.as_str(), brings, name) {
+            ("configmaps", Some(ns), _) => vec![Companion {
+                def: namespaces.clone(),
+                cluster: "chain".into(),
+                namespace: None,
+                object: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
+            }],
+            ("namespaces", _, Some(ns)) if cluster == "chain" => vec![
+                Companion {
+                    def: secret_def.clone(),
+                    cluster: cluster.into(),
+                    namespace: Some(ns.into()),
+                    object: json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}}),
+                },
+                Companion {
+                    def: cm_def.clone(),
+                    cluster: cluster.into(),
+                    namespace: Some(ns.into()),
+                    object: cm("extra", json!({})),
+                },
+            ],
+            _ => Vec::new(),
+        }
+    }));
+    let in_chain = |namespace, name| ObjectRef {
+        cluster: "chain",
+        namespace,
+        name,
+    };
+    let revision_of = |found: Result<std::sync::Arc<kcp_apiserver::watch_cache::CachedObject>, _>| {
+        let found: std::sync::Arc<kcp_apiserver::watch_cache::CachedObject> = found.expect("found");
+        rv(&found.value().expect("json"))
+    };
+
+    let mut object = cm("bringer", json!({}));
+    object["metadata"]["labels"] = json!({"brings": "one"});
+    let created = reg
+        .create(&cms, "root", Some("default"), object, WriteOptions::default())
+        .await
+        .expect("create");
+    let ns = revision_of(reg.get(&ns_def, in_chain(None, "one")).await);
+    let token = revision_of(reg.get(&secrets, in_chain(Some("one"), "token")).await);
+    assert!(token <= ns && ns <= rv(&created.object), "{token} {ns}");
+    let extra = reg.get(&cms, in_chain(Some("one"), "extra")).await.err();
+    assert_eq!(
+        extra.map(|e| e.code),
+        Some(404),
+        "the write already holds a ConfigMap"
+    );
+
+    // A batch's namespace brings its companions too, unless the batch writes that resource.
+    let new_namespace = |name: &'static str| NewObject {
+        def: &ns_def,
+        cluster: "chain",
+        namespace: None,
+        object: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
+    };
+    let written = reg
+        .create_all(vec![new_namespace("two")])
+        .await
+        .expect("create_all");
+    assert_eq!(written.len(), 1, "the caller's objects alone are answered");
+    assert_eq!(written[0].object["metadata"]["name"], "two");
+    let ns = rv(&written[0].object);
+    let token = revision_of(reg.get(&secrets, in_chain(Some("two"), "token")).await);
+    let extra = revision_of(reg.get(&cms, in_chain(Some("two"), "extra")).await);
+    assert!(token <= ns && extra <= ns, "{token} {extra} {ns}");
+    let own_secret = NewObject {
+        def: &secrets,
+        cluster: "chain",
+        namespace: Some("three"),
+        object: json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mine"}}),
+    };
+    reg.create_all(vec![new_namespace("three"), own_secret])
+        .await
+        .expect("create_all");
+    reg.get(&secrets, in_chain(Some("three"), "mine"))
+        .await
+        .expect("the batch's own secret");
+    let token = reg.get(&secrets, in_chain(Some("three"), "token")).await.err();
+    assert_eq!(token.map(|e| e.code), Some(404));
+    reg.get(&cms, in_chain(Some("three"), "extra"))
+        .await
+        .expect("another resource's companion");
 }
 
 fn events_def() -> ResourceDef {
@@ -1060,3 +1162,4 @@ on_both_stores!(kind_rules_are_enforced);
 on_both_stores!(objects_created_together);
 on_both_stores!(creates_updates_and_requirements_in_one_write);
 on_both_stores!(creates_bring_their_companions);
+on_both_stores!(companions_of_companions_and_batches);

@@ -1,6 +1,10 @@
 //! The shape the service-account and root-CA controllers share: one named object that every live
 //! namespace of every logical cluster must have, created when the namespace appears, created again
 //! when deleted, and put back when edited. One pool of workers serves the whole shard.
+//!
+//! A namespace the shard creates brings the object along in its own store write (a registry
+//! companion), so the usual case costs the controller no write at all; the controller covers what
+//! that leaves out (namespaces from before, an object deleted or edited later).
 
 use std::sync::{Arc, Weak};
 use std::time::Duration;
@@ -8,7 +12,7 @@ use std::time::Duration;
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
-use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
+use kcp_apiserver::registry::{Companion, ObjectRef, UpdateKind, WriteOptions, keyspace};
 use kcp_apiserver::watch_cache::{CacheEventType, CachedObject};
 use serde_json::Value;
 
@@ -82,6 +86,41 @@ struct Controller<O> {
 }
 
 impl<O: NamespaceObject> Controller<O> {
+    /// What a new namespace brings along: the object, unless the namespace or its LC is going.
+    fn companions(&self, def: &ResourceDef, cluster: &str, ns: &Value) -> Vec<Companion> {
+        let name = ns
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        if !def.is("", "namespaces") || name.is_empty() {
+            return Vec::new();
+        }
+        let terminating = ns.pointer("/metadata/deletionTimestamp").is_some()
+            || ns.pointer("/status/phase").and_then(Value::as_str) == Some("Terminating");
+        if terminating || self.lc_deleting(cluster) {
+            return Vec::new();
+        }
+        vec![Companion {
+            def: self.object.def().clone(),
+            cluster: cluster.to_string(),
+            namespace: Some(name.to_string()),
+            object: self.object.desired(),
+        }]
+    }
+
+    /// A deleting LC's content is on its way out: recreating it there would only make the
+    /// deletion find it again (measured: most LCs of a deleted tree waited a recheck for it).
+    fn lc_deleting(&self, cluster: &str) -> bool {
+        let (Some(lcs), Some(server)) = (&self.logical_clusters, self.server.upgrade()) else {
+            return false;
+        };
+        server
+            .registry()
+            .cache()
+            .get(&keyspace(lcs).object(cluster, None, "cluster"))
+            .is_some_and(|lc| lc.is_deleting())
+    }
+
     fn all_namespaces(&self, server: &ApiServer) -> Vec<(String, String)> {
         server
             .registry()
@@ -104,14 +143,7 @@ impl<O: NamespaceObject> Controller<O> {
             Some(ns) if !is_terminating(&ns) => {}
             _ => return Ok(()),
         }
-        // A deleting LC's content is on its way out: recreating it there would only make the
-        // deletion find it again (measured: most LCs of a deleted tree waited a recheck for it).
-        if let Some(lcs) = &self.logical_clusters
-            && registry
-                .cache()
-                .get(&keyspace(lcs).object(cluster, None, "cluster"))
-                .is_some_and(|lc| lc.is_deleting())
-        {
+        if self.lc_deleting(cluster) {
             return Ok(());
         }
         let def = self.object.def();
@@ -202,6 +234,15 @@ pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
         logical_clusters: builtin("core.kcp.io", "logicalclusters"),
         object,
     });
+    let source = Arc::downgrade(&controller);
+    server
+        .registry()
+        .add_companions(Arc::new(move |def, cluster, ns| {
+            source
+                .upgrade()
+                .map(|c| c.companions(def, cluster, ns))
+                .unwrap_or_default()
+        }));
     let queue = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
     drop(server);
     let worker = controller.clone();

@@ -139,7 +139,7 @@ pub fn spawn(server: Arc<ApiServer>) {
     let source = Arc::downgrade(&controller);
     server
         .registry()
-        .set_companions(Arc::new(move |def, _cluster, object| {
+        .add_companions(Arc::new(move |def, _cluster, object| {
             source
                 .upgrade()
                 .map(|c| c.companions(def, object))

@@ -51,6 +51,20 @@ async fn every_namespace_gets_the_ca(h: &Harness) {
     create_namespace(h, "root", "later").await;
     let cm = published(h, "root", "later").await;
     assert_eq!(cm["metadata"]["namespace"], "later");
+    // A namespace created while the publisher runs brings the ConfigMap in its own write; one
+    // from before gets it from the controller, later.
+    let revision = |v: &Value| {
+        v["metadata"]["resourceVersion"]
+            .as_str()
+            .and_then(|rv| rv.parse::<u64>().ok())
+            .expect("a resourceVersion")
+    };
+    let namespace = |name| get(h, "root", None, "", "namespaces", name);
+    let later = namespace("later").await.expect("namespace later");
+    assert!(revision(&cm) <= revision(&later), "{cm} came after {later}");
+    let early = namespace("early").await.expect("namespace early");
+    let early_cm = root_ca(h, "root", "early").await.expect("published");
+    assert!(revision(&early_cm) > revision(&early));
 
     create_cluster(h, "team-a").await;
     let cm = published(h, "team-a", "default").await;

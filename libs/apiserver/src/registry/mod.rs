@@ -2,6 +2,7 @@
 //! [`ResourceDef`], over the store and the watch cache. No code here knows a particular kind; kinds add
 //! their rules through their [`kcp_api_types::Strategy`].
 
+mod companions;
 mod delete;
 mod list;
 pub(crate) mod metadata;
@@ -16,14 +17,14 @@ use kcp_store::{Store, StoreError};
 
 use crate::watch_cache::{CacheError, CachedObject, WatchCache};
 
+pub use companions::{Companion, CompanionSource};
 pub use delete::{
     DeleteOptions, DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, propagation_finalizers,
 };
 pub use list::{ListOptions, ListResult, ListScope, Selectors};
 pub use metadata::now_rfc3339;
 pub use write::{
-    Batch, BatchWritten, Companion, CompanionSource, NewObject, ObjectUpdate, UpdateKind,
-    WriteOptions, Written,
+    Batch, BatchWritten, NewObject, ObjectUpdate, UpdateKind, WriteOptions, Written,
 };
 
 /// A create whose object may already be there (bootstrap, controllers): AlreadyExists is success.
@@ -52,8 +53,8 @@ pub struct Registry {
     external_url: String,
     /// Admission of requests' writes (webhooks); none until the server sets it.
     admission: parking_lot::RwLock<Option<Arc<dyn crate::admission::Admission>>>,
-    /// What creates bring along; none until a controller sets it.
-    companions: parking_lot::RwLock<Option<Arc<write::CompanionSource>>>,
+    /// What creates bring along; none until controllers add theirs.
+    companions: parking_lot::RwLock<companions::Sources>,
 }
 
 pub fn keyspace(def: &ResourceDef) -> ResourceKeyspace {
@@ -145,7 +146,7 @@ impl Registry {
             cache,
             external_url,
             admission: parking_lot::RwLock::new(None),
-            companions: parking_lot::RwLock::new(None),
+            companions: parking_lot::RwLock::default(),
         }
     }
 

@@ -1,7 +1,6 @@
 //! Create and update: every write is a compare-and-swap on the object's revision.
 
 use std::collections::HashSet;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use kcp_api_types::{ResourceDef, StrategyContext};
@@ -9,6 +8,7 @@ use kcp_apimachinery::status::{ApiError, Cause};
 use kcp_store::{Revision, StoreError};
 use serde_json::{Value, json};
 
+use super::companions::{namespaces_created, resource_of};
 use super::metadata::{self, meta_mut, meta_str};
 use super::{ObjectRef, Registry, keyspace, store_error};
 use crate::admission::{Operation, Target};
@@ -35,17 +35,6 @@ pub struct ObjectUpdate<'a> {
     pub desired: Value,
 }
 
-/// A cluster-scoped object the shard creates in the same store write as a request's create,
-/// before it: see [`Registry::set_companions`].
-pub struct Companion {
-    pub def: Arc<ResourceDef>,
-    pub cluster: String,
-    pub object: Value,
-}
-
-/// What a created object brings along: (its kind, its LC, the object as admitted) → companions.
-pub type CompanionSource = dyn Fn(&ResourceDef, &str, &Value) -> Vec<Companion> + Send + Sync;
-
 /// Writes that belong together: see [`Registry::write_batch`].
 #[derive(Default)]
 pub struct Batch<'a> {
@@ -57,14 +46,14 @@ pub struct Batch<'a> {
 }
 
 /// A batch ready to be written.
-struct Prepared<'b> {
-    writes: Vec<kcp_store::Write>,
+pub(super) struct Prepared<'b> {
+    pub(super) writes: Vec<kcp_store::Write>,
     /// Per write, what it is about: for errors.
     about: Vec<(&'b ResourceDef, String)>,
     created: Vec<Value>,
     updated: Vec<Value>,
     /// Quota reservations, held until the write is acknowledged.
-    reservations: Vec<crate::admission::quota::Reservation>,
+    pub(super) reservations: Vec<crate::admission::quota::Reservation>,
 }
 
 /// What a [`Registry::write_batch`] wrote, as served, in the batch's order.
@@ -279,11 +268,25 @@ impl Registry {
             }
             let key = keyspace(def).object(cluster, namespace, &name);
             let value = stored_bytes(def, &obj)?;
-            let source = self.companions.read().clone();
-            let companions = source.map(|s| s(def, cluster, &obj)).unwrap_or_default();
+            let mut taken = HashSet::from([resource_of(def)]);
+            let companions = self.companions_of(def, cluster, &obj, &mut taken);
             let created = match companions.is_empty() {
                 true => self.store.create(&key, value).await,
-                false => self.create_with(key, value, companions).await,
+                false => {
+                    let beside = match def.is("", "namespaces") {
+                        true => vec![(cluster.to_string(), name.clone())],
+                        false => Vec::new(),
+                    };
+                    let companions = self.prepare_companions(&companions, &beside).await;
+                    let write = kcp_store::Write::Create { key, value };
+                    self.write_beside(companions, std::slice::from_ref(&write))
+                        .await
+                        .and_then(|revisions| {
+                            revisions.first().copied().ok_or_else(|| {
+                                StoreError::Backend("write_all answered no revision".into())
+                            })
+                        })
+                }
             };
             match created {
                 Ok(rev) => {
@@ -295,59 +298,6 @@ impl Registry {
                 Err(err) => return Err(store_error(def, &name, err)),
             }
         }
-    }
-
-    /// Creates `key` in one store write after its companions; answers its revision. Companions
-    /// are the shard's: one that cannot be prepared, or whose name is taken, is left out.
-    async fn create_with(
-        &self,
-        key: String,
-        value: Bytes,
-        companions: Vec<Companion>,
-    ) -> Result<Revision, StoreError> {
-        let creates = companions
-            .iter()
-            .map(|c| NewObject {
-                def: &c.def,
-                cluster: &c.cluster,
-                namespace: None,
-                object: c.object.clone(),
-            })
-            .collect();
-        let batch = Batch {
-            creates,
-            ..Batch::default()
-        };
-        let mut prepared = match self.prepare_batch(batch).await {
-            Ok(prepared) => prepared,
-            Err(e) => {
-                tracing::debug!(key, error = %e, "companions left out");
-                return self.store.create(&key, value).await;
-            }
-        };
-        prepared.writes.push(kcp_store::Write::Create {
-            key: key.clone(),
-            value: value.clone(),
-        });
-        match self.store.write_all(&prepared.writes).await {
-            Ok(revisions) => revisions
-                .last()
-                .copied()
-                .ok_or_else(|| StoreError::Backend("write_all answered no revision".into())),
-            Err(StoreError::AlreadyExists { key: taken }) if taken != key => {
-                tracing::debug!(key, taken, "a companion's name is taken; left out");
-                self.store.create(&key, value).await
-            }
-            // Together over the size limit: the object alone may fit.
-            Err(StoreError::TooLarge { .. }) => self.store.create(&key, value).await,
-            Err(err) => Err(err),
-        }
-    }
-
-    /// Installs what creates bring along (see [`Companion`]), replacing any source set before;
-    /// none until then.
-    pub fn set_companions(&self, source: Arc<CompanionSource>) {
-        *self.companions.write() = Some(source);
     }
 
     /// Creates objects that belong together in one store write: [`Registry::write_batch`] of
@@ -367,15 +317,28 @@ impl Registry {
     /// [`Registry::update`] does, once, from the object as the caller read it (`Conflict` when it
     /// has changed since). The caller keeps to the store's rule: at most one written object of a
     /// resource (and [`kcp_store::MAX_WRITE_ALL`]) per batch.
+    ///
+    /// Creations bring their companions ([`Registry::add_companions`]) of resources the batch
+    /// does not write.
     pub async fn write_batch(&self, batch: Batch<'_>) -> Result<BatchWritten, ApiError> {
+        let mut taken: HashSet<_> = (batch.creates.iter().map(|o| resource_of(o.def)))
+            .chain(batch.updates.iter().map(|u| resource_of(u.def)))
+            .collect();
+        let companions: Vec<_> = batch
+            .creates
+            .iter()
+            .flat_map(|o| self.companions_of(o.def, o.cluster, &o.object, &mut taken))
+            .collect();
+        let beside = namespaces_created(&batch.creates);
         let Prepared {
             writes,
             about,
             created,
             updated,
             reservations,
-        } = self.prepare_batch(batch).await?;
-        let written = self.write_all(&writes).await;
+        } = self.prepare_batch(batch, &[]).await?;
+        let companions = self.prepare_companions(&companions, &beside).await;
+        let written = self.write_beside(companions, &writes).await;
         drop(reservations);
         match written {
             Ok(revisions) => {
@@ -409,7 +372,12 @@ impl Registry {
 
     /// A batch's objects prepared, validated and admitted as [`Registry::write_batch`] says, and
     /// the store writes they make.
-    async fn prepare_batch<'b>(&self, batch: Batch<'b>) -> Result<Prepared<'b>, ApiError> {
+    /// Namespaces created `beside` (cluster, name) count as created in the batch.
+    pub(super) async fn prepare_batch<'b>(
+        &self,
+        batch: Batch<'b>,
+        beside: &[(String, String)],
+    ) -> Result<Prepared<'b>, ApiError> {
         let Batch {
             creates,
             updates,
@@ -419,10 +387,9 @@ impl Registry {
             with_status: true,
             ..Default::default()
         };
-        let created_namespaces: HashSet<(&str, String)> = creates
-            .iter()
-            .filter(|o| o.def.is("", "namespaces"))
-            .map(|o| (o.cluster, meta_str(&o.object, "name").to_string()))
+        let created_namespaces: HashSet<(String, String)> = namespaces_created(&creates)
+            .into_iter()
+            .chain(beside.iter().cloned())
             .collect();
         let mut writes = Vec::with_capacity(creates.len() + updates.len() + requires.len());
         let mut about: Vec<(&ResourceDef, String)> = Vec::with_capacity(writes.capacity());
@@ -436,7 +403,7 @@ impl Registry {
         } in creates
         {
             let check_namespace =
-                namespace.is_none_or(|ns| !created_namespaces.contains(&(cluster, ns.to_string())));
+                namespace.is_none_or(|ns| !created_namespaces.contains(&(cluster.into(), ns.into())));
             let generate = self
                 .admit_new(def, cluster, namespace, &mut obj, opts, check_namespace)
                 .await?;

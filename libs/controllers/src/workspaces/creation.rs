@@ -99,7 +99,7 @@ impl Controller {
     }
 
     /// What a new Workspace brings along in its own store write (see
-    /// `Registry::set_companions`): namespace `kube-system` of the LC admission named, when the
+    /// `Registry::add_companions`): namespace `kube-system` of the LC admission named, when the
     /// workspace will be scheduled here with the universal initializer and that LC is not taken.
     /// [`Controller::create_placed`] then finds it there already, and its one write completes the
     /// workspace. A workspace deleted before it is scheduled takes the namespace along
@@ -132,6 +132,7 @@ impl Controller {
             true => vec![Companion {
                 def: self.defs.namespaces.clone(),
                 cluster: lc_name.to_string(),
+                namespace: None,
                 object: namespace(UNIVERSAL_NAMESPACES[1]),
             }],
             false => Vec::new(),
