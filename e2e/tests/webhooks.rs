@@ -21,7 +21,11 @@ on_both_stores!(
     webhooks_mutate_validate_and_stay_in_their_cluster,
     failure_policy_and_dry_run,
     mutating_webhooks_are_reinvoked_if_needed,
+    webhooks_choose_no_workspace_cluster_or_creator,
 );
+
+/// The name of the logical cluster the `/hijack` webhook asks a new Workspace to get.
+const HIJACKED: &str = "hijackedcluster0";
 
 /// Every AdmissionReview request received: (path, request).
 type Seen = Arc<Mutex<Vec<(String, Value)>>>;
@@ -29,7 +33,8 @@ type Seen = Arc<Mutex<Vec<(String, Value)>>>;
 /// An HTTPS admission webhook server on loopback, on its own thread and runtime (the test's kubectl
 /// calls block). Paths: `/label` adds a label by JSONPatch, `/annotate` sets an annotation,
 /// `/deny` refuses objects carrying `data.forbidden` and deletes of objects labelled
-/// `protect=true`, `/allow` allows everything with a warning, `/move` changes the namespace.
+/// `protect=true`, `/allow` allows everything with a warning, `/move` changes the namespace,
+/// `/hijack` changes a Workspace's LC name and creator annotations.
 struct WebhookServer {
     addr: SocketAddr,
     ca_pem: String,
@@ -71,6 +76,16 @@ fn respond(path: &str, req: &Value) -> Value {
             }
         }
         "/allow" => response["warnings"] = json!(["allowed by the test webhook"]),
+        "/hijack" => {
+            // Another LC for a new Workspace, and another creator (who would be its admin).
+            let patch = json!([
+                {"op": "add", "path": "/metadata/annotations/internal.tenancy.kcp.io~1cluster", "value": HIJACKED},
+                {"op": "add", "path": "/metadata/annotations/experimental.tenancy.kcp.io~1owner", "value": r#"{"username":"mallory"}"#},
+            ]);
+            let bytes = serde_json::to_vec(&patch).unwrap_or_default();
+            response["patchType"] = json!("JSONPatch");
+            response["patch"] = json!(base64::engine::general_purpose::STANDARD.encode(bytes));
+        }
         "/move" => {
             let patch =
                 json!([{"op": "replace", "path": "/metadata/namespace", "value": "elsewhere"}]);
@@ -683,5 +698,84 @@ fn mutating_webhooks_are_reinvoked_if_needed(store: StoreKind) {
             "the namespace of the provided object does not match the namespace sent on the request"
         ),
         "{out}"
+    );
+}
+
+/// A mutating webhook runs before the shard names a new Workspace's logical cluster, so it cannot
+/// point the workspace at an LC of its choosing; and it may not record another creator than the
+/// requester (who is not in `system:masters`), as kcp refuses it.
+fn webhooks_choose_no_workspace_cluster_or_creator(store: StoreKind) {
+    let hooks = WebhookServer::start();
+    let shard = Shard::start(store);
+    let rules = json!({"rules": [{"operations": ["CREATE"], "apiGroups": ["tenancy.kcp.io"],
+        "apiVersions": ["v1alpha1"], "resources": ["workspaces"]}]});
+    let hijack = configuration(
+        "Mutating",
+        "hijack.example.com",
+        &hooks.url("/hijack"),
+        &hooks.ca_bundle(),
+        rules,
+    );
+    apply(&shard, "root", "hijack.json", &hijack);
+    let k = || shard.kubectl_cmd().cluster("root");
+    k().ok(&[
+        "create",
+        "clusterrolebinding",
+        "alice-admin",
+        "--clusterrole=cluster-admin",
+        "--user=alice",
+    ]);
+    let workspace = |name: &str| {
+        json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}})
+    };
+    let out = shard.eventually("the hijacking webhook is in effect", || {
+        let (ok, out) = create(
+            &shard,
+            "root",
+            "alices.json",
+            &workspace("alices"),
+            &["--as=alice", "--dry-run=server"],
+        );
+        (!ok).then_some(out)
+    });
+    assert!(out.contains("expected user annotation"), "{out}");
+    assert!(out.contains("Forbidden") || out.contains("forbidden"), "{out}");
+
+    // Nor may the shard's admin (kcp-admin), but system:masters may record another creator (as in
+    // kcp); the LC name stays the shard's.
+    let (ok, out) = create(&shard, "root", "mine.json", &workspace("mine"), &[]);
+    assert!(!ok && out.contains("expected user annotation"), "{out}");
+    let path = shard.write_file("mine.json", &workspace("mine").to_string());
+    shard
+        .kubectl_cmd()
+        .context("system:admin")
+        .cluster("root")
+        .ok(&["create", "-f", path.to_str().expect("utf-8")]);
+    let ws = shard.eventually("workspace mine Ready", || {
+        let ws = k().json(&["get", "workspace", "mine", "-o", "json"]);
+        (ws["status"]["phase"] == "Ready").then_some(ws)
+    });
+    let cluster = json_str(&ws, "/spec/cluster");
+    assert_ne!(cluster, HIJACKED, "{ws}");
+    assert_eq!(
+        json_str(&ws, "/metadata/annotations/internal.tenancy.kcp.io~1cluster"),
+        cluster
+    );
+    assert_eq!(
+        json_str(&ws, "/metadata/annotations/experimental.tenancy.kcp.io~1owner"),
+        r#"{"username":"mallory"}"#
+    );
+    let hijacked = shard
+        .kubectl_cmd()
+        .cluster(HIJACKED)
+        .run(&["get", "namespaces", "-o", "name"]);
+    let listed = String::from_utf8_lossy(&hijacked.stdout);
+    assert!(listed.trim().is_empty(), "nothing was written there: {listed}");
+    let calls = hooks.requests("/hijack");
+    assert!(
+        calls
+            .iter()
+            .any(|r| r.pointer("/object/metadata/name") == Some(&json!("mine"))),
+        "the webhook saw the workspace"
     );
 }

@@ -133,7 +133,8 @@ impl ApiServer {
             cache.clone(),
             config.external_url.clone(),
         );
-        // Policies before webhooks, in kube-apiserver's plugin order.
+        // Policies before webhooks, in kube-apiserver's plugin order; a new Workspace's LC name
+        // after all of them.
         registry.set_admission(Arc::new(admission::Chain(vec![
             Arc::new(admission::WorkspaceAdmission::new(
                 cache.clone(),
@@ -142,6 +143,7 @@ impl ApiServer {
             )),
             Arc::new(admission::PolicyAdmission::new(cache.clone())),
             Arc::new(admission::WebhookAdmission::new(cache)),
+            Arc::new(admission::WorkspaceClusterName),
         ])));
         let builtins = Arc::new(ApiSet::new(
             kcp_api_types::builtin::catalogue()

@@ -38,7 +38,7 @@ use crate::registry::Registry;
 
 pub use policy::PolicyAdmission;
 pub use webhook::WebhookAdmission;
-pub use workspace::WorkspaceAdmission;
+pub use workspace::{WorkspaceAdmission, WorkspaceClusterName};
 
 /// The operation admitted, as AdmissionReview names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,16 +1,17 @@
 //! kcp's workspace admission: a new Workspace gets its type (defaulted from the parent's type),
 //! its creator recorded and its type's labels; it is refused unless the type and every type it
 //! extends exist, the creator may `use` each of them (judged in the type's LC only, as kcp's deep
-//! SubjectAccessReview does), and parent and child types allow each other. It also gets the name
-//! of its future logical cluster and the finalizer that keeps it until that LC is gone. Later, the
-//! type and the scheduled cluster never change.
+//! SubjectAccessReview does), parent and child types allow each other, and the recorded creator is
+//! the requester (a mutating webhook may not name another). [`WorkspaceClusterName`], last in the
+//! chain, gives it the name of its future logical cluster and the finalizer that keeps it until
+//! that LC is gone. Later, the type and the scheduled cluster never change.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use kcp_apimachinery::status::{ApiError, Cause, Reason};
 use kcp_auth::UserInfo;
-use kcp_auth::authz::{Attributes as AuthzAttributes, Authorizer, AuthorizerChain, Decision};
+use kcp_auth::authz::{SYSTEM_MASTERS, Attributes as AuthzAttributes, Authorizer, AuthorizerChain, Decision};
 use kcp_store::keys::ResourceKeyspace;
 use serde_json::{Value, json};
 
@@ -98,6 +99,57 @@ fn forbidden(name: &str, message: &str) -> ApiError {
     )
 }
 
+/// The last step of a new Workspace's mutation, after every webhook: the name of its future
+/// logical cluster and the finalizer that guards it. Chosen here rather than by a first controller
+/// write, so scheduling needs no write before the LC exists; chosen last, so neither the client
+/// nor a webhook can point the workspace at a logical cluster of its choosing (the shard writes
+/// the new LC's content under that name).
+pub struct WorkspaceClusterName;
+
+#[async_trait]
+impl Admission for WorkspaceClusterName {
+    async fn mutate(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&mut Value>,
+    ) -> Result<bool, ApiError> {
+        let (true, Operation::Create, Some(Value::Object(map))) =
+            (is_workspace(attrs), attrs.operation, object)
+        else {
+            return Ok(false);
+        };
+        let meta = map.entry("metadata").or_insert_with(|| json!({}));
+        let Some(meta) = meta.as_object_mut() else {
+            return Ok(false);
+        };
+        let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
+        if let Some(a) = annotations.as_object_mut() {
+            a.insert(
+                CLUSTER_ANNOTATION.into(),
+                Value::String(random_cluster_name()),
+            );
+        }
+        let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
+        if !finalizers.is_array() {
+            *finalizers = json!([]);
+        }
+        if let Some(list) = finalizers.as_array_mut()
+            && !list.iter().any(|f| f == WORKSPACE_FINALIZER)
+        {
+            list.push(json!(WORKSPACE_FINALIZER));
+        }
+        Ok(true)
+    }
+
+    async fn validate(
+        &self,
+        _attrs: &Attributes<'_>,
+        _object: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
+}
+
 #[async_trait]
 impl Admission for WorkspaceAdmission {
     async fn mutate(
@@ -170,22 +222,6 @@ impl Admission for WorkspaceAdmission {
             let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
             if let Some(a) = annotations.as_object_mut() {
                 a.insert(OWNER_ANNOTATION.into(), Value::String(owner.to_string()));
-                // The LC name and the finalizer that guards it, chosen here rather than by a first
-                // controller write: scheduling then needs no write before the LC exists. A name
-                // the client sent is replaced (it could point at someone else's LC).
-                a.insert(
-                    CLUSTER_ANNOTATION.into(),
-                    Value::String(random_cluster_name()),
-                );
-            }
-            let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
-            if !finalizers.is_array() {
-                *finalizers = json!([]);
-            }
-            if let Some(list) = finalizers.as_array_mut()
-                && !list.iter().any(|f| f == WORKSPACE_FINALIZER)
-            {
-                list.push(json!(WORKSPACE_FINALIZER));
             }
             if let Some(Value::Object(extra)) = labels {
                 let labels = meta.entry("labels").or_insert_with(|| json!({}));
@@ -230,6 +266,20 @@ impl Admission for WorkspaceAdmission {
                             ),
                         ));
                     }
+                }
+                // As kcp: the creator recorded is the requester, whatever a webhook made of it
+                // (the workspace's admin binding is made for it).
+                let masters = attrs.user.groups.iter().any(|g| g == SYSTEM_MASTERS);
+                let owner = object
+                    .pointer("/metadata/annotations")
+                    .and_then(|a| a.get(OWNER_ANNOTATION))
+                    .and_then(Value::as_str);
+                let expected = owner_info(attrs.user).to_string();
+                if !masters && owner != Some(expected.as_str()) {
+                    return Err(forbidden(
+                        attrs.name,
+                        &format!("expected user annotation {OWNER_ANNOTATION}={expected}"),
+                    ));
                 }
                 let parent = self.parent_chain(attrs.cluster);
                 if let Some(message) = placement_error(&parent, &chain) {
