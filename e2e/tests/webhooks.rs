@@ -725,9 +725,7 @@ fn webhooks_choose_no_workspace_cluster_or_creator(store: StoreKind) {
         "--clusterrole=cluster-admin",
         "--user=alice",
     ]);
-    let workspace = |name: &str| {
-        json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}})
-    };
+    let workspace = |name: &str| json!({"apiVersion": "tenancy.kcp.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name}});
     let out = shard.eventually("the hijacking webhook is in effect", || {
         let (ok, out) = create(
             &shard,
@@ -739,7 +737,10 @@ fn webhooks_choose_no_workspace_cluster_or_creator(store: StoreKind) {
         (!ok).then_some(out)
     });
     assert!(out.contains("expected user annotation"), "{out}");
-    assert!(out.contains("Forbidden") || out.contains("forbidden"), "{out}");
+    assert!(
+        out.contains("Forbidden") || out.contains("forbidden"),
+        "{out}"
+    );
 
     // Nor may the shard's admin (kcp-admin), but system:masters may record another creator (as in
     // kcp); the LC name stays the shard's.
@@ -758,11 +759,17 @@ fn webhooks_choose_no_workspace_cluster_or_creator(store: StoreKind) {
     let cluster = json_str(&ws, "/spec/cluster");
     assert_ne!(cluster, HIJACKED, "{ws}");
     assert_eq!(
-        json_str(&ws, "/metadata/annotations/internal.tenancy.kcp.io~1cluster"),
+        json_str(
+            &ws,
+            "/metadata/annotations/internal.tenancy.kcp.io~1cluster"
+        ),
         cluster
     );
     assert_eq!(
-        json_str(&ws, "/metadata/annotations/experimental.tenancy.kcp.io~1owner"),
+        json_str(
+            &ws,
+            "/metadata/annotations/experimental.tenancy.kcp.io~1owner"
+        ),
         r#"{"username":"mallory"}"#
     );
     let hijacked = shard
@@ -770,7 +777,10 @@ fn webhooks_choose_no_workspace_cluster_or_creator(store: StoreKind) {
         .cluster(HIJACKED)
         .run(&["get", "namespaces", "-o", "name"]);
     let listed = String::from_utf8_lossy(&hijacked.stdout);
-    assert!(listed.trim().is_empty(), "nothing was written there: {listed}");
+    assert!(
+        listed.trim().is_empty(),
+        "nothing was written there: {listed}"
+    );
     let calls = hooks.requests("/hijack");
     assert!(
         calls

@@ -925,15 +925,23 @@ async fn companions_of_companions_and_batches(h: &Harness) {
         namespace,
         name,
     };
-    let revision_of = |found: Result<std::sync::Arc<kcp_apiserver::watch_cache::CachedObject>, _>| {
-        let found: std::sync::Arc<kcp_apiserver::watch_cache::CachedObject> = found.expect("found");
-        rv(&found.value().expect("json"))
-    };
+    let revision_of =
+        |found: Result<std::sync::Arc<kcp_apiserver::watch_cache::CachedObject>, _>| {
+            let found: std::sync::Arc<kcp_apiserver::watch_cache::CachedObject> =
+                found.expect("found");
+            rv(&found.value().expect("json"))
+        };
 
     let mut object = cm("bringer", json!({}));
     object["metadata"]["labels"] = json!({"brings": "one"});
     let created = reg
-        .create(&cms, "root", Some("default"), object, WriteOptions::default())
+        .create(
+            &cms,
+            "root",
+            Some("default"),
+            object,
+            WriteOptions::default(),
+        )
         .await
         .expect("create");
     let ns = revision_of(reg.get(&ns_def, in_chain(None, "one")).await);
@@ -975,7 +983,10 @@ async fn companions_of_companions_and_batches(h: &Harness) {
     reg.get(&secrets, in_chain(Some("three"), "mine"))
         .await
         .expect("the batch's own secret");
-    let token = reg.get(&secrets, in_chain(Some("three"), "token")).await.err();
+    let token = reg
+        .get(&secrets, in_chain(Some("three"), "token"))
+        .await
+        .err();
     assert_eq!(token.map(|e| e.code), Some(404));
     reg.get(&cms, in_chain(Some("three"), "extra"))
         .await

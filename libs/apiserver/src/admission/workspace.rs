@@ -11,7 +11,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use kcp_apimachinery::status::{ApiError, Cause, Reason};
 use kcp_auth::UserInfo;
-use kcp_auth::authz::{SYSTEM_MASTERS, Attributes as AuthzAttributes, Authorizer, AuthorizerChain, Decision};
+use kcp_auth::authz::{
+    Attributes as AuthzAttributes, Authorizer, AuthorizerChain, Decision, SYSTEM_MASTERS,
+};
 use kcp_store::keys::ResourceKeyspace;
 use serde_json::{Value, json};
 

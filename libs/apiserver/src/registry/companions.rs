@@ -45,7 +45,12 @@ pub(super) fn namespaces_created(objects: &[NewObject<'_>]) -> Vec<(String, Stri
     objects
         .iter()
         .filter(|o| o.def.is("", "namespaces"))
-        .map(|o| (o.cluster.to_string(), meta_str(&o.object, "name").to_string()))
+        .map(|o| {
+            (
+                o.cluster.to_string(),
+                meta_str(&o.object, "name").to_string(),
+            )
+        })
         .collect()
 }
 
@@ -117,7 +122,8 @@ impl Registry {
         companions: Option<Prepared<'_>>,
         writes: &[Write],
     ) -> Result<Vec<Revision>, StoreError> {
-        let Some(companions) = companions.filter(|c| c.writes.len() + writes.len() <= MAX_WRITE_ALL)
+        let Some(companions) =
+            companions.filter(|c| c.writes.len() + writes.len() <= MAX_WRITE_ALL)
         else {
             return self.write_all(writes).await;
         };
@@ -131,7 +137,9 @@ impl Registry {
         all.extend_from_slice(writes);
         match self.write_all(&all).await {
             Ok(mut revisions) => Ok(revisions.split_off(first.min(revisions.len()))),
-            Err(StoreError::AlreadyExists { key }) if all[..first].iter().any(|w| w.key() == key) => {
+            Err(StoreError::AlreadyExists { key })
+                if all[..first].iter().any(|w| w.key() == key) =>
+            {
                 tracing::debug!(key, "a companion's name is taken; left out");
                 self.write_all(writes).await
             }

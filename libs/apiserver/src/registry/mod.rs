@@ -23,9 +23,7 @@ pub use delete::{
 };
 pub use list::{ListOptions, ListResult, ListScope, Selectors};
 pub use metadata::now_rfc3339;
-pub use write::{
-    Batch, BatchWritten, NewObject, ObjectUpdate, UpdateKind, WriteOptions, Written,
-};
+pub use write::{Batch, BatchWritten, NewObject, ObjectUpdate, UpdateKind, WriteOptions, Written};
 
 /// A create whose object may already be there (bootstrap, controllers): AlreadyExists is success.
 pub fn created_or_existed<T>(result: Result<T, ApiError>) -> Result<(), ApiError> {

@@ -402,8 +402,8 @@ impl Registry {
             object: mut obj,
         } in creates
         {
-            let check_namespace =
-                namespace.is_none_or(|ns| !created_namespaces.contains(&(cluster.into(), ns.into())));
+            let check_namespace = namespace
+                .is_none_or(|ns| !created_namespaces.contains(&(cluster.into(), ns.into())));
             let generate = self
                 .admit_new(def, cluster, namespace, &mut obj, opts, check_namespace)
                 .await?;
