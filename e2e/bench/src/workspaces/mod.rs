@@ -1,12 +1,12 @@
 //! Workspaces at scale, on one fresh shard per store: creation to Ready (flat, then as a tree),
 //! deleting the tree, RSS per Ready empty workspace, restarting with many workspaces.
 //!
-//! Order on the shard: `flat` in `root`, warm-up children, RSS; `flat`'s first children (timed), RSS;
-//! more children of `flat` up to the memory target, RSS; restart (timed), RSS once idle; `tree` with
-//! its children and grandchildren (timed), then its deletion (timed). The tree comes last so that
-//! what it leaves behind (freed memory the allocator keeps, watch history) is not counted as
-//! memory per workspace; it so runs next to all the flat workspaces. Last, a few more children of
-//! `flat` from fewer creators: the latency of a shard that is not saturated.
+//! Order on the shard: `flat` in `root`, warm-up children; a few more children of `flat` from fewer
+//! creators (timed: the latency of a fresh shard that is not saturated), RSS; `flat`'s first
+//! children (timed), RSS; more children of `flat` up to the memory target, RSS; restart (timed),
+//! RSS once idle; `tree` with its children and grandchildren (timed), then its deletion (timed).
+//! The tree comes last so that what it leaves behind (freed memory the allocator keeps, watch
+//! history) is not counted as memory per workspace; it so runs next to all the flat workspaces.
 
 mod board;
 mod create;
@@ -88,8 +88,8 @@ pub struct Workspaces {
     pub delete: Result<Deletion, String>,
     pub memory: Memory,
     pub restart: Result<Restart, String>,
-    /// More children of `flat` from `light_clients` creators.
-    pub light: Result<Creation, String>,
+    /// Children of `flat` from `light_clients` creators, right after the warm-up.
+    pub light: Creation,
     /// Failures of the Ready watch (re-opened each time), and the first one.
     pub watch_failures: u64,
     pub watch_first_failure: Option<String>,
@@ -215,9 +215,28 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
             warm.load.first_error.unwrap_or_default()
         );
     }
+    let names = Names::default();
+    eprintln!(
+        "kcp-bench: {label}: {} workspaces in flat, {} creators (cap {:?})",
+        ws.light, ws.light_clients, ws.light_cap
+    );
+    // Its workspaces stay, in `names`: they are on the shard at the restart.
+    let light = flat_phase(
+        ws,
+        &creators,
+        &flat,
+        FlatSet {
+            prefix: "l",
+            offset: 0,
+            n: ws.light,
+            cap: ws.light_cap,
+            clients: ws.light_clients.min(ws.clients),
+        },
+        &names,
+    )
+    .await;
     let before = rss_at(shard, &mut conn, 0).await?;
 
-    let names = Names::default();
     eprintln!(
         "kcp-bench: {label}: {} workspaces in flat, {} creators (cap {:?})",
         ws.flat, ws.clients, ws.flat_cap
@@ -277,14 +296,15 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
     drop(creators);
 
     let ready_names = names.lock().unwrap_or_else(PoisonError::into_inner).clone();
-    // Everything on the shard: the children of `flat`, the warm-up ones and `flat`.
+    // Everything on the shard: the children of `flat` (the light step's too), the warm-up ones
+    // and `flat`.
     let on_shard = ready_names.len() as u64 + WARM_UP + 1;
     eprintln!("kcp-bench: {label}: restarting with {on_shard} workspaces");
     let restart = restart::measure(shard, on_shard, &ready_names)
         .await
         .map_err(|e| format!("{e:#}"));
 
-    let (tree, delete, light) = match &restart {
+    let (tree, delete) = match &restart {
         Ok(_) => {
             let creators = Creators::new(shard, ws.clients).await?;
             let mut conn = shard.conn().await?;
@@ -315,34 +335,11 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
             let (failures, first) = creators.board.failures();
             watch_failures += failures;
             watch_first_failure = watch_first_failure.or(first);
-            drop(creators);
-            eprintln!(
-                "kcp-bench: {label}: {} more workspaces in flat, {} creators (cap {:?})",
-                ws.light, ws.light_clients, ws.light_cap
-            );
-            let creators = Creators::new(shard, ws.light_clients).await?;
-            let light = flat_phase(
-                ws,
-                &creators,
-                &flat,
-                FlatSet {
-                    prefix: "l",
-                    offset: 0,
-                    n: ws.light,
-                    cap: ws.light_cap,
-                    clients: ws.light_clients,
-                },
-                &Names::default(),
-            )
-            .await;
-            let (failures, first) = creators.board.failures();
-            watch_failures += failures;
-            watch_first_failure = watch_first_failure.or(first);
-            (tree, delete, Ok(light))
+            (tree, delete)
         }
         Err(_) => {
             let not_run = "not run: the restart failed".to_string();
-            (Err(not_run.clone()), Err(not_run.clone()), Err(not_run))
+            (Err(not_run.clone()), Err(not_run))
         }
     };
     Ok(Workspaces {
