@@ -111,6 +111,8 @@ pub async fn measure(plan: &Plan, binary: &Path, backend: Backend) -> Result<Wor
 
 /// What the creators of one shard share.
 struct Creators {
+    /// The store, for progress lines.
+    label: &'static str,
     board: Arc<Board>,
     conns: Vec<Conn>,
     probe: Probe,
@@ -119,6 +121,7 @@ struct Creators {
 impl Creators {
     async fn new(shard: &ShardProcess, clients: usize) -> anyhow::Result<Creators> {
         Ok(Creators {
+            label: shard.backend.label(),
             board: Arc::new(Board::start(&shard.connector).await?),
             conns: shard.connector.pool(Plan::connections_for(clients)).await?,
             probe: Probe {
@@ -138,6 +141,8 @@ type Names = Arc<Mutex<Vec<String>>>;
 
 /// Children `<prefix>-<offset + i>` of `flat`, i < n, created within `cap` by `clients` creators.
 struct FlatSet {
+    /// What the step is, for the progress line.
+    what: &'static str,
     prefix: &'static str,
     offset: u64,
     n: usize,
@@ -152,6 +157,10 @@ async fn flat_phase(
     set: FlatSet,
     names: &Names,
 ) -> Creation {
+    eprintln!(
+        "kcp-bench: {}: {} {} in flat, {} creators (cap {:?})",
+        creators.label, set.n, set.what, set.clients, set.cap
+    );
     let workers = (0..set.clients)
         .map(|i| Flat {
             conn: creators.conn(i),
@@ -193,12 +202,12 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
         .context("creating workspace flat in root")?;
     let flat: Arc<str> = Arc::from(flat.cluster);
     let warm_names = Names::default();
-    eprintln!("kcp-bench: {label}: {WARM_UP} warm-up workspaces");
     let warm = flat_phase(
         ws,
         &creators,
         &flat,
         FlatSet {
+            what: "warm-up workspaces",
             prefix: "warm",
             offset: 0,
             n: WARM_UP as usize,
@@ -216,16 +225,13 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
         );
     }
     let names = Names::default();
-    eprintln!(
-        "kcp-bench: {label}: {} workspaces in flat, {} creators (cap {:?})",
-        ws.light, ws.light_clients, ws.light_cap
-    );
     // Its workspaces stay, in `names`: they are on the shard at the restart.
     let light = flat_phase(
         ws,
         &creators,
         &flat,
         FlatSet {
+            what: "workspaces (the latency step)",
             prefix: "l",
             offset: 0,
             n: ws.light,
@@ -237,15 +243,12 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
     .await;
     let before = rss_at(shard, &mut conn, 0).await?;
 
-    eprintln!(
-        "kcp-bench: {label}: {} workspaces in flat, {} creators (cap {:?})",
-        ws.flat, ws.clients, ws.flat_cap
-    );
     let flat_set = flat_phase(
         ws,
         &creators,
         &flat,
         FlatSet {
+            what: "workspaces",
             prefix: "f",
             offset: 0,
             n: ws.flat,
@@ -259,16 +262,13 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
 
     let more_n = ws.total.saturating_sub(flat_set.load.ops as usize);
     let (more, at_total) = if more_n > 0 {
-        eprintln!(
-            "kcp-bench: {label}: {more_n} more workspaces in flat (cap {:?})",
-            ws.total_cap
-        );
         let more = flat_phase(
             ws,
             &creators,
             &flat,
             // After every name the first set may have used.
             FlatSet {
+                what: "more workspaces",
                 prefix: "f",
                 offset: ws.flat as u64,
                 n: more_n,
