@@ -17,6 +17,7 @@ on_both_stores!(
     home_workspaces,
     delete_workspace_tree,
     held_content_holds_the_workspace,
+    finalizer_removed_by_hand,
     scheduled_onto_content_already_there,
     initializers_and_terminators,
     workspace_isolation
@@ -462,6 +463,81 @@ fn held_content_holds_the_workspace(store: StoreKind) {
     let (code, body) = gone_with_configmaps(&shard, "org", "*");
     assert_eq!(code, 200, "{body}");
     assert!(!body.contains(&lc), "the content is gone: {body}");
+}
+
+/// A workspace whose finalizer is removed by hand is gone at once, before its LC: the LC and its
+/// content go all the same. So does content already under the LC name of a workspace never
+/// placed.
+fn finalizer_removed_by_hand(store: StoreKind) {
+    let shard = Shard::start(store);
+    let ws = create_ready(&shard, "root", "placed", None);
+    let placed_lc = ws["spec"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(placed_lc.len(), 16, "{ws}");
+    shard.kubectl_cmd().cluster("root:placed").ok(&[
+        "create",
+        "configmap",
+        "data",
+        "--from-literal=a=b",
+    ]);
+
+    // Two workspaces no shard can take, with content under their LC names before the LCs, as an
+    // attempt that failed halfway leaves it (an unschedulable workspace's POST writes none).
+    let mut lcs = vec![placed_lc];
+    for name in ["unplaced", "waiting"] {
+        let file = shard.write_file(
+            &format!("{name}.yaml"),
+            &format!("apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  location:\n    selector:\n      matchLabels: {{region: nowhere}}\n"),
+        );
+        shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+        let waiting = shard.eventually(&format!("workspace {name} Unschedulable"), || {
+            let ws = shard
+                .kubectl_cmd()
+                .json(&["get", "workspace", name, "-o", "json"]);
+            (ws["status"]["conditions"][0]["reason"] == "Unschedulable").then_some(ws)
+        });
+        let lc = waiting["metadata"]["annotations"]["internal.tenancy.kcp.io/cluster"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert_eq!(lc.len(), 16, "{waiting}");
+        let in_lc = shard.kubectl_cmd().cluster(&lc);
+        in_lc.ok(&["create", "namespace", "early"]);
+        in_lc.ok(&["create", "configmap", "early", "-n", "early"]);
+        lcs.push(lc);
+    }
+
+    let all = |path: &str| {
+        let (code, body) = shard.curl_as(Some("shard-admin"), "GET", path, None);
+        assert_eq!(code, 200, "{body}");
+        body
+    };
+    assert!(all("/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters").contains(&lcs[0]));
+    for name in ["placed", "unplaced"] {
+        shard.kubectl_ok(&[
+            "patch",
+            "workspace",
+            name,
+            "--type=json",
+            "-p",
+            r#"[{"op":"remove","path":"/metadata/finalizers"}]"#,
+        ]);
+    }
+    // `waiting` keeps its finalizer: deleted before it was placed, it goes once its content did.
+    for name in ["placed", "unplaced", "waiting"] {
+        shard.kubectl_ok(&["delete", "workspace", name, "--wait=false"]);
+    }
+    shard.eventually("the workspaces, their LC and all content gone", || {
+        let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);
+        let lc_objects = all("/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters");
+        let content = all("/clusters/*/api/v1/namespaces") + &all("/clusters/*/api/v1/configmaps");
+        let left = lcs
+            .iter()
+            .any(|lc| lc_objects.contains(lc.as_str()) || content.contains(lc.as_str()));
+        (!left && listed.trim().is_empty()).then_some(())
+    });
 }
 
 /// A workspace no shard can take waits in `Scheduling` with the name of its future LC. Content

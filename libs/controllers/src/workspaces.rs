@@ -14,7 +14,8 @@
 //!
 //! Deleting a Workspace deletes its LC: `Terminating` while terminators are pending (removed by
 //! PATCH), then `Deleting`: its content, child workspaces included, is deleted, the LC goes, and
-//! the Workspace is released.
+//! the Workspace is released. An LC whose Workspace went first (its finalizer removed by hand) is
+//! deleted all the same.
 
 mod creation;
 mod state;
@@ -37,7 +38,9 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use self::creation::Placed;
-use self::state::{LcState, WorkspaceState, unscheduled_status};
+use self::state::{
+    DeletedWorkspace, LcState, LeftBehind, UidOnly, WorkspaceState, unscheduled_status,
+};
 use crate::conditions::{same_status, with_transition_times};
 use crate::feed::{Change, Feed};
 use crate::per_namespace::builtin;
@@ -82,6 +85,8 @@ enum Key {
     Workspace(String, String),
     /// A LogicalCluster, by its LC name.
     Cluster(String),
+    /// The LC name of a workspace deleted before it was placed: what its POST wrote there.
+    Unplaced(String),
 }
 
 struct Controller {
@@ -215,6 +220,17 @@ impl Controller {
             if self.deleting.lock().contains(&o.cluster) {
                 self.queue.add(Key::Cluster(o.cluster.clone()));
             }
+            // Its LC normally went first; not if its finalizer was removed by hand.
+            match o
+                .json
+                .parse::<DeletedWorkspace>()
+                .ok()
+                .and_then(|ws| ws.left_behind(CLUSTER_ANNOTATION))
+            {
+                Some(LeftBehind::Placed(lc)) => self.queue.add(Key::Cluster(lc)),
+                Some(LeftBehind::Named(lc)) => self.queue.add(Key::Unplaced(lc)),
+                None => {}
+            }
         } else {
             self.queue
                 .add(Key::Workspace(o.cluster.clone(), o.name.clone()));
@@ -253,6 +269,7 @@ impl Controller {
         let result = match &key {
             Key::Workspace(cluster, name) => self.reconcile_workspace(&server, cluster, name).await,
             Key::Cluster(cluster) => self.reconcile_cluster(&server, cluster).await,
+            Key::Unplaced(cluster) => self.reconcile_unplaced(&server, cluster).await,
         };
         result.unwrap_or_else(|err| {
             tracing::warn!(?key, error = %err, "workspace controller: reconcile failed; retrying");
@@ -529,23 +546,7 @@ impl Controller {
             && lc.owner_uid() == text(ws, "/metadata/uid")
         {
             if !lc.is_deleting() {
-                let lc_at = ObjectRef {
-                    cluster: lc_name,
-                    namespace: None,
-                    name: "cluster",
-                };
-                let deleted = registry
-                    .delete(
-                        &self.defs.logical_clusters,
-                        lc_at,
-                        &kcp_apiserver::registry::DeleteOptions::default(),
-                    )
-                    .await;
-                if let Err(e) = deleted
-                    && e.code != 404
-                {
-                    return Err(e);
-                }
+                self.delete_lc(server, lc_name).await?;
             }
             // The workspace shows the deletion's progress; the LC's events bring it back here.
             self.write_workspace(server, at, None, &lc.mirrored_status())
@@ -563,6 +564,66 @@ impl Controller {
             }
         }
         release(server, &self.defs.workspaces, at, WORKSPACE_FINALIZER).await
+    }
+
+    /// Deletes LogicalCluster `lc` (its content follows); gone already is fine.
+    async fn delete_lc(&self, server: &ApiServer, lc: &str) -> Result<(), ApiError> {
+        let at = ObjectRef {
+            cluster: lc,
+            namespace: None,
+            name: "cluster",
+        };
+        let deleted = server
+            .registry()
+            .delete(
+                &self.defs.logical_clusters,
+                at,
+                &kcp_apiserver::registry::DeleteOptions::default(),
+            )
+            .await;
+        match deleted {
+            Err(e) if e.code != 404 => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether the workspace that owns `lc` is gone (or is another one by now) while `lc` is
+    /// not. Only decided when the owner's own LC is on this shard: elsewhere, absence here says
+    /// nothing. An LC that names no owner uid was not made by a workspace's scheduling.
+    fn owner_gone(&self, server: &ApiServer, lc: &LcState) -> bool {
+        let Some((parent, name)) = lc.owner() else {
+            return false;
+        };
+        let cache = server.registry().cache();
+        if lc.owner_uid().is_empty() || cache.get(&self.lc_key(&parent)).is_none() {
+            return false;
+        }
+        let key = keyspace(&self.defs.workspaces).object(&parent, None, &name);
+        match cache.get(&key) {
+            None => true,
+            Some(ws) => ws
+                .json
+                .parse::<UidOnly>()
+                .is_ok_and(|ws| ws.uid() != lc.owner_uid()),
+        }
+    }
+
+    /// A workspace deleted before it was placed: the content its POST wrote for the LC it was to
+    /// have (`kube-system` and what came with it) goes too. Its deletion normally saw to that;
+    /// not if its finalizer was removed by hand. Should the LC exist after all, it is reconciled
+    /// as any other (and deleted, its owner being gone).
+    async fn reconcile_unplaced(&self, server: &ApiServer, lc: &str) -> Result<Outcome, ApiError> {
+        let cache = server.registry().cache();
+        if cache.get(&self.lc_key(lc)).is_some() {
+            return self.reconcile_cluster(server, lc).await;
+        }
+        if cache.objects_in_cluster(lc).is_empty() {
+            return Ok(Outcome::Done);
+        }
+        Ok(match server.delete_cluster_content(lc).await? {
+            0 => Outcome::Done,
+            _ => Outcome::After(CONTENT_RECHECK),
+        })
     }
 
     /// Whether this shard may take a workspace with `ws`'s location selector.
@@ -819,6 +880,15 @@ impl Controller {
         let owner = lc.owner();
         let outcome = if lc.is_deleting() {
             self.delete_cluster(server, cluster, &lc).await?
+        } else if self.owner_gone(server, &lc) {
+            // Its workspace went without it (the workspace's finalizer was removed by hand):
+            // nothing else would ever delete it.
+            tracing::info!(
+                cluster,
+                "workspace controller: deleting an LC whose workspace is gone"
+            );
+            self.delete_lc(server, cluster).await?;
+            Outcome::Done
         } else {
             if lc.is_initializing() {
                 if lc.initializers().is_empty() {

@@ -24,6 +24,61 @@ struct Lifecycle {
     finalizers: Vec<String>,
 }
 
+/// An object's `metadata.uid`, read alone.
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+pub(super) struct UidOnly {
+    metadata: Uid,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+struct Uid {
+    uid: String,
+}
+
+impl UidOnly {
+    pub(super) fn uid(&self) -> &str {
+        &self.metadata.uid
+    }
+}
+
+/// What a deleted Workspace leaves to look after: the LC it was placed on, or (not yet placed)
+/// the LC name admission chose for it, whose first content the POST already wrote.
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+pub(super) struct DeletedWorkspace {
+    metadata: Annotations,
+    spec: WorkspaceSpec,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+struct Annotations {
+    annotations: std::collections::BTreeMap<String, String>,
+}
+
+/// The LC a deleted workspace leaves behind, if any.
+pub(super) enum LeftBehind {
+    /// Placed on this LC.
+    Placed(String),
+    /// Never placed: the LC was to have this name.
+    Named(String),
+}
+
+impl DeletedWorkspace {
+    pub(super) fn left_behind(self, cluster_annotation: &str) -> Option<LeftBehind> {
+        if !self.spec.cluster.is_empty() {
+            return Some(LeftBehind::Placed(self.spec.cluster));
+        }
+        let mut annotations = self.metadata.annotations;
+        annotations
+            .remove(cluster_annotation)
+            .filter(|n| !n.is_empty())
+            .map(LeftBehind::Named)
+    }
+}
+
 #[derive(Deserialize, Default, Debug)]
 #[serde(default)]
 struct LcSpec {
@@ -228,5 +283,25 @@ mod tests {
         assert!(ws.is_deleting());
         assert_eq!(ws.cluster(), "abc");
         assert_eq!(ws.status, Some(json!({"phase": "Ready"})));
+    }
+
+    #[test]
+    fn a_deleted_workspace_names_what_it_leaves() {
+        let left = |ws: Value| {
+            serde_json::from_value::<DeletedWorkspace>(ws)
+                .expect("parses")
+                .left_behind("c")
+        };
+        let annotated = json!({"metadata": {"annotations": {"c": "named", "x": "y"}}});
+        assert!(matches!(left(annotated.clone()), Some(LeftBehind::Named(n)) if n == "named"));
+        let mut placed = annotated;
+        placed["spec"] = json!({"cluster": "placed"});
+        assert!(matches!(left(placed), Some(LeftBehind::Placed(n)) if n == "placed"));
+        assert!(left(json!({"metadata": {"annotations": {"c": ""}}})).is_none());
+        assert!(left(json!({})).is_none());
+
+        let uid: UidOnly =
+            serde_json::from_value(json!({"metadata": {"uid": "u1"}})).expect("parses");
+        assert_eq!(uid.uid(), "u1");
     }
 }
