@@ -229,6 +229,13 @@ impl ObjectJson {
         }
     }
 
+    /// Whether `needle` may occur in the JSON. A `false` is certain for bytes outside the values
+    /// set apart (top-level fields of 1 KiB or more, managedFields' `fieldsV1`): the keys of
+    /// `metadata`, for one. Tells most objects from the rest before parsing them.
+    pub fn may_contain(&self, needle: &[u8]) -> bool {
+        memchr::memmem::find(&self.own, needle).is_some()
+    }
+
     /// Whether some values are kept apart, in the table of shared values.
     pub fn is_split(&self) -> bool {
         !self.shared.is_empty()
@@ -374,6 +381,28 @@ mod tests {
         // A small field set stays inline.
         let small = json!({"metadata": {"managedFields": [{"fieldsV1": {"f:a": {}}}]}});
         assert!(!ObjectJson::encode(&small).unwrap().is_split());
+    }
+
+    #[test]
+    fn metadata_keys_are_found_in_split_objects() {
+        let entry = json!({"manager": "m", "fieldsType": "FieldsV1", "fieldsV1": big_field_set("x"), "time": "t"});
+        let deleting = json!({"metadata": {"name": "a", "uid": "u-1", "managedFields": [entry],
+                              "deletionTimestamp": "t"}, "spec": big_spec()});
+        let split = ObjectJson::encode(&deleting).unwrap();
+        assert!(split.is_split());
+        for needle in [&b"\"deletionTimestamp\""[..], b"u-1", b"\"name\":\"a\""] {
+            assert!(
+                split.may_contain(needle),
+                "{}",
+                String::from_utf8_lossy(needle)
+            );
+        }
+        let live = json!({"metadata": {"name": "a"}, "data": {"k": "v"}});
+        assert!(
+            !ObjectJson::encode(&live)
+                .unwrap()
+                .may_contain(b"\"deletionTimestamp\"")
+        );
     }
 
     #[test]

@@ -60,20 +60,36 @@ impl CachedObject {
     /// Whether `metadata.deletionTimestamp` is set. Read without building the object: callers
     /// ask this of every namespace or every object of an LC.
     pub fn is_deleting(&self) -> bool {
-        self.json
-            .parse::<DeletionOnly>()
-            .is_ok_and(|o| o.metadata.deletion_timestamp.is_some())
+        // Most objects are not, and their bytes say so without a parse.
+        self.json.may_contain(b"\"deletionTimestamp\"")
+            && self
+                .json
+                .parse::<DeletionOnly>()
+                .is_ok_and(|o| o.metadata.deletion_timestamp.is_some())
     }
 
     /// One annotation, read without building the object (an LC's path, type or required groups,
     /// asked on every event or admission).
     pub fn annotation(&self, name: &str) -> Option<String> {
+        if !self.json.may_contain(name.as_bytes()) {
+            return None;
+        }
         self.json
             .parse::<AnnotationsOnly>()
             .ok()?
             .metadata
             .annotations
             .remove(name)
+    }
+}
+
+/// Label selectors match a cached object by the labels it keeps apart, without a parse.
+impl kcp_apimachinery::selector::label::Labels for CachedObject {
+    fn label(&self, key: &str) -> Option<&str> {
+        self.labels
+            .iter()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
     }
 }
 

@@ -38,6 +38,11 @@ pub(crate) trait NamespaceObject: Send + Sync + 'static {
     fn desired(&self) -> Value;
     /// `current` with any drift undone, or `None` when it is as it should be.
     fn corrected(&self, current: &Value) -> Option<Value>;
+    /// Whether its content is kept as [`NamespaceObject::corrected`] says, or only its existence
+    /// (then an existing object is not even read).
+    fn keeps_content(&self) -> bool {
+        true
+    }
 }
 
 pub(crate) fn builtin(group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
@@ -61,10 +66,11 @@ fn is_terminating(ns: &CachedObject) -> bool {
         status: Status,
     }
     ns.is_deleting()
-        || ns
-            .json
-            .parse::<PhaseOnly>()
-            .is_ok_and(|o| o.status.phase == "Terminating")
+        || (ns.json.may_contain(b"Terminating")
+            && ns
+                .json
+                .parse::<PhaseOnly>()
+                .is_ok_and(|o| o.status.phase == "Terminating"))
 }
 
 /// A create refused because the namespace is gone or going: nothing to do there.
@@ -164,10 +170,11 @@ impl<O: NamespaceObject> Controller<O> {
                 Err(e) => Err(e),
             };
         };
-        if self
-            .object
-            .corrected(&current.value().map_err(ApiError::internal)?)
-            .is_none()
+        if !self.object.keeps_content()
+            || self
+                .object
+                .corrected(&current.value().map_err(ApiError::internal)?)
+                .is_none()
         {
             return Ok(());
         }

@@ -42,6 +42,10 @@ impl NamespaceObject for DefaultServiceAccount {
     fn corrected(&self, _current: &Value) -> Option<Value> {
         None
     }
+
+    fn keeps_content(&self) -> bool {
+        false
+    }
 }
 
 /// Starts the controller; it stops when the server shuts down.

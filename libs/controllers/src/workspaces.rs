@@ -38,9 +38,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use self::creation::Placed;
-use self::state::{
-    DeletedWorkspace, LcState, LeftBehind, UidOnly, WorkspaceState, unscheduled_status,
-};
+use self::state::{DeletedWorkspace, LcState, LeftBehind, WorkspaceState, unscheduled_status};
 use crate::conditions::{same_status, with_transition_times};
 use crate::feed::{Change, Feed};
 use crate::per_namespace::builtin;
@@ -599,13 +597,11 @@ impl Controller {
             return false;
         }
         let key = keyspace(&self.defs.workspaces).object(&parent, None, &name);
-        match cache.get(&key) {
-            None => true,
-            Some(ws) => ws
-                .json
-                .parse::<UidOnly>()
-                .is_ok_and(|ws| ws.uid() != lc.owner_uid()),
-        }
+        // A uid nowhere in the workspace's bytes is not its `metadata.uid` (read without a
+        // parse: this runs for every LC at start-up).
+        cache
+            .get(&key)
+            .is_none_or(|ws| !ws.json.may_contain(lc.owner_uid().as_bytes()))
     }
 
     /// A workspace deleted before it was placed: the content its POST wrote for the LC it was to
@@ -638,18 +634,9 @@ impl Controller {
         let key = keyspace(&self.defs.shards)
             .object(kcp_api_types::tenancy::ROOT, None, server.shard_name())
             .to_string();
-        let unschedulable = format!(
-            "/metadata/annotations/{}",
-            UNSCHEDULABLE_ANNOTATION.replace('/', "~1")
-        );
-        Ok(server
-            .registry()
-            .cache()
-            .get(&key)
-            .and_then(|s| s.value().ok())
-            .is_some_and(|shard| {
-                selector.matches_object(&shard) && shard.pointer(&unschedulable).is_none()
-            }))
+        Ok(server.registry().cache().get(&key).is_some_and(|shard| {
+            selector.matches(&*shard) && shard.annotation(UNSCHEDULABLE_ANNOTATION).is_none()
+        }))
     }
 
     /// Schedules a workspace: creates its LogicalCluster and admin binding, runs the universal

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 use kcp_api_types::ResourceDef;
-use kcp_apimachinery::selector::{FieldSelector, Labels, Selector};
+use kcp_apimachinery::selector::{FieldSelector, Selector};
 use kcp_apimachinery::status::ApiError;
 use kcp_store::{RangeRequest, Revision};
 use serde_json::{Value, json};
@@ -22,17 +22,6 @@ use crate::watch_cache::{CachedObject, decorate};
 pub struct Selectors {
     pub label: Selector,
     pub field: FieldSelector,
-}
-
-struct LabelSlice<'a>(&'a [(String, String)]);
-
-impl Labels for LabelSlice<'_> {
-    fn label(&self, key: &str) -> Option<&str> {
-        self.0
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
-    }
 }
 
 impl Selectors {
@@ -64,7 +53,7 @@ impl Selectors {
     }
 
     pub fn matches(&self, def: &ResourceDef, obj: &CachedObject) -> bool {
-        if !self.label.is_empty() && !self.label.matches(&LabelSlice(&obj.labels)) {
+        if !self.label.is_empty() && !self.label.matches(obj) {
             return false;
         }
         if self.field.is_empty() {

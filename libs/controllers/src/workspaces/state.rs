@@ -24,25 +24,6 @@ struct Lifecycle {
     finalizers: Vec<String>,
 }
 
-/// An object's `metadata.uid`, read alone.
-#[derive(Deserialize, Default, Debug)]
-#[serde(default)]
-pub(super) struct UidOnly {
-    metadata: Uid,
-}
-
-#[derive(Deserialize, Default, Debug)]
-#[serde(default)]
-struct Uid {
-    uid: String,
-}
-
-impl UidOnly {
-    pub(super) fn uid(&self) -> &str {
-        &self.metadata.uid
-    }
-}
-
 /// What a deleted Workspace leaves to look after: the LC it was placed on, or (not yet placed)
 /// the LC name admission chose for it, whose first content the POST already wrote.
 #[derive(Deserialize, Default, Debug)]
@@ -299,9 +280,5 @@ mod tests {
         assert!(matches!(left(placed), Some(LeftBehind::Placed(n)) if n == "placed"));
         assert!(left(json!({"metadata": {"annotations": {"c": ""}}})).is_none());
         assert!(left(json!({})).is_none());
-
-        let uid: UidOnly =
-            serde_json::from_value(json!({"metadata": {"uid": "u1"}})).expect("parses");
-        assert_eq!(uid.uid(), "u1");
     }
 }
