@@ -465,6 +465,29 @@ fn held_content_holds_the_workspace(store: StoreKind) {
     assert!(!body.contains(&lc), "the content is gone: {body}");
 }
 
+/// Creates workspace `name` in root for shards labelled `region`, waits until it is `Scheduling`
+/// as unschedulable, and answers the name admission chose for its LC.
+fn create_unschedulable(shard: &Shard, name: &str, region: &str) -> String {
+    let file = shard.write_file(
+        &format!("{name}.yaml"),
+        &format!("apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  location:\n    selector:\n      matchLabels: {{region: {region}}}\n"),
+    );
+    shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let waiting = shard.eventually(&format!("workspace {name} Unschedulable"), || {
+        let ws = shard
+            .kubectl_cmd()
+            .json(&["get", "workspace", name, "-o", "json"]);
+        let reason = &ws["status"]["conditions"][0]["reason"];
+        (ws["status"]["phase"] == "Scheduling" && reason == "Unschedulable").then_some(ws)
+    });
+    let lc = waiting["metadata"]["annotations"]["internal.tenancy.kcp.io/cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert_eq!(lc.len(), 16, "{waiting}");
+    lc
+}
+
 /// A workspace whose finalizer is removed by hand is gone at once, before its LC: the LC and its
 /// content go all the same. So does content already under the LC name of a workspace never
 /// placed.
@@ -487,22 +510,7 @@ fn finalizer_removed_by_hand(store: StoreKind) {
     // attempt that failed halfway leaves it (an unschedulable workspace's POST writes none).
     let mut lcs = vec![placed_lc];
     for name in ["unplaced", "waiting"] {
-        let file = shard.write_file(
-            &format!("{name}.yaml"),
-            &format!("apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  location:\n    selector:\n      matchLabels: {{region: nowhere}}\n"),
-        );
-        shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
-        let waiting = shard.eventually(&format!("workspace {name} Unschedulable"), || {
-            let ws = shard
-                .kubectl_cmd()
-                .json(&["get", "workspace", name, "-o", "json"]);
-            (ws["status"]["conditions"][0]["reason"] == "Unschedulable").then_some(ws)
-        });
-        let lc = waiting["metadata"]["annotations"]["internal.tenancy.kcp.io/cluster"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        assert_eq!(lc.len(), 16, "{waiting}");
+        let lc = create_unschedulable(&shard, name, "nowhere");
         let in_lc = shard.kubectl_cmd().cluster(&lc);
         in_lc.ok(&["create", "namespace", "early"]);
         in_lc.ok(&["create", "configmap", "early", "-n", "early"]);
@@ -548,23 +556,7 @@ fn scheduled_onto_content_already_there(store: StoreKind) {
     let shard = Shard::start(store);
     let mut chosen = Vec::new();
     for (name, early) in [("later", "default"), ("later2", "kube-system")] {
-        let file = shard.write_file(
-            &format!("{name}.yaml"),
-            &format!("apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: {name}\nspec:\n  location:\n    selector:\n      matchLabels: {{region: later}}\n"),
-        );
-        shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
-        let waiting = shard.eventually(&format!("workspace {name} Unschedulable"), || {
-            let ws = shard
-                .kubectl_cmd()
-                .json(&["get", "workspace", name, "-o", "json"]);
-            let reason = &ws["status"]["conditions"][0]["reason"];
-            (ws["status"]["phase"] == "Scheduling" && reason == "Unschedulable").then_some(ws)
-        });
-        let lc = waiting["metadata"]["annotations"]["internal.tenancy.kcp.io/cluster"]
-            .as_str()
-            .unwrap_or_default()
-            .to_string();
-        assert_eq!(lc.len(), 16, "{waiting}");
+        let lc = create_unschedulable(&shard, name, "later");
         // A namespace one of the LC's first writes would create, there before it.
         let in_lc = shard.kubectl_cmd().cluster(&lc);
         in_lc.ok(&["create", "namespace", early]);
