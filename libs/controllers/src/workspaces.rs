@@ -38,7 +38,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use self::creation::Placed;
-use self::state::{DeletedWorkspace, LcState, LeftBehind, WorkspaceState, unscheduled_status};
+use self::state::{LcState, LeftBehind, WorkspaceState, unscheduled_status};
 use crate::conditions::{same_status, with_transition_times};
 use crate::feed::{Change, Feed};
 use crate::per_namespace::builtin;
@@ -221,9 +221,9 @@ impl Controller {
             // Its LC normally went first; not if its finalizer was removed by hand.
             match o
                 .json
-                .parse::<DeletedWorkspace>()
+                .parse::<WorkspaceState>()
                 .ok()
-                .and_then(|ws| ws.left_behind(CLUSTER_ANNOTATION))
+                .and_then(|ws| ws.left_behind(o.annotation(CLUSTER_ANNOTATION)))
             {
                 Some(LeftBehind::Placed(lc)) => self.queue.add(Key::Cluster(lc)),
                 Some(LeftBehind::Named(lc)) => self.queue.add(Key::Unplaced(lc)),

@@ -24,40 +24,13 @@ struct Lifecycle {
     finalizers: Vec<String>,
 }
 
-/// What a deleted Workspace leaves to look after: the LC it was placed on, or (not yet placed)
-/// the LC name admission chose for it, whose first content the POST already wrote.
-#[derive(Deserialize, Default, Debug)]
-#[serde(default)]
-pub(super) struct DeletedWorkspace {
-    metadata: Annotations,
-    spec: WorkspaceSpec,
-}
-
-#[derive(Deserialize, Default, Debug)]
-#[serde(default)]
-struct Annotations {
-    annotations: std::collections::BTreeMap<String, String>,
-}
-
-/// The LC a deleted workspace leaves behind, if any.
+/// The LC a deleted workspace leaves to look after, if any.
 pub(super) enum LeftBehind {
     /// Placed on this LC.
     Placed(String),
-    /// Never placed: the LC was to have this name.
+    /// Never placed: the LC was to have this name (admission's choice), and content may be
+    /// there already.
     Named(String),
-}
-
-impl DeletedWorkspace {
-    pub(super) fn left_behind(self, cluster_annotation: &str) -> Option<LeftBehind> {
-        if !self.spec.cluster.is_empty() {
-            return Some(LeftBehind::Placed(self.spec.cluster));
-        }
-        let mut annotations = self.metadata.annotations;
-        annotations
-            .remove(cluster_annotation)
-            .filter(|n| !n.is_empty())
-            .map(LeftBehind::Named)
-    }
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -189,6 +162,15 @@ impl WorkspaceState {
     pub(super) fn cluster(&self) -> &str {
         &self.spec.cluster
     }
+
+    /// What a deleted workspace leaves behind: its LC, or else `chosen`, the LC name admission
+    /// gave it.
+    pub(super) fn left_behind(self, chosen: Option<String>) -> Option<LeftBehind> {
+        if !self.spec.cluster.is_empty() {
+            return Some(LeftBehind::Placed(self.spec.cluster));
+        }
+        chosen.filter(|n| !n.is_empty()).map(LeftBehind::Named)
+    }
 }
 
 #[cfg(test)]
@@ -268,17 +250,19 @@ mod tests {
 
     #[test]
     fn a_deleted_workspace_names_what_it_leaves() {
-        let left = |ws: Value| {
-            serde_json::from_value::<DeletedWorkspace>(ws)
+        let left = |ws: Value, chosen: Option<&str>| {
+            serde_json::from_value::<WorkspaceState>(ws)
                 .expect("parses")
-                .left_behind("c")
+                .left_behind(chosen.map(str::to_string))
         };
-        let annotated = json!({"metadata": {"annotations": {"c": "named", "x": "y"}}});
-        assert!(matches!(left(annotated.clone()), Some(LeftBehind::Named(n)) if n == "named"));
-        let mut placed = annotated;
-        placed["spec"] = json!({"cluster": "placed"});
-        assert!(matches!(left(placed), Some(LeftBehind::Placed(n)) if n == "placed"));
-        assert!(left(json!({"metadata": {"annotations": {"c": ""}}})).is_none());
-        assert!(left(json!({})).is_none());
+        assert!(
+            matches!(left(json!({}), Some("named")), Some(LeftBehind::Named(n)) if n == "named")
+        );
+        let placed = json!({"spec": {"cluster": "placed"}});
+        assert!(
+            matches!(left(placed, Some("named")), Some(LeftBehind::Placed(n)) if n == "placed")
+        );
+        assert!(left(json!({}), Some("")).is_none());
+        assert!(left(json!({}), None).is_none());
     }
 }
