@@ -45,6 +45,7 @@ use crate::request_info::ClusterTarget;
 use crate::watch_cache::WatchCache;
 
 pub use handler::version;
+pub use lifecycle::ContentDeletion;
 
 /// The response body type of every handler: whole bodies and streamed watches alike.
 pub type Body = UnsyncBoxBody<Bytes, Infallible>;

@@ -15,7 +15,7 @@ use serde_json::json;
 use tokio::sync::mpsc;
 
 use crate::registry::{
-    DeleteOptions, ObjectRef, UpdateKind, WriteOptions, Written, created_or_existed,
+    DeleteOptions, ObjectRef, Release, UpdateKind, WriteOptions, Written, created_or_existed,
 };
 use crate::{ApiServer, ApiServerError};
 use namespace_conditions::ContentTotals;
@@ -198,14 +198,38 @@ impl ApiServer {
     /// answers how many objects are left, e.g. waiting for their finalizers or for child workspaces
     /// to go. Objects already being deleted are not deleted again.
     pub async fn delete_cluster_content(&self, cluster: &str) -> Result<usize, ApiError> {
+        Ok(self
+            .delete_cluster_content_releasing(cluster, &[])
+            .await?
+            .left)
+    }
+
+    /// [`ApiServer::delete_cluster_content`], and when nothing holds any of the content,
+    /// `releases` (the logical cluster's own, say: see [`crate::registry::Registry::release_writes`])
+    /// go in the store write of the last of it, or in one of their own when there is no content:
+    /// a write fewer than releasing them afterwards, and the cluster is not read again.
+    pub async fn delete_cluster_content_releasing(
+        &self,
+        cluster: &str,
+        releases: &[Release<'_>],
+    ) -> Result<ContentDeletion, ApiError> {
         let set = self.crds.for_cluster(cluster);
         let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
         let is_logical_cluster = |def: &ResourceDef| def.is("core.kcp.io", "logicalclusters");
         let cache = self.registry.cache();
         let mut objects = cache.objects_in_cluster(cluster);
-        if self.delete_unheld_content(&set, &objects).await? {
-            let _ = cache.wait_fresh().await;
-            objects = cache.objects_in_cluster(cluster);
+        match self.delete_unheld_content(&set, &objects, releases).await? {
+            Unheld::Released => {
+                return Ok(ContentDeletion {
+                    left: 0,
+                    released: true,
+                });
+            }
+            Unheld::Deleted => {
+                let _ = cache.wait_fresh().await;
+                objects = cache.objects_in_cluster(cluster);
+            }
+            Unheld::Nothing => {}
         }
         let doomed: Vec<_> = objects
             .into_iter()
@@ -244,24 +268,29 @@ impl ApiServer {
             in_batches(&emptied, |ns| self.release_namespace(cluster, &ns.name)).await?;
             let _ = cache.wait_fresh().await;
         }
-        Ok(cache
+        let left = cache
             .objects_in_cluster(cluster)
             .iter()
             .filter(|o| def_of(o).is_some_and(|d| !is_logical_cluster(&d)))
-            .count())
+            .count();
+        Ok(ContentDeletion {
+            left,
+            released: false,
+        })
     }
 
     /// Deletes what nothing holds among `objects` (a deleted logical cluster's), several objects
     /// to a store write ([`unheld`]). A DELETE of any of them would remove it outright, so doing
     /// them together changes only the number of writes. Admission sees none of them, so a
     /// logical cluster with admission configuration of its own keeps the one-by-one path.
-    /// Answers whether anything was deleted; a refused write (an object changed meanwhile) ends
-    /// the pass, and the ordinary path decides the rest.
+    /// `releases` join the last write when nothing holds any of the objects. A refused write (an
+    /// object changed meanwhile) ends the pass, and the ordinary path decides the rest.
     async fn delete_unheld_content(
         &self,
         set: &crate::discovery::ApiSet,
         objects: &[Arc<crate::watch_cache::CachedObject>],
-    ) -> Result<bool, ApiError> {
+        releases: &[Release<'_>],
+    ) -> Result<Unheld, ApiError> {
         let resolved: Vec<_> = objects
             .iter()
             .filter_map(|obj| served_resource(set, obj).map(|def| (def, obj)))
@@ -271,7 +300,7 @@ impl ApiServer {
             .iter()
             .any(|(def, _)| def.group == "admissionregistration.k8s.io")
         {
-            return Ok(false);
+            return Ok(Unheld::Nothing);
         }
         let prefixes: Vec<_> = resolved
             .iter()
@@ -294,16 +323,35 @@ impl ApiServer {
                     held: is_held(def, obj, is_namespace),
                 }
             })
+            .collect::<Vec<_>>();
+        let release_writes = match releases.is_empty() || candidates.iter().any(|c| c.held) {
+            true => None,
+            false => self.registry.release_writes(releases)?,
+        };
+        let release_resources: Vec<String> = releases
+            .iter()
+            .map(|r| crate::registry::keyspace(r.def).all_clusters().to_string())
             .collect();
-        let mut deleted = false;
-        for writes in unheld::plan(&candidates) {
+        let finally: Vec<(&str, kcp_store::Write)> = release_writes
+            .into_iter()
+            .flatten()
+            .zip(&release_resources)
+            .map(|(w, r)| (r.as_str(), w))
+            .collect();
+        let mut outcome = Unheld::Nothing;
+        for writes in unheld::plan(&candidates, &finally) {
             match self.registry.write_all(&writes).await {
-                Ok(_) => deleted = true,
-                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => break,
+                Ok(_) => outcome = Unheld::Deleted,
+                Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => {
+                    return Ok(outcome);
+                }
                 Err(err) => return Err(ApiError::internal(err)),
             }
         }
-        Ok(deleted)
+        Ok(match finally.is_empty() {
+            true => outcome,
+            false => Unheld::Released,
+        })
     }
 
     /// Finalizes every terminating namespace now, without waiting for the background task (tests).
@@ -547,6 +595,23 @@ fn served_resource(
                 .starts_with(crate::registry::keyspace(d).all_clusters())
         })
         .cloned()
+}
+
+/// What [`ApiServer::delete_cluster_content_releasing`] came to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContentDeletion {
+    /// Objects left: waiting for finalizers of their own, child workspaces still going, ...
+    pub left: usize,
+    /// Whether the releases asked for were written, with the last of the content.
+    pub released: bool,
+}
+
+/// What the several-to-a-write pass over a cluster's content did.
+enum Unheld {
+    Nothing,
+    Deleted,
+    /// Everything, and the releases with it.
+    Released,
 }
 
 /// Hands the finalizer every namespace whose deletion starts, whoever started it (a request, the

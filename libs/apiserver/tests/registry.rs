@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
 use kcp_apiserver::registry::{
-    Batch, Companion, DeleteOptions, DeleteOutcome, ListOptions, ListScope, NewObject, ObjectRef,
-    ObjectUpdate, Registry, UpdateKind, WriteOptions,
+    Batch, Companion, DeleteOptions, DeleteOutcome, ListOptions, ListScope, NewObject,
+    ObjectDeletion, ObjectRef, ObjectUpdate, Registry, UpdateKind, WriteOptions,
 };
 use kcp_apiserver::watch_cache::{CacheEventType, Scope, WatchItem};
 use serde_json::{Value, json};
@@ -737,6 +737,7 @@ async fn creates_updates_and_requirements_in_one_write(h: &Harness) {
             desired: cm("held", json!({"k": name})),
         }],
         requires: vec![required(requires)],
+        ..Batch::default()
     };
     let ns_def = &ns;
     let ns_code = |name| async move {
@@ -798,6 +799,107 @@ async fn creates_updates_and_requirements_in_one_write(h: &Harness) {
     assert_eq!(updated["data"]["k"], "made");
     assert_eq!(rv(&updated), rv(&written.updated[0].object));
     assert_eq!(updated["metadata"]["uid"], old["metadata"]["uid"]);
+}
+
+/// `write_batch` deletes as a DELETE does: an object with finalizers is marked deleting, one
+/// without is removed; an update that removes a deleting object's last finalizer removes it. All
+/// in one write, from the objects as read, refused whole when one has changed since.
+async fn deletions_in_one_write(h: &Harness) {
+    let reg = h.server.registry();
+    let (cms, secrets) = (def("configmaps"), def("secrets"));
+    let held = |name: &str| {
+        let mut obj = cm(name, json!({}));
+        obj["metadata"]["finalizers"] = json!(["example.com/hold"]);
+        obj
+    };
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "plain"}});
+    let mut read = Vec::new();
+    for (d, obj) in [(&cms, held("marked")), (&secrets, secret)] {
+        let w = reg
+            .create(d, "root", Some("default"), obj, WriteOptions::default())
+            .await
+            .expect("create");
+        read.push(w.object);
+    }
+    // A third object, already deleting, whose last finalizer the batch removes.
+    reg.create(
+        &cms,
+        "root",
+        Some("default"),
+        held("released"),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create");
+    let DeleteOutcome::Pending(releasing) = reg
+        .delete(&cms, at("released"), &DeleteOptions::default())
+        .await
+        .expect("delete")
+    else {
+        panic!("held by its finalizer");
+    };
+    let releasing = releasing.object;
+    let mut released = releasing.clone();
+    released["metadata"]["finalizers"] = json!([]);
+    // Different resources, as the store's rule asks: the release is of ConfigMaps, so the
+    // marking goes in a batch of its own.
+    let batch = |marked_rev: i64| Batch {
+        deletes: vec![
+            ObjectDeletion {
+                def: &cms,
+                at: at("marked"),
+                old: &read[0],
+                revision: marked_rev,
+            },
+            ObjectDeletion {
+                def: &secrets,
+                at: at("plain"),
+                old: &read[1],
+                revision: rv(&read[1]),
+            },
+        ],
+        ..Batch::default()
+    };
+    let stale = reg
+        .write_batch(batch(rv(&read[0]) - 1))
+        .await
+        .err()
+        .expect("a changed object is refused");
+    assert_eq!(stale.code, 409, "{stale:?}");
+    let plain_code = || async { reg.get(&secrets, at("plain")).await.err().map(|e| e.code) };
+    assert_eq!(
+        plain_code().await,
+        None,
+        "nothing of a refused call is written"
+    );
+
+    let written = reg
+        .write_batch(batch(rv(&read[0])))
+        .await
+        .expect("written together");
+    let marked = reg.get(&cms, at("marked")).await.expect("still there");
+    let marked = marked.value().expect("json");
+    assert!(marked.pointer("/metadata/deletionTimestamp").is_some());
+    assert_eq!(rv(&marked), rv(&written.deleted[0].object));
+    assert_eq!(plain_code().await, Some(404), "removed");
+
+    let release = Batch {
+        updates: vec![ObjectUpdate {
+            def: &cms,
+            at: at("released"),
+            kind: UpdateKind::Main,
+            old: &releasing,
+            revision: rv(&releasing),
+            desired: released,
+        }],
+        ..Batch::default()
+    };
+    reg.write_batch(release).await.expect("released");
+    assert_eq!(
+        reg.get(&cms, at("released")).await.err().map(|e| e.code),
+        Some(404),
+        "its last finalizer gone, it is removed"
+    );
 }
 
 /// What `add_companions` brings along is created in the create's own store write, before the
@@ -1172,5 +1274,6 @@ on_both_stores!(events_are_one_set_of_objects_in_two_apis);
 on_both_stores!(kind_rules_are_enforced);
 on_both_stores!(objects_created_together);
 on_both_stores!(creates_updates_and_requirements_in_one_write);
+on_both_stores!(deletions_in_one_write);
 on_both_stores!(creates_bring_their_companions);
 on_both_stores!(companions_of_companions_and_batches);

@@ -23,8 +23,10 @@ pub(super) struct Candidate<'a> {
     pub held: bool,
 }
 
-/// The deletions, write by write, to run in order (a namespace never before its content).
-pub(super) fn plan(candidates: &[Candidate<'_>]) -> Vec<Vec<Write>> {
+/// The deletions, write by write, to run in order (a namespace never before its content), then
+/// `finally`: writes of the caller's, each with its resource's key prefix, joined to the last
+/// write when it has room and none of their resources, else in a write of their own after it.
+pub(super) fn plan(candidates: &[Candidate<'_>], finally: &[(&str, Write)]) -> Vec<Vec<Write>> {
     let held_namespaces: HashSet<&str> = candidates
         .iter()
         .filter(|c| c.held)
@@ -46,6 +48,18 @@ pub(super) fn plan(candidates: &[Candidate<'_>]) -> Vec<Vec<Write>> {
             continue;
         }
         place(&mut writes, c, last_of.get(name).copied().unwrap_or(0));
+    }
+    if !finally.is_empty() {
+        let joins = writes.last().is_some_and(|w| {
+            w.items.len() + finally.len() <= MAX_WRITE_ALL
+                && finally.iter().all(|(r, _)| !w.resources.contains(r))
+        });
+        if !joins {
+            writes.push(Batch::default());
+        }
+        if let Some(last) = writes.last_mut() {
+            last.items.extend(finally.iter().map(|(_, w)| w.clone()));
+        }
     }
     writes.into_iter().map(|w| w.items).collect()
 }
@@ -117,7 +131,7 @@ mod tests {
             object("crb/admin", "crb", None),
         ];
         assert_eq!(
-            keys(&plan(&objects)),
+            keys(&plan(&objects, &[])),
             [
                 vec![
                     "sa/default/default",
@@ -135,6 +149,28 @@ mod tests {
     }
 
     #[test]
+    fn the_callers_writes_join_the_last_write() {
+        let release = |key: &str| Write::Delete {
+            key: key.into(),
+            expected: 1,
+        };
+        let objects = [namespace("ns/a"), object("cm/a/1", "cm", Some("a"))];
+        let finally = [("lc", release("lc/cluster")), ("ws", release("ws/a"))];
+        assert_eq!(
+            keys(&plan(&objects, &finally)),
+            [vec!["cm/a/1", "ns/a", "lc/cluster", "ws/a"]]
+        );
+        // Nothing else to delete: they are the only write.
+        assert_eq!(keys(&plan(&[], &finally)), [vec!["lc/cluster", "ws/a"]]);
+        // Their resource is in the last write: a write of their own.
+        let finally = [("cm", release("cm/a/2"))];
+        assert_eq!(
+            keys(&plan(&objects, &finally)),
+            [vec!["cm/a/1", "ns/a"], vec!["cm/a/2"]]
+        );
+    }
+
+    #[test]
     fn a_namespace_never_goes_before_its_content() {
         let objects = [
             object("cm/a/1", "cm", Some("a")),
@@ -144,7 +180,7 @@ mod tests {
             namespace("ns/b"),
         ];
         assert_eq!(
-            keys(&plan(&objects)),
+            keys(&plan(&objects, &[])),
             [
                 vec!["cm/a/1", "ns/b"],
                 vec!["cm/a/2"],
@@ -166,14 +202,14 @@ mod tests {
             namespace("ns/a"),
             held_ns,
         ];
-        assert_eq!(keys(&plan(&objects)), [vec!["cm/a/free", "sa/c/free"]]);
+        assert_eq!(keys(&plan(&objects, &[])), [vec!["cm/a/free", "sa/c/free"]]);
     }
 
     #[test]
     fn writes_stay_within_the_store_limit() {
         let names: Vec<String> = (0..MAX_WRITE_ALL + 1).map(|i| format!("r{i}/x")).collect();
         let objects: Vec<_> = names.iter().map(|n| object(n, n.as_str(), None)).collect();
-        let sizes: Vec<usize> = plan(&objects).iter().map(Vec::len).collect();
+        let sizes: Vec<usize> = plan(&objects, &[]).iter().map(Vec::len).collect();
         assert_eq!(sizes, [MAX_WRITE_ALL, 1]);
     }
 }

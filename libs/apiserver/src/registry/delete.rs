@@ -104,7 +104,79 @@ pub enum DeleteOutcome {
 
 const MAX_ATTEMPTS: usize = 16;
 
+/// `obj` as a deletion that waits for finalizers leaves it: `deletionTimestamp` set (kept if set
+/// already), finalizers as `opts` asks, the kind's own preparation done. Without
+/// `resourceVersion`: the write gives it.
+pub fn marked_deleting(def: &ResourceDef, mut obj: Value, opts: &DeleteOptions) -> Value {
+    // Deletion fields are system-owned, so they go around the update path that protects them.
+    let finalizers = propagation_finalizers(&obj, opts);
+    let deleting = metadata::is_deleting(&obj);
+    if let Some(m) = meta_mut(&mut obj) {
+        // A deletion already under way keeps its timestamp; only its finalizers may change.
+        if !deleting {
+            m.insert("deletionTimestamp".into(), json!(metadata::now_rfc3339()));
+            m.insert("deletionGracePeriodSeconds".into(), json!(0));
+        }
+        if let Some(list) = finalizers {
+            m.insert("finalizers".into(), json!(list));
+        }
+        m.remove("resourceVersion");
+    }
+    def.strategy.prepare_for_delete(&mut obj);
+    obj
+}
+
+/// An object whose deletion ends once `finalizer` is removed from it.
+#[derive(Clone, Copy)]
+pub struct Release<'a> {
+    pub def: &'a ResourceDef,
+    pub at: ObjectRef<'a>,
+    pub finalizer: &'a str,
+}
+
 impl Registry {
+    /// The store writes that end the deletions of `releases` together, from the objects as the
+    /// cache has them: each must be deleting and held by its `finalizer` alone (no other
+    /// finalizer, nothing of its kind). `None` when one is not so. Each write is a removal at the
+    /// revision read, refused if the object has changed since; as when a finalizer's removal
+    /// ends a deletion, watchers see the object DELETED in its last stored state. The caller
+    /// keeps to the store's rule: at most one object of a resource in a write.
+    pub fn release_writes(
+        &self,
+        releases: &[Release<'_>],
+    ) -> Result<Option<Vec<kcp_store::Write>>, ApiError> {
+        let mut writes = Vec::with_capacity(releases.len());
+        for r in releases {
+            let key = keyspace(r.def).object(r.at.cluster, r.at.namespace, r.at.name);
+            let Some(cached) = self.cache.get(&key).filter(|o| o.is_deleting()) else {
+                return Ok(None);
+            };
+            let obj = cached.value().map_err(ApiError::internal)?;
+            let finalizers = metadata::finalizers(&obj);
+            if finalizers != [r.finalizer] || r.def.strategy.blocks_deletion(&obj) {
+                return Ok(None);
+            }
+            writes.push(kcp_store::Write::Delete {
+                key,
+                expected: cached.revision,
+            });
+        }
+        Ok(Some(writes))
+    }
+
+    /// Ends the deletions of `releases` in one store write ([`Registry::release_writes`]).
+    /// `false` when one is not held by its finalizer alone, or has changed meanwhile.
+    pub async fn release_all(&self, releases: &[Release<'_>]) -> Result<bool, ApiError> {
+        let Some(writes) = self.release_writes(releases)? else {
+            return Ok(false);
+        };
+        match self.write_all(&writes).await {
+            Ok(_) => Ok(true),
+            Err(StoreError::Conflict { .. } | StoreError::NotFound { .. }) => Ok(false),
+            Err(err) => Err(ApiError::internal(err)),
+        }
+    }
+
     pub async fn delete(
         &self,
         def: &ResourceDef,
@@ -214,25 +286,10 @@ impl Registry {
         key: &str,
         name: &str,
         opts: &DeleteOptions,
-        mut obj: Value,
+        obj: Value,
         revision: Revision,
     ) -> Result<Option<Written>, ApiError> {
-        let now = metadata::now_rfc3339();
-        // Deletion fields are system-owned, so they go around the update path that protects them.
-        let finalizers = propagation_finalizers(&obj, opts);
-        let deleting = metadata::is_deleting(&obj);
-        if let Some(m) = meta_mut(&mut obj) {
-            // A deletion already under way keeps its timestamp; only its finalizers may change.
-            if !deleting {
-                m.insert("deletionTimestamp".into(), json!(now));
-                m.insert("deletionGracePeriodSeconds".into(), json!(0));
-            }
-            if let Some(list) = finalizers {
-                m.insert("finalizers".into(), json!(list));
-            }
-            m.remove("resourceVersion");
-        }
-        def.strategy.prepare_for_delete(&mut obj);
+        let mut obj = marked_deleting(def, obj, opts);
         if opts.dry_run {
             return Ok(Some(Written::new(obj)));
         }

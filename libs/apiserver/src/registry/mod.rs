@@ -19,11 +19,14 @@ use crate::watch_cache::{CacheError, CachedObject, WatchCache};
 
 pub use companions::{Companion, CompanionSource};
 pub use delete::{
-    DeleteOptions, DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, propagation_finalizers,
+    DeleteOptions, DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Release, marked_deleting,
+    propagation_finalizers,
 };
 pub use list::{ListOptions, ListResult, ListScope, Selectors};
 pub use metadata::now_rfc3339;
-pub use write::{Batch, BatchWritten, NewObject, ObjectUpdate, UpdateKind, WriteOptions, Written};
+pub use write::{
+    Batch, BatchWritten, NewObject, ObjectDeletion, ObjectUpdate, UpdateKind, WriteOptions, Written,
+};
 
 /// A create whose object may already be there (bootstrap, controllers): AlreadyExists is success.
 pub fn created_or_existed<T>(result: Result<T, ApiError>) -> Result<(), ApiError> {

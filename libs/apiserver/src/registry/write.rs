@@ -35,11 +35,23 @@ pub struct ObjectUpdate<'a> {
     pub desired: Value,
 }
 
+/// One deletion of a [`Registry::write_batch`], as a DELETE without options makes it: an object
+/// something holds (finalizers, its kind) is marked deleting ([`super::marked_deleting`]), any
+/// other is removed.
+pub struct ObjectDeletion<'a> {
+    pub def: &'a ResourceDef,
+    pub at: ObjectRef<'a>,
+    /// The object as the caller read it, at `revision`.
+    pub old: &'a Value,
+    pub revision: Revision,
+}
+
 /// Writes that belong together: see [`Registry::write_batch`].
 #[derive(Default)]
 pub struct Batch<'a> {
     pub creates: Vec<NewObject<'a>>,
     pub updates: Vec<ObjectUpdate<'a>>,
+    pub deletes: Vec<ObjectDeletion<'a>>,
     /// Objects that must exist for anything to be written (`NotFound` otherwise), left as they
     /// are: for writes that may only land after something written beside them.
     pub requires: Vec<(&'a ResourceDef, ObjectRef<'a>)>,
@@ -52,6 +64,7 @@ pub(super) struct Prepared<'b> {
     about: Vec<(&'b ResourceDef, String)>,
     created: Vec<Value>,
     updated: Vec<Value>,
+    deleted: Vec<Value>,
     /// Quota reservations, held until the write is acknowledged.
     pub(super) reservations: Vec<crate::admission::quota::Reservation>,
 }
@@ -60,6 +73,8 @@ pub(super) struct Prepared<'b> {
 pub struct BatchWritten {
     pub created: Vec<Written>,
     pub updated: Vec<Written>,
+    /// Each deleted object as marked, or (removed) in its last state.
+    pub deleted: Vec<Written>,
 }
 
 #[derive(Clone, Copy, Debug, Default)]
@@ -315,8 +330,10 @@ impl Registry {
     /// given). Each creation is prepared and validated as [`Registry::create`] does, by name (no
     /// `generateName`), and may live in a namespace created in the same batch; each update as
     /// [`Registry::update`] does, once, from the object as the caller read it (`Conflict` when it
-    /// has changed since). The caller keeps to the store's rule: at most one written object of a
-    /// resource (and [`kcp_store::MAX_WRITE_ALL`]) per batch.
+    /// has changed since); an update that leaves a deleting object nothing to wait for removes it,
+    /// as there. Each deletion as an [`ObjectDeletion`] says, from the object as read (`Conflict`
+    /// likewise). The caller keeps to the store's rule: at most one written object of a resource
+    /// (and [`kcp_store::MAX_WRITE_ALL`]) per batch.
     ///
     /// Creations bring their companions ([`Registry::add_companions`]) of resources the batch
     /// does not write.
@@ -335,6 +352,7 @@ impl Registry {
             about,
             created,
             updated,
+            deleted,
             reservations,
         } = self.prepare_batch(batch, &[]).await?;
         let companions = self.prepare_companions(&companions, &beside).await;
@@ -351,7 +369,12 @@ impl Registry {
                 };
                 let created = answer(created)?;
                 let updated = answer(updated)?;
-                Ok(BatchWritten { created, updated })
+                let deleted = answer(deleted)?;
+                Ok(BatchWritten {
+                    created,
+                    updated,
+                    deleted,
+                })
             }
             Err(err) => {
                 let refused = match &err {
@@ -381,6 +404,7 @@ impl Registry {
         let Batch {
             creates,
             updates,
+            deletes,
             requires,
         } = batch;
         let opts = WriteOptions {
@@ -437,19 +461,52 @@ impl Registry {
         } in updates
         {
             let new = self.updated(def, at, kind, opts, desired, old).await?;
-            if deletion_may_finish(def, &new) {
-                return Err(ApiError::internal(format!(
-                    "a batch update of {} {} would finish its deletion",
-                    def.kind, at.name
-                )));
-            }
-            writes.push(kcp_store::Write::Update {
-                key: keyspace(def).object(at.cluster, at.namespace, at.name),
-                value: stored_bytes(def, &new)?,
-                expected: revision,
+            let key = keyspace(def).object(at.cluster, at.namespace, at.name);
+            writes.push(match deletion_may_finish(def, &new) {
+                true => kcp_store::Write::Delete {
+                    key,
+                    expected: revision,
+                },
+                false => kcp_store::Write::Update {
+                    key,
+                    value: stored_bytes(def, &new)?,
+                    expected: revision,
+                },
             });
             about.push((def, at.name.to_string()));
             updated.push(new);
+        }
+        let mut deleted = Vec::with_capacity(deletes.len());
+        for ObjectDeletion {
+            def,
+            at,
+            old,
+            revision,
+        } in deletes
+        {
+            let key = keyspace(def).object(at.cluster, at.namespace, at.name);
+            let held = !metadata::finalizers(old).is_empty() || def.strategy.blocks_deletion(old);
+            let (write, object) = match held {
+                true => {
+                    let marked = super::marked_deleting(def, old.clone(), &Default::default());
+                    let write = kcp_store::Write::Update {
+                        key,
+                        value: stored_bytes(def, &marked)?,
+                        expected: revision,
+                    };
+                    (write, marked)
+                }
+                false => {
+                    let write = kcp_store::Write::Delete {
+                        key,
+                        expected: revision,
+                    };
+                    (write, old.clone())
+                }
+            };
+            writes.push(write);
+            about.push((def, at.name.to_string()));
+            deleted.push(object);
         }
         for (def, at) in requires {
             writes.push(kcp_store::Write::Exists {
@@ -462,6 +519,7 @@ impl Registry {
             about,
             created,
             updated,
+            deleted,
             reservations,
         })
     }

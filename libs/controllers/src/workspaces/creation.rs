@@ -193,6 +193,7 @@ impl Controller {
                     desired,
                 }],
                 requires,
+                ..Batch::default()
             }
         };
         match registry.write_batch(batch).await {
