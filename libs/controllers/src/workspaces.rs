@@ -18,6 +18,7 @@
 //! deleted all the same.
 
 mod creation;
+mod deletion;
 mod state;
 
 use std::collections::HashSet;
@@ -38,7 +39,8 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use self::creation::Placed;
-use self::state::{LcState, LeftBehind, WorkspaceState, unscheduled_status};
+use self::deletion::Content;
+use self::state::{LcState, WorkspaceState, unscheduled_status};
 use crate::conditions::{same_status, with_transition_times};
 use crate::feed::{Change, Feed};
 use crate::per_namespace::builtin;
@@ -83,8 +85,9 @@ enum Key {
     Workspace(String, String),
     /// A LogicalCluster, by its LC name.
     Cluster(String),
-    /// The LC name of a workspace deleted before it was placed: what its POST wrote there.
-    Unplaced(String),
+    /// The LC name a deleted workspace leaves: its LC (if it is still there), or content under
+    /// that name (what the POST of a workspace never placed wrote there, or a straggler).
+    LeftBehind(String),
 }
 
 struct Controller {
@@ -218,16 +221,14 @@ impl Controller {
             if self.deleting.lock().contains(&o.cluster) {
                 self.queue.add(Key::Cluster(o.cluster.clone()));
             }
-            // Its LC normally went first; not if its finalizer was removed by hand.
-            match o
+            // Its LC normally went first (or with it); not if its finalizer was removed by hand.
+            if let Some(lc) = o
                 .json
                 .parse::<WorkspaceState>()
                 .ok()
                 .and_then(|ws| ws.left_behind(o.annotation(CLUSTER_ANNOTATION)))
             {
-                Some(LeftBehind::Placed(lc)) => self.queue.add(Key::Cluster(lc)),
-                Some(LeftBehind::Named(lc)) => self.queue.add(Key::Unplaced(lc)),
-                None => {}
+                self.queue.add(Key::LeftBehind(lc));
             }
         } else {
             self.queue
@@ -267,7 +268,7 @@ impl Controller {
         let result = match &key {
             Key::Workspace(cluster, name) => self.reconcile_workspace(&server, cluster, name).await,
             Key::Cluster(cluster) => self.reconcile_cluster(&server, cluster).await,
-            Key::Unplaced(cluster) => self.reconcile_unplaced(&server, cluster).await,
+            Key::LeftBehind(cluster) => self.reconcile_left_behind(&server, cluster).await,
         };
         result.unwrap_or_else(|err| {
             tracing::warn!(?key, error = %err, "workspace controller: reconcile failed; retrying");
@@ -457,7 +458,10 @@ impl Controller {
         if state.is_deleting() || state.cluster().is_empty() {
             let ws = cached.value().map_err(ApiError::internal)?;
             return match state.is_deleting() {
-                true => self.delete_workspace(server, cluster, name, &ws).await,
+                true => {
+                    self.delete_workspace(server, cluster, name, &ws, cached.revision)
+                        .await
+                }
                 false => {
                     self.schedule(server, cluster, name, &ws, cached.revision)
                         .await
@@ -509,14 +513,15 @@ impl Controller {
         }
     }
 
-    /// A deleted workspace: its LogicalCluster is deleted (which deletes the LC's content, child
-    /// workspaces included), and once it is gone the workspace is released.
+    /// A deleted workspace (read at `revision`): its LogicalCluster is deleted (which deletes the
+    /// LC's content, child workspaces included), and once it is gone the workspace is released.
     async fn delete_workspace(
         &self,
         server: &ApiServer,
         cluster: &str,
         name: &str,
         ws: &Value,
+        revision: Revision,
     ) -> Result<Outcome, ApiError> {
         if !has_finalizer(ws, WORKSPACE_FINALIZER) {
             return Ok(Outcome::Done);
@@ -544,6 +549,12 @@ impl Controller {
             && lc.owner_uid() == text(ws, "/metadata/uid")
         {
             if !lc.is_deleting() {
+                if self
+                    .mark_lc_with_workspace(server, at, ws, revision, lc_name)
+                    .await?
+                {
+                    return Ok(Outcome::Done);
+                }
                 self.delete_lc(server, lc_name).await?;
             }
             // The workspace shows the deletion's progress; the LC's events bring it back here.
@@ -604,11 +615,15 @@ impl Controller {
             .is_none_or(|ws| !ws.json.may_contain(lc.owner_uid().as_bytes()))
     }
 
-    /// A workspace deleted before it was placed: the content its POST wrote for the LC it was to
-    /// have (`kube-system` and what came with it) goes too. Its deletion normally saw to that;
-    /// not if its finalizer was removed by hand. Should the LC exist after all, it is reconciled
-    /// as any other (and deleted, its owner being gone).
-    async fn reconcile_unplaced(&self, server: &ApiServer, lc: &str) -> Result<Outcome, ApiError> {
+    /// The LC name of a deleted workspace: an LC still there is reconciled as any other (and
+    /// deleted, its owner being gone: the workspace's finalizer was removed by hand). Content
+    /// under the name goes too: what the POST of a workspace never placed wrote for its LC-to-be
+    /// (`kube-system` and what came with it), or an object written into the LC while it went.
+    async fn reconcile_left_behind(
+        &self,
+        server: &ApiServer,
+        lc: &str,
+    ) -> Result<Outcome, ApiError> {
         let cache = server.registry().cache();
         if cache.get(&self.lc_key(lc)).is_some() {
             return self.reconcile_cluster(server, lc).await;
@@ -933,9 +948,16 @@ impl Controller {
             }
         }
         self.deleting.lock().insert(cluster.to_string());
-        if server.delete_cluster_content(cluster).await? > 0 {
-            return Ok(Outcome::After(CONTENT_RECHECK));
+        let owner = self.going_owner(server, lc);
+        match self
+            .delete_content_and_release(server, cluster, owner.as_ref())
+            .await?
+        {
+            Content::Released => Ok(Outcome::Done),
+            Content::Empty => {
+                release(server, &self.defs.logical_clusters, at, CONTENT_FINALIZER).await
+            }
+            Content::Left => Ok(Outcome::After(CONTENT_RECHECK)),
         }
-        release(server, &self.defs.logical_clusters, at, CONTENT_FINALIZER).await
     }
 }

@@ -19,18 +19,10 @@ pub(super) struct LcState {
 #[derive(Deserialize, Default, Debug)]
 #[serde(default)]
 struct Lifecycle {
+    uid: String,
     #[serde(rename = "deletionTimestamp")]
     deletion_timestamp: Option<IgnoredAny>,
     finalizers: Vec<String>,
-}
-
-/// The LC a deleted workspace leaves to look after, if any.
-pub(super) enum LeftBehind {
-    /// Placed on this LC.
-    Placed(String),
-    /// Never placed: the LC was to have this name (admission's choice), and content may be
-    /// there already.
-    Named(String),
 }
 
 #[derive(Deserialize, Default, Debug)]
@@ -158,18 +150,26 @@ impl WorkspaceState {
         self.metadata.deletion_timestamp.is_some()
     }
 
+    pub(super) fn uid(&self) -> &str {
+        &self.metadata.uid
+    }
+
+    pub(super) fn has_finalizer(&self, finalizer: &str) -> bool {
+        self.metadata.finalizers.iter().any(|f| f == finalizer)
+    }
+
     /// Its LC's name; empty until scheduled.
     pub(super) fn cluster(&self) -> &str {
         &self.spec.cluster
     }
 
-    /// What a deleted workspace leaves behind: its LC, or else `chosen`, the LC name admission
-    /// gave it.
-    pub(super) fn left_behind(self, chosen: Option<String>) -> Option<LeftBehind> {
+    /// The LC name a deleted workspace leaves to look after: its LC's, or else `chosen`, the
+    /// name admission gave it (content may be there already).
+    pub(super) fn left_behind(self, chosen: Option<String>) -> Option<String> {
         if !self.spec.cluster.is_empty() {
-            return Some(LeftBehind::Placed(self.spec.cluster));
+            return Some(self.spec.cluster);
         }
-        chosen.filter(|n| !n.is_empty()).map(LeftBehind::Named)
+        chosen.filter(|n| !n.is_empty())
     }
 }
 
@@ -237,13 +237,17 @@ mod tests {
     #[test]
     fn a_workspace_reads_its_placement_and_deletion() {
         let ws: WorkspaceState = serde_json::from_value(json!({
-            "metadata": {"name": "a", "managedFields": [{"manager": "m"}],
+            "metadata": {"name": "a", "uid": "u", "managedFields": [{"manager": "m"}],
+                         "finalizers": ["core.kcp.io/logicalcluster"],
                          "deletionTimestamp": "2026-01-01T00:00:00Z"},
             "spec": {"cluster": "abc", "type": {"name": "universal"}},
             "status": {"phase": "Ready"},
         }))
         .expect("parses");
         assert!(ws.is_deleting());
+        assert_eq!(ws.uid(), "u");
+        assert!(ws.has_finalizer("core.kcp.io/logicalcluster"));
+        assert!(!ws.has_finalizer("other"));
         assert_eq!(ws.cluster(), "abc");
         assert_eq!(ws.status, Some(json!({"phase": "Ready"})));
     }
@@ -255,13 +259,9 @@ mod tests {
                 .expect("parses")
                 .left_behind(chosen.map(str::to_string))
         };
-        assert!(
-            matches!(left(json!({}), Some("named")), Some(LeftBehind::Named(n)) if n == "named")
-        );
+        assert_eq!(left(json!({}), Some("named")).as_deref(), Some("named"));
         let placed = json!({"spec": {"cluster": "placed"}});
-        assert!(
-            matches!(left(placed, Some("named")), Some(LeftBehind::Placed(n)) if n == "placed")
-        );
+        assert_eq!(left(placed, Some("named")).as_deref(), Some("placed"));
         assert!(left(json!({}), Some("")).is_none());
         assert!(left(json!({}), None).is_none());
     }
