@@ -16,6 +16,7 @@ on_both_stores!(
     kubectl_ws_walk,
     home_workspaces,
     delete_workspace_tree,
+    deletion_joins_writes,
     held_content_holds_the_workspace,
     finalizer_removed_by_hand,
     scheduled_onto_content_already_there,
@@ -410,6 +411,99 @@ fn delete_workspace_tree(store: StoreKind) {
         !body.contains(&team_lc),
         "the team's content is gone: {body}"
     );
+}
+
+/// The events of `resource` (all logical clusters) after revision `from` for the object named
+/// `name`: (type, resourceVersion, object), read by a watch that ends after a second.
+fn events_of(shard: &Shard, resource: &str, from: &str, name: &str) -> Vec<(String, i64, Value)> {
+    let path = format!("/clusters/*/{resource}?watch=1&resourceVersion={from}&timeoutSeconds=1");
+    let (code, body) = shard.curl_as(Some("shard-admin"), "GET", &path, None);
+    assert_eq!(code, 200, "{body}");
+    body.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["object"]["metadata"]["name"] == name)
+        .map(|e| {
+            let rv = e["object"]["metadata"]["resourceVersion"]
+                .as_str()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or_default();
+            (
+                e["type"].as_str().unwrap_or_default().to_string(),
+                rv,
+                e["object"].clone(),
+            )
+        })
+        .collect()
+}
+
+/// An empty workspace's deletion joins writes: its LC is marked deleting in the write that shows
+/// the Workspace `Deleting`, and the LC and the Workspace go in one write (etcd gives a write
+/// one revision, the embedded store one per object, in order).
+fn deletion_joins_writes(store: StoreKind) {
+    let shard = Shard::start(store);
+    let ws = create_ready(&shard, "root", "gone", None);
+    let lc = ws["spec"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // The namespaces' ServiceAccounts and root CA ConfigMaps come after Ready: wait for them, so
+    // nothing is written into the LC while it goes.
+    let in_gone = shard.kubectl_cmd().cluster("root:gone");
+    shard.eventually("content settled", || {
+        let names = in_gone.ok(&["get", "serviceaccounts,configmaps", "-A", "-o", "name"]);
+        (names.matches("serviceaccount/default").count() == 2
+            && names.matches("configmap/kube-root-ca.crt").count() == 2)
+            .then_some(())
+    });
+    let from = ws["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    shard.kubectl_ok(&["delete", "workspace", "gone", "--timeout=60s"]);
+
+    let workspaces = events_of(
+        &shard,
+        "apis/tenancy.kcp.io/v1alpha1/workspaces",
+        &from,
+        "gone",
+    );
+    let lc_events: Vec<_> = events_of(
+        &shard,
+        "apis/core.kcp.io/v1alpha1/logicalclusters",
+        &from,
+        "cluster",
+    )
+    .into_iter()
+    .filter(|(_, _, o)| o["metadata"]["annotations"]["kcp.io/cluster"] == lc.as_str())
+    .collect();
+    let rv_where = |events: &[(String, i64, Value)], test: &dyn Fn(&str, &Value) -> bool| {
+        events
+            .iter()
+            .find(|(t, _, o)| test(t, o))
+            .map(|(_, rv, _)| *rv)
+            .unwrap_or_else(|| panic!("no such event among {events:?}"))
+    };
+    let shown_deleting = rv_where(&workspaces, &|_, o| o["status"]["phase"] == "Deleting");
+    let marked = rv_where(&lc_events, &|_, o| {
+        !o["metadata"]["deletionTimestamp"].is_null()
+    });
+    let ws_gone = rv_where(&workspaces, &|t, _| t == "DELETED");
+    let lc_gone = rv_where(&lc_events, &|t, _| t == "DELETED");
+    let apart = match store {
+        StoreKind::Etcd => 0,
+        _ => 1,
+    };
+    assert_eq!(
+        marked - shown_deleting,
+        apart,
+        "{workspaces:?} {lc_events:?}"
+    );
+    assert_eq!(ws_gone - lc_gone, apart, "{workspaces:?} {lc_events:?}");
+    let modified = workspaces
+        .iter()
+        .filter(|(t, _, _)| t == "MODIFIED")
+        .count();
+    assert_eq!(modified, 2, "marked, then shown Deleting: {workspaces:?}");
 }
 
 /// Content with a finalizer holds its namespace, its logical cluster and the workspace while the
