@@ -14,8 +14,8 @@
 //!
 //! Deleting a Workspace deletes its LC: `Terminating` while terminators are pending (removed by
 //! PATCH), then `Deleting`: its content, child workspaces included, is deleted, and the LC and
-//! the Workspace go, in the write of the last of the content when they can (see `deletion`). An LC whose Workspace went first (its finalizer removed by hand) is
-//! deleted all the same.
+//! the Workspace go, in the write of the last of the content when they can (see `deletion`). An
+//! LC whose Workspace went first (its finalizer removed by hand) is deleted all the same.
 
 mod creation;
 mod deletion;
