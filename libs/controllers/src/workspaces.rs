@@ -28,7 +28,7 @@ use std::time::Duration;
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
-use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
+use kcp_apiserver::registry::{ObjectRef, ObjectUpdate, UpdateKind, WriteOptions, keyspace};
 use kcp_apiserver::tenancy::{
     CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER,
     lifecycle_names, random_cluster_name,
@@ -488,6 +488,25 @@ impl Controller {
         };
         self.write_workspace(server, at, None, &status).await?;
         Ok(Outcome::Done)
+    }
+
+    /// The batch update of workspace `ws` (at `at`, read at `revision`) into `desired`, status
+    /// included.
+    fn workspace_update<'a>(
+        &'a self,
+        at: ObjectRef<'a>,
+        ws: &'a Value,
+        revision: Revision,
+        desired: Value,
+    ) -> ObjectUpdate<'a> {
+        ObjectUpdate {
+            def: &self.defs.workspaces,
+            at,
+            kind: UpdateKind::Whole,
+            old: ws,
+            revision,
+            desired,
+        }
     }
 
     /// Writes the workspace as [`desired_workspace`] makes it, if that changes anything.

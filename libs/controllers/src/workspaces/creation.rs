@@ -18,9 +18,7 @@
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_apiserver::ApiServer;
-use kcp_apiserver::registry::{
-    Batch, Companion, NewObject, ObjectRef, ObjectUpdate, UpdateKind, WriteOptions, keyspace,
-};
+use kcp_apiserver::registry::{Batch, Companion, NewObject, ObjectRef, WriteOptions, keyspace};
 use kcp_apiserver::tenancy::{
     ResolvedType, SHARD_ANNOTATION, TypeRef, Types, new_logical_cluster, workspace_admin_binding,
 };
@@ -184,14 +182,7 @@ impl Controller {
             }
             Batch {
                 creates,
-                updates: vec![ObjectUpdate {
-                    def: &self.defs.workspaces,
-                    at,
-                    kind: UpdateKind::Whole,
-                    old: ws,
-                    revision,
-                    desired,
-                }],
+                updates: vec![self.workspace_update(at, ws, revision, desired)],
                 requires,
                 ..Batch::default()
             }

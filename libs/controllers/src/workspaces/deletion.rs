@@ -11,8 +11,8 @@
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{
-    Batch, BatchWritten, DeleteOptions, ObjectDeletion, ObjectRef, ObjectUpdate, Release,
-    UpdateKind, keyspace, marked_deleting,
+    Batch, BatchWritten, DeleteOptions, ObjectDeletion, ObjectRef, Release, keyspace,
+    marked_deleting,
 };
 use kcp_store::Revision;
 use serde_json::Value;
@@ -68,14 +68,7 @@ impl Controller {
         let marked = marked_deleting(def, old.clone(), &DeleteOptions::default());
         let status = LcState::of(&marked).mirrored_status();
         let updates = desired_workspace(ws, None, &status)
-            .map(|desired| ObjectUpdate {
-                def: &self.defs.workspaces,
-                at,
-                kind: UpdateKind::Whole,
-                old: ws,
-                revision,
-                desired,
-            })
+            .map(|desired| self.workspace_update(at, ws, revision, desired))
             .into_iter()
             .collect();
         let batch = Batch {
