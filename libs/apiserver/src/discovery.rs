@@ -1,7 +1,7 @@
 //! Discovery documents, legacy (`/api`, `/apis`, `/apis/<g>`, `/api/v1`, `/apis/<g>/<v>`) and aggregated
 //! (`apidiscovery.k8s.io/v2`), built from a logical cluster's API set.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use kcp_api_types::ResourceDef;
@@ -18,6 +18,8 @@ pub struct ApiSet {
     resources: Vec<Arc<ResourceDef>>,
     /// Built on first use: most logical clusters are never asked for their OpenAPI.
     openapi: std::sync::OnceLock<crate::openapi::OpenApiDocs>,
+    /// Each resource by its key prefix, built on first use.
+    by_prefix: std::sync::OnceLock<HashMap<String, Arc<ResourceDef>>>,
 }
 
 fn subresources(def: &ResourceDef) -> Vec<&'static str> {
@@ -60,7 +62,23 @@ impl ApiSet {
         ApiSet {
             resources,
             openapi: std::sync::OnceLock::new(),
+            by_prefix: std::sync::OnceLock::new(),
         }
+    }
+
+    /// The resource whose objects' keys start with `prefix` (its `all_clusters()` key prefix);
+    /// the first of the set where several versions share storage.
+    pub fn by_key_prefix(&self, prefix: &str) -> Option<&Arc<ResourceDef>> {
+        self.by_prefix
+            .get_or_init(|| {
+                let mut map = HashMap::with_capacity(self.resources.len());
+                for def in &self.resources {
+                    let prefix = crate::registry::keyspace(def).all_clusters().to_string();
+                    map.entry(prefix).or_insert_with(|| def.clone());
+                }
+                map
+            })
+            .get(prefix)
     }
 
     /// The `/openapi/v3` documents of this set.
@@ -286,6 +304,23 @@ mod tests {
                 .map(Arc::new)
                 .collect(),
         )
+    }
+
+    #[test]
+    fn resources_by_key_prefix() {
+        let s = set();
+        for def in s.resources() {
+            let prefix = crate::registry::keyspace(def).all_clusters().to_string();
+            let found = s.by_key_prefix(&prefix).expect("every resource is found");
+            // Resources sharing storage answer the first of them, as a scan in order would.
+            let first = s
+                .resources()
+                .iter()
+                .find(|d| crate::registry::keyspace(d).all_clusters() == prefix)
+                .expect("itself at least");
+            assert!(Arc::ptr_eq(found, first), "{prefix}");
+        }
+        assert!(s.by_key_prefix("/core/nothings/local/").is_none());
     }
 
     #[test]

@@ -302,19 +302,15 @@ impl ApiServer {
         {
             return Ok(Unheld::Nothing);
         }
-        let prefixes: Vec<_> = resolved
-            .iter()
-            .map(|(def, _)| crate::registry::keyspace(def).all_clusters().to_string())
-            .collect();
         let candidates: Vec<_> = resolved
             .iter()
-            .zip(&prefixes)
-            .map(|((def, obj), prefix)| {
+            .map(|(def, obj)| {
                 let is_namespace = def.is("", "namespaces");
                 unheld::Candidate {
                     key: &obj.key,
                     revision: obj.revision,
-                    resource: prefix,
+                    // Resolved by it, so there is one.
+                    resource: crate::watch_cache::resource_prefix(&obj.key).unwrap_or_default(),
                     namespace: match is_namespace {
                         true => Some(obj.name.as_str()),
                         false => obj.namespace.as_deref(),
@@ -588,12 +584,9 @@ fn served_resource(
     set: &crate::discovery::ApiSet,
     obj: &crate::watch_cache::CachedObject,
 ) -> Option<Arc<ResourceDef>> {
-    set.resources()
-        .iter()
-        .find(|d| {
-            obj.key
-                .starts_with(crate::registry::keyspace(d).all_clusters())
-        })
+    // By the key's resource prefix: one map lookup, not a key prefix built per resource.
+    crate::watch_cache::resource_prefix(&obj.key)
+        .and_then(|prefix| set.by_key_prefix(prefix))
         .cloned()
 }
 

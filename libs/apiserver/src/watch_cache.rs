@@ -421,7 +421,7 @@ impl Drop for AllSubscription {
 }
 
 /// `/<group>/<resource>/<identity>/` of a key.
-fn resource_prefix(key: &str) -> Option<&str> {
+pub(crate) fn resource_prefix(key: &str) -> Option<&str> {
     let mut idx = 0;
     for _ in 0..4 {
         idx += key[idx..].find('/')? + 1;
