@@ -324,10 +324,13 @@ impl ApiServer {
             true => None,
             false => self.registry.release_writes(releases)?,
         };
-        let release_resources: Vec<String> = releases
-            .iter()
-            .map(|r| crate::registry::keyspace(r.def).all_clusters().to_string())
-            .collect();
+        let release_resources: Vec<String> = match release_writes {
+            Some(_) => releases
+                .iter()
+                .map(|r| crate::registry::keyspace(r.def).all_clusters().to_string())
+                .collect(),
+            None => Vec::new(),
+        };
         let finally: Vec<(&str, kcp_store::Write)> = release_writes
             .into_iter()
             .flatten()

@@ -299,6 +299,15 @@ async fn release(
     }
 }
 
+/// Where LogicalCluster `lc` is: its one object, `cluster`.
+fn lc_at(lc: &str) -> ObjectRef<'_> {
+    ObjectRef {
+        cluster: lc,
+        namespace: None,
+        name: "cluster",
+    }
+}
+
 fn has_finalizer(v: &Value, finalizer: &str) -> bool {
     v.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
@@ -597,11 +606,7 @@ impl Controller {
 
     /// Deletes LogicalCluster `lc` (its content follows); gone already is fine.
     async fn delete_lc(&self, server: &ApiServer, lc: &str) -> Result<(), ApiError> {
-        let at = ObjectRef {
-            cluster: lc,
-            namespace: None,
-            name: "cluster",
-        };
+        let at = lc_at(lc);
         let deleted = server
             .registry()
             .delete(
@@ -854,11 +859,7 @@ impl Controller {
         cluster: &str,
         initializer: &str,
     ) -> Result<Option<Value>, ApiError> {
-        let at = ObjectRef {
-            cluster,
-            namespace: None,
-            name: "cluster",
-        };
+        let at = lc_at(cluster);
         let written = server
             .registry()
             .update(
@@ -938,11 +939,7 @@ impl Controller {
         if !lc.has_finalizer(CONTENT_FINALIZER) {
             return Ok(Outcome::Done);
         }
-        let at = ObjectRef {
-            cluster,
-            namespace: None,
-            name: "cluster",
-        };
+        let at = lc_at(cluster);
         let registry = server.registry();
         if !lc.terminators().is_empty() {
             return Ok(Outcome::Done);

@@ -18,7 +18,7 @@ use kcp_store::Revision;
 use serde_json::Value;
 
 use super::state::{LcState, WorkspaceState};
-use super::{CONTENT_FINALIZER, Controller, WORKSPACE_FINALIZER, desired_workspace};
+use super::{CONTENT_FINALIZER, Controller, WORKSPACE_FINALIZER, desired_workspace, lc_at};
 
 /// Whether a joined write landed; a refused one (409, 404) is `false`.
 fn landed(written: Result<BatchWritten, ApiError>) -> Result<bool, ApiError> {
@@ -37,14 +37,6 @@ pub(super) enum Content {
     Empty,
     /// Objects wait for something (finalizers of their own, child workspaces going).
     Left,
-}
-
-fn lc_at(lc: &str) -> ObjectRef<'_> {
-    ObjectRef {
-        cluster: lc,
-        namespace: None,
-        name: "cluster",
-    }
 }
 
 impl Controller {
