@@ -61,9 +61,9 @@ impl Launch {
             .arg("--backend-batch-interval=10ms")
             // etcd 3.6's default (etcd-io/etcd#15408). etcd holds every raft entry since its last
             // snapshot in memory, and its Go GC marks them all: at 3.4's 100,000, etcd's live heap
-            // after creating 110k workspaces was 624 MB instead of 363. Every slow workspace
-            // creation on etcd fell within one of those GCs' marking (a quarter to a second of it,
-            // every 1-2 s, on the two shared cores).
+            // after creating 110k workspaces was 624 MB instead of 363. Those marks are etcd's
+            // stalls: in a 10k-workspace run, every creation slower than the p99 ended within one
+            // (100-230 ms each at 10k workspaces, 0.6-1.0 s at 110k, on the two shared cores).
             .arg("--snapshot-count=10000")
             .arg("--log-level=warn")
             .stdin(Stdio::null())
