@@ -48,6 +48,14 @@ fn create_ready(shard: &Shard, parent: &str, name: &str, ty: Option<&str>) -> Va
     })
 }
 
+/// The logical cluster a workspace was placed on (`spec.cluster`), or "" before placement.
+fn cluster_of(ws: &Value) -> String {
+    ws["spec"]["cluster"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string()
+}
+
 fn create_and_enter_workspaces(store: StoreKind) {
     let shard = Shard::start(store);
 
@@ -59,10 +67,7 @@ fn create_and_enter_workspaces(store: StoreKind) {
         .as_str()
         .unwrap_or_default();
     assert!(owner.contains("kcp-admin"), "{org}");
-    let cluster = org["spec"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let cluster = cluster_of(&org);
     assert_eq!(cluster.len(), 16, "{org}");
     assert_eq!(
         org["spec"]["URL"],
@@ -287,10 +292,7 @@ fn home_workspaces(store: StoreKind) {
     });
     assert_eq!(home["kind"], "Workspace", "{home}");
     assert_eq!(home["status"]["phase"], "Ready", "{home}");
-    let cluster = home["spec"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let cluster = cluster_of(&home);
     assert!(!cluster.is_empty(), "{home}");
     assert_eq!(
         home["spec"]["URL"],
@@ -368,14 +370,8 @@ fn delete_workspace_tree(store: StoreKind) {
     let shard = Shard::start(store);
     let org = create_ready(&shard, "root", "org", None);
     let team = create_ready(&shard, "root:org", "team", None);
-    let org_lc = org["spec"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
-    let team_lc = team["spec"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let org_lc = cluster_of(&org);
+    let team_lc = cluster_of(&team);
     let in_team = shard.kubectl_cmd().cluster("root:org:team");
     in_team.ok(&["create", "configmap", "data", "--from-literal=a=b"]);
     assert!(
@@ -442,10 +438,7 @@ fn events_of(shard: &Shard, resource: &str, from: &str, name: &str) -> Vec<(Stri
 fn deletion_joins_writes(store: StoreKind) {
     let shard = Shard::start(store);
     let ws = create_ready(&shard, "root", "gone", None);
-    let lc = ws["spec"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let lc = cluster_of(&ws);
     // The namespaces' ServiceAccounts and root CA ConfigMaps come after Ready: wait for them, so
     // nothing is written into the LC while it goes.
     let in_gone = shard.kubectl_cmd().cluster("root:gone");
@@ -511,10 +504,7 @@ fn deletion_joins_writes(store: StoreKind) {
 fn held_content_holds_the_workspace(store: StoreKind) {
     let shard = Shard::start(store);
     let ws = create_ready(&shard, "root", "org", None);
-    let lc = ws["spec"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let lc = cluster_of(&ws);
     let in_org = shard.kubectl_cmd().cluster("root:org");
     in_org.ok(&["create", "configmap", "free", "--from-literal=a=b"]);
     in_org.ok(&[
@@ -588,10 +578,7 @@ fn create_unschedulable(shard: &Shard, name: &str, region: &str) -> String {
 fn finalizer_removed_by_hand(store: StoreKind) {
     let shard = Shard::start(store);
     let ws = create_ready(&shard, "root", "placed", None);
-    let placed_lc = ws["spec"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let placed_lc = cluster_of(&ws);
     assert_eq!(placed_lc.len(), 16, "{ws}");
     shard.kubectl_cmd().cluster("root:placed").ok(&[
         "create",
@@ -757,10 +744,7 @@ fn initializers_and_terminators(store: StoreKind) {
         ws["metadata"]["labels"]["tenancy.kcp.io/phase"], "Initializing",
         "{ws}"
     );
-    let lc = ws["spec"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let lc = cluster_of(&ws);
     let namespaces = shard
         .kubectl_cmd()
         .cluster(&lc)
@@ -788,10 +772,7 @@ fn initializers_and_terminators(store: StoreKind) {
     // A terminator holds the deletion: the LC is Terminating, its content still served, until
     // the terminator is removed.
     let guarded = create_ready(&shard, "root", "guarded", Some("guarded"));
-    let lc = guarded["spec"]["cluster"]
-        .as_str()
-        .unwrap_or_default()
-        .to_string();
+    let lc = cluster_of(&guarded);
     assert_eq!(
         logical_cluster(&shard, &lc)["spec"]["terminators"],
         serde_json::json!(["root:guarded"])
