@@ -462,17 +462,8 @@ impl Registry {
         {
             let new = self.updated(def, at, kind, opts, desired, old).await?;
             let key = keyspace(def).object(at.cluster, at.namespace, at.name);
-            writes.push(match deletion_may_finish(def, &new) {
-                true => kcp_store::Write::Delete {
-                    key,
-                    expected: revision,
-                },
-                false => kcp_store::Write::Update {
-                    key,
-                    value: stored_bytes(def, &new)?,
-                    expected: revision,
-                },
-            });
+            let remove = deletion_may_finish(def, &new);
+            writes.push(update_or_removal(def, key, revision, &new, remove)?);
             about.push((def, at.name.to_string()));
             updated.push(new);
         }
@@ -485,26 +476,12 @@ impl Registry {
         } in deletes
         {
             let key = keyspace(def).object(at.cluster, at.namespace, at.name);
-            let held = !metadata::finalizers(old).is_empty() || def.strategy.blocks_deletion(old);
-            let (write, object) = match held {
-                true => {
-                    let marked = super::marked_deleting(def, old.clone(), &Default::default());
-                    let write = kcp_store::Write::Update {
-                        key,
-                        value: stored_bytes(def, &marked)?,
-                        expected: revision,
-                    };
-                    (write, marked)
-                }
-                false => {
-                    let write = kcp_store::Write::Delete {
-                        key,
-                        expected: revision,
-                    };
-                    (write, old.clone())
-                }
+            let held = held_back(def, old);
+            let object = match held {
+                true => super::marked_deleting(def, old.clone(), &Default::default()),
+                false => old.clone(),
             };
-            writes.push(write);
+            writes.push(update_or_removal(def, key, revision, &object, !held)?);
             about.push((def, at.name.to_string()));
             deleted.push(object);
         }
@@ -890,11 +867,32 @@ fn decorate_value(value: Value, revision: Revision) -> Option<(Value, Bytes)> {
     decorate(&bytes, revision)
 }
 
+/// Whether something holds back an object's deletion: finalizers, or its kind's own rule.
+fn held_back(def: &ResourceDef, obj: &Value) -> bool {
+    !metadata::finalizers(obj).is_empty() || def.strategy.blocks_deletion(obj)
+}
+
 /// Whether an object's deletion was requested and nothing holds it back any more.
 fn deletion_may_finish(def: &ResourceDef, obj: &Value) -> bool {
-    metadata::is_deleting(obj)
-        && metadata::finalizers(obj).is_empty()
-        && !def.strategy.blocks_deletion(obj)
+    metadata::is_deleting(obj) && !held_back(def, obj)
+}
+
+/// The batch's write of `obj` at `key`, read at `expected`: stored as it is, or removed.
+fn update_or_removal(
+    def: &ResourceDef,
+    key: String,
+    expected: Revision,
+    obj: &Value,
+    remove: bool,
+) -> Result<kcp_store::Write, ApiError> {
+    Ok(match remove {
+        true => kcp_store::Write::Delete { key, expected },
+        false => kcp_store::Write::Update {
+            key,
+            value: stored_bytes(def, obj)?,
+            expected,
+        },
+    })
 }
 
 #[cfg(test)]
