@@ -31,7 +31,7 @@ use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, ObjectUpdate, UpdateKind, WriteOptions, keyspace};
 use kcp_apiserver::tenancy::{
     CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER,
-    lifecycle_names, random_cluster_name,
+    lifecycle_names, new_cluster_name,
 };
 use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType};
 use kcp_store::Revision;
@@ -809,7 +809,7 @@ impl Controller {
         at: ObjectRef<'_>,
         guard: bool,
     ) -> Result<(), ApiError> {
-        let chosen = random_cluster_name();
+        let chosen = new_cluster_name();
         server
             .registry()
             .update(

@@ -21,7 +21,7 @@ use super::{Admission, Attributes, Operation};
 use crate::paths::PathIndex;
 use crate::tenancy::{
     CLUSTER_ANNOTATION, OWNER_ANNOTATION, ResolvedType, TYPE_ANNOTATION, TypeRef, Types,
-    WORKSPACE_FINALIZER, owner_info, placement_error, random_cluster_name,
+    WORKSPACE_FINALIZER, new_cluster_name, owner_info, placement_error,
 };
 use crate::watch_cache::WatchCache;
 
@@ -126,10 +126,7 @@ impl Admission for WorkspaceClusterName {
         };
         let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
         if let Some(a) = annotations.as_object_mut() {
-            a.insert(
-                CLUSTER_ANNOTATION.into(),
-                Value::String(random_cluster_name()),
-            );
+            a.insert(CLUSTER_ANNOTATION.into(), Value::String(new_cluster_name()));
         }
         let finalizers = meta.entry("finalizers").or_insert_with(|| json!([]));
         if !finalizers.is_array() {
