@@ -1,13 +1,19 @@
-//! A shard restarted with 1,000 workspaces keeps them all Ready, reachable by path, on both stores.
+//! A shard restarted with 1,000 workspaces keeps them all Ready, reachable by path, on both stores;
+//! one killed (`kill -9`) while workspaces are being created finishes every one it acknowledged,
+//! each with all of its content, and leaves no logical cluster without its workspace.
 
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use kcp_e2e::{Shard, StoreKind, on_both_stores};
+use kcp_e2e::{Shard, StoreKind, json_str, on_both_stores};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
-use serde_json::json;
+use serde_json::{Value, json};
 
 on_both_stores!(async thousand_workspaces_survive_a_restart);
+on_both_stores!(async kill9_during_workspace_creation_finishes_every_acknowledged_one);
 
 const WORKSPACES: usize = 1_000;
 /// Creating 1,000 workspaces on a debug build shares 2 cores with the test; generous.
@@ -51,6 +57,17 @@ async fn wait_all_ready(api: &Api<DynamicObject>, what: &str) {
     }
 }
 
+/// A Workspace `name` of type `root:universal`.
+fn universal_workspace(name: &str) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "tenancy.kcp.io/v1alpha1",
+        "kind": "Workspace",
+        "metadata": {"name": name},
+        "spec": {"type": {"name": "universal", "path": "root"}},
+    }))
+    .expect("a Workspace")
+}
+
 async fn thousand_workspaces_survive_a_restart(store: StoreKind) {
     let mut shard = Shard::start(store);
     let api = workspaces(shard.kube_client().await);
@@ -58,13 +75,7 @@ async fn thousand_workspaces_survive_a_restart(store: StoreKind) {
         .map(|i| {
             let api = api.clone();
             async move {
-                let ws: DynamicObject = serde_json::from_value(json!({
-                    "apiVersion": "tenancy.kcp.io/v1alpha1",
-                    "kind": "Workspace",
-                    "metadata": {"name": format!("ws-{i:04}")},
-                    "spec": {"type": {"name": "universal", "path": "root"}},
-                }))
-                .expect("a Workspace");
+                let ws = universal_workspace(&format!("ws-{i:04}"));
                 api.create(&PostParams::default(), &ws).await
             }
         })
@@ -109,5 +120,195 @@ async fn thousand_workspaces_survive_a_restart(store: StoreKind) {
                 .ok(&["get", "namespace", "default", "-o", "name"])
         });
         assert_eq!(out.trim(), "namespace/default", "{path}");
+    }
+}
+
+/// Creators still sending when the shard is killed.
+const CREATORS: usize = 16;
+/// Workspace creations acknowledged before the kill (the creators keep going while it happens).
+const ACKED_BEFORE_KILL: usize = 120;
+/// What every new `root:universal` workspace's logical cluster holds, as `namespace/name` per
+/// resource path: the POST writes `kube-system`, scheduling the rest; each namespace brings its
+/// ServiceAccount and ConfigMap (controllers add them where a crash left them out).
+const CONTENT: [(&str, &[&str]); 4] = [
+    ("/api/v1/namespaces", &["/default", "/kube-system"]),
+    (
+        "/apis/rbac.authorization.k8s.io/v1/clusterrolebindings",
+        &["/workspace-admin"],
+    ),
+    (
+        "/api/v1/serviceaccounts",
+        &["default/default", "kube-system/default"],
+    ),
+    (
+        "/api/v1/configmaps",
+        &["default/kube-root-ca.crt", "kube-system/kube-root-ca.crt"],
+    ),
+];
+
+/// Every object at `path` in every logical cluster (listed by `shard-admin`), by cluster.
+fn everywhere(shard: &Shard, path: &str) -> BTreeMap<String, Vec<Value>> {
+    let url = format!("/clusters/*{path}");
+    let (code, body) = shard.curl_as(Some("shard-admin"), "GET", &url, None);
+    assert_eq!(code, 200, "GET {url}: {body}");
+    let list: Value = serde_json::from_str(&body).expect("a JSON list");
+    let mut by_cluster: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    for item in list["items"].as_array().into_iter().flatten() {
+        let cluster = json_str(item, "/metadata/annotations/kcp.io~1cluster").to_string();
+        by_cluster.entry(cluster).or_default().push(item.clone());
+    }
+    by_cluster
+}
+
+/// `namespace/name` of each object.
+fn names(objects: &[Value]) -> BTreeSet<String> {
+    objects
+        .iter()
+        .map(|o| {
+            let namespace = json_str(o, "/metadata/namespace");
+            format!("{namespace}/{}", json_str(o, "/metadata/name"))
+        })
+        .collect()
+}
+
+async fn kill9_during_workspace_creation_finishes_every_acknowledged_one(store: StoreKind) {
+    let mut shard = Shard::start(store);
+    let clusters_before: BTreeSet<String> = tokio::task::block_in_place(|| {
+        everywhere(&shard, "/api/v1/namespaces")
+            .into_keys()
+            .collect()
+    });
+    let api = workspaces(shard.kube_client().await);
+    let acked = Arc::new(Mutex::new(Vec::new()));
+    let killing = Arc::new(AtomicBool::new(false));
+    let creators: Vec<_> = (0..CREATORS)
+        .map(|creator| {
+            let (api, acked, killing) = (api.clone(), acked.clone(), killing.clone());
+            tokio::spawn(async move {
+                for i in 0.. {
+                    let name = format!("crash-{creator:02}-{i:04}");
+                    let ws = universal_workspace(&name);
+                    match api.create(&PostParams::default(), &ws).await {
+                        Ok(_) => acked.lock().expect("lock").push(name),
+                        // Once the kill is under way requests fail, and the creator stops.
+                        Err(_) if killing.load(Ordering::SeqCst) => return None,
+                        Err(err) => return Some(format!("{name}: {err}")),
+                    }
+                }
+                None
+            })
+        })
+        .collect();
+    let start = Instant::now();
+    while acked.lock().expect("lock").len() < ACKED_BEFORE_KILL {
+        assert!(
+            start.elapsed() < READY_DEADLINE,
+            "only {} workspaces created\n{}",
+            acked.lock().expect("lock").len(),
+            shard.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    killing.store(true, Ordering::SeqCst);
+    tokio::task::block_in_place(|| shard.kill9());
+    for creator in creators {
+        let failure = creator.await.expect("creator task");
+        assert!(
+            failure.is_none(),
+            "a create failed before the kill: {failure:?}"
+        );
+    }
+    let acked: BTreeSet<String> = std::mem::take(&mut *acked.lock().expect("lock"))
+        .into_iter()
+        .collect();
+
+    tokio::task::block_in_place(|| shard.start_again());
+    let api = workspaces(shard.kube_client().await);
+    // Every workspace the store holds gets Ready, those whose POST was cut off included.
+    let start = Instant::now();
+    let spaces = loop {
+        let list = api
+            .list(&ListParams::default())
+            .await
+            .expect("listing workspaces");
+        let spaces: Vec<DynamicObject> = (list.items.into_iter())
+            .filter(|w| {
+                w.metadata
+                    .name
+                    .as_deref()
+                    .is_some_and(|n| n.starts_with("crash-"))
+            })
+            .collect();
+        let unready: Vec<_> = (spaces.iter())
+            .filter(|w| w.data["status"]["phase"] != "Ready")
+            .filter_map(|w| w.metadata.name.clone())
+            .collect();
+        if unready.is_empty() {
+            break spaces;
+        }
+        assert!(
+            start.elapsed() < READY_DEADLINE,
+            "{} workspaces not Ready after the restart, e.g. {:?}\n{}",
+            unready.len(),
+            &unready[..unready.len().min(5)],
+            shard.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    };
+    let cluster_of: BTreeMap<String, String> = (spaces.iter())
+        .map(|w| {
+            let name = w.metadata.name.clone().unwrap_or_default();
+            (name, json_str(&w.data, "/spec/cluster").to_string())
+        })
+        .collect();
+    let lost: Vec<_> = acked
+        .iter()
+        .filter(|n| !cluster_of.contains_key(*n))
+        .collect();
+    assert!(lost.is_empty(), "acknowledged workspaces lost: {lost:?}");
+
+    // Each logical cluster is Ready, owned by its workspace, and holds all of its content
+    // (the controllers' part once they catch up); no other new logical cluster holds anything.
+    let start = Instant::now();
+    loop {
+        let missing = tokio::task::block_in_place(|| {
+            let lcs = everywhere(&shard, "/apis/core.kcp.io/v1alpha1/logicalclusters");
+            let mut missing = Vec::new();
+            for (ws, cluster) in &cluster_of {
+                let lc = lcs.get(cluster).and_then(|l| l.first());
+                let owner = lc.map(|lc| json_str(lc, "/spec/owner/name"));
+                let phase = lc.map(|lc| json_str(lc, "/status/phase"));
+                if owner != Some(ws.as_str()) || phase != Some("Ready") {
+                    missing.push(format!("{ws}: LogicalCluster {cluster} {lc:?}"));
+                }
+            }
+            for (path, wanted) in CONTENT {
+                let found = everywhere(&shard, path);
+                for (ws, cluster) in &cluster_of {
+                    let have = found.get(cluster).map(|o| names(o)).unwrap_or_default();
+                    for name in wanted.iter().filter(|n| !have.contains(**n)) {
+                        missing.push(format!("{ws}: {path} {name} in {cluster}"));
+                    }
+                }
+            }
+            let ours: BTreeSet<&String> = cluster_of.values().collect();
+            let stray: Vec<String> = everywhere(&shard, "/api/v1/namespaces")
+                .into_keys()
+                .filter(|c| !clusters_before.contains(c) && !ours.contains(c))
+                .collect();
+            assert!(stray.is_empty(), "content of no workspace: {stray:?}");
+            missing
+        });
+        if missing.is_empty() {
+            break;
+        }
+        assert!(
+            start.elapsed() < READY_DEADLINE,
+            "{} objects missing after the restart, e.g. {:?}\n{}",
+            missing.len(),
+            &missing[..missing.len().min(5)],
+            shard.logs()
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
