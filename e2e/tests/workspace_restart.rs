@@ -1,6 +1,7 @@
 //! A shard restarted with 1,000 workspaces keeps them all Ready, reachable by path, on both stores;
 //! one killed (`kill -9`) while workspaces are being created finishes every one it acknowledged,
-//! each with all of its content, and leaves no logical cluster without its workspace.
+//! each with all of its content, and leaves no logical cluster without its workspace; one killed
+//! while it deletes a tree of workspaces finishes the deletion after the restart.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -14,6 +15,7 @@ use serde_json::{Value, json};
 
 on_both_stores!(async thousand_workspaces_survive_a_restart);
 on_both_stores!(async kill9_during_workspace_creation_finishes_every_acknowledged_one);
+on_both_stores!(kill9_during_tree_deletion_finishes_it);
 
 const WORKSPACES: usize = 1_000;
 /// Creating 1,000 workspaces on a debug build shares 2 cores with the test; generous.
@@ -311,4 +313,118 @@ async fn kill9_during_workspace_creation_finishes_every_acknowledged_one(store: 
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// Children of the deleted tree's top, and children of each of those.
+const TREE_WIDTH: usize = 6;
+
+/// POSTs workspace `name` of type `root:universal` into the workspace at `parent` (a path).
+fn post_workspace(shard: &Shard, parent: &str, name: &str) {
+    let body = json!({
+        "apiVersion": "tenancy.kcp.io/v1alpha1",
+        "kind": "Workspace",
+        "metadata": {"name": name},
+        "spec": {"type": {"name": "universal", "path": "root"}},
+    })
+    .to_string();
+    let url = format!("/clusters/{parent}/apis/tenancy.kcp.io/v1alpha1/workspaces");
+    let (code, out) = shard.curl("POST", &url, Some(("application/json", &body)));
+    assert_eq!(code, 201, "POST {url} {name}: {out}");
+}
+
+/// Every workspace of every logical cluster by name (names are unique in this test): its
+/// logical cluster, once Ready (else "").
+fn ready_workspaces(shard: &Shard) -> BTreeMap<String, String> {
+    (everywhere(shard, "/apis/tenancy.kcp.io/v1alpha1/workspaces").into_values())
+        .flatten()
+        .map(|w| {
+            let cluster = match json_str(&w, "/status/phase") {
+                "Ready" => json_str(&w, "/spec/cluster"),
+                _ => "",
+            };
+            (
+                json_str(&w, "/metadata/name").to_string(),
+                cluster.to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Waits until the workspaces `names` are all Ready.
+fn wait_ready(shard: &Shard, names: &[String]) -> BTreeMap<String, String> {
+    shard.eventually(&format!("{} workspaces Ready", names.len()), || {
+        let ready = ready_workspaces(shard);
+        let all = names
+            .iter()
+            .all(|n| ready.get(n).is_some_and(|c| !c.is_empty()));
+        all.then_some(ready)
+    })
+}
+
+fn kill9_during_tree_deletion_finishes_it(store: StoreKind) {
+    let mut shard = Shard::start(store);
+    for top in ["doomed", "kept"] {
+        post_workspace(&shard, "root", top);
+    }
+    wait_ready(&shard, &["doomed".into(), "kept".into()]);
+    shard.kubectl_cmd().cluster("root:kept").ok(&[
+        "create",
+        "configmap",
+        "stays",
+        "--from-literal=a=b",
+    ]);
+    let children: Vec<String> = (0..TREE_WIDTH).map(|i| format!("d-{i}")).collect();
+    for child in &children {
+        post_workspace(&shard, "root:doomed", child);
+    }
+    wait_ready(&shard, &children);
+    let mut tree = children.clone();
+    for child in &children {
+        for j in 0..TREE_WIDTH {
+            let name = format!("{child}-{j}");
+            post_workspace(&shard, &format!("root:doomed:{child}"), &name);
+            tree.push(name);
+        }
+    }
+    tree.push("doomed".into());
+    let ready = wait_ready(&shard, &tree);
+    let doomed: BTreeSet<&String> = tree.iter().map(|n| &ready[n]).collect();
+
+    let (code, out) = shard.curl(
+        "DELETE",
+        "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/doomed",
+        None,
+    );
+    assert_eq!(code, 200, "DELETE doomed: {out}");
+    shard.kill9();
+    shard.start_again();
+
+    shard.eventually("the tree and everything in it gone", || {
+        let (code, _) = shard.curl(
+            "GET",
+            "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/doomed",
+            None,
+        );
+        let left: Vec<String> = (CONTENT.iter().map(|(path, _)| *path))
+            .chain([
+                "/apis/core.kcp.io/v1alpha1/logicalclusters",
+                "/apis/tenancy.kcp.io/v1alpha1/workspaces",
+            ])
+            .flat_map(|path| {
+                everywhere(&shard, path)
+                    .into_keys()
+                    .filter(|c| doomed.contains(c))
+                    .map(move |c| format!("{path} in {c}"))
+            })
+            .collect();
+        (code == 404 && left.is_empty()).then_some(())
+    });
+    // The rest is untouched.
+    let kept = shard.kubectl_cmd().cluster("root:kept");
+    assert_eq!(
+        kept.ok(&["get", "configmap", "stays", "-o", "jsonpath={.data.a}"]),
+        "b"
+    );
+    let ready = ready_workspaces(&shard);
+    assert!(!ready["kept"].is_empty(), "kept is Ready: {ready:?}");
 }
