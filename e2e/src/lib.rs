@@ -382,6 +382,13 @@ impl Shard {
         let _ = child.wait();
     }
 
+    /// Kills this shard's etcd (SIGKILL) and starts it again on the same data and ports, under the
+    /// running shard. Only for a shard on etcd.
+    pub fn kill9_etcd(&mut self) {
+        let etcd = self.etcd.as_mut().expect("the shard runs on etcd");
+        etcd.restart().expect("etcd starts again");
+    }
+
     /// Starts the shard again on the same root directory (and the same etcd) after [`Shard::stop`] or
     /// [`Shard::kill9`]. The port changes; [`Shard::base_url`] and the kubeconfig follow.
     pub fn start_again(&mut self) {

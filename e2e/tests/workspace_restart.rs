@@ -1,7 +1,8 @@
 //! A shard restarted with 1,000 workspaces keeps them all Ready, reachable by path, on both stores;
 //! one killed (`kill -9`) while workspaces are being created finishes every one it acknowledged,
 //! each with all of its content, and leaves no logical cluster without its workspace; one killed
-//! while it deletes a tree of workspaces finishes the deletion after the restart.
+//! while it deletes a tree of workspaces finishes the deletion after the restart; etcd killed under
+//! a shard creating workspaces leaves none of them unfinished either.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -16,6 +17,7 @@ use serde_json::{Value, json};
 on_both_stores!(async thousand_workspaces_survive_a_restart);
 on_both_stores!(async kill9_during_workspace_creation_finishes_every_acknowledged_one);
 on_both_stores!(kill9_during_tree_deletion_finishes_it);
+// and `etcd_killed_during_workspace_creation`, on etcd alone.
 
 const WORKSPACES: usize = 1_000;
 /// Creating 1,000 workspaces on a debug build shares 2 cores with the test; generous.
@@ -173,60 +175,91 @@ fn names(objects: &[Value]) -> BTreeSet<String> {
         .collect()
 }
 
-async fn kill9_during_workspace_creation_finishes_every_acknowledged_one(store: StoreKind) {
-    let mut shard = Shard::start(store);
-    let clusters_before: BTreeSet<String> = tokio::task::block_in_place(|| {
-        everywhere(&shard, "/api/v1/namespaces")
-            .into_keys()
-            .collect()
-    });
-    let api = workspaces(shard.kube_client().await);
-    let acked = Arc::new(Mutex::new(Vec::new()));
-    let killing = Arc::new(AtomicBool::new(false));
-    let creators: Vec<_> = (0..CREATORS)
-        .map(|creator| {
-            let (api, acked, killing) = (api.clone(), acked.clone(), killing.clone());
-            tokio::spawn(async move {
-                for i in 0.. {
-                    let name = format!("crash-{creator:02}-{i:04}");
-                    let ws = universal_workspace(&name);
-                    match api.create(&PostParams::default(), &ws).await {
-                        Ok(_) => acked.lock().expect("lock").push(name),
-                        // Once the kill is under way requests fail, and the creator stops.
-                        Err(_) if killing.load(Ordering::SeqCst) => return None,
-                        Err(err) => return Some(format!("{name}: {err}")),
-                    }
-                }
-                None
-            })
-        })
-        .collect();
-    let start = Instant::now();
-    while acked.lock().expect("lock").len() < ACKED_BEFORE_KILL {
-        assert!(
-            start.elapsed() < READY_DEADLINE,
-            "only {} workspaces created\n{}",
-            acked.lock().expect("lock").len(),
-            shard.logs()
-        );
-        tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-    killing.store(true, Ordering::SeqCst);
-    tokio::task::block_in_place(|| shard.kill9());
-    for creator in creators {
-        let failure = creator.await.expect("creator task");
-        assert!(
-            failure.is_none(),
-            "a create failed before the kill: {failure:?}"
-        );
-    }
-    let acked: BTreeSet<String> = std::mem::take(&mut *acked.lock().expect("lock"))
-        .into_iter()
-        .collect();
+/// Tasks creating workspaces `<prefix>-<creator>-<i>` in root until told to stop.
+struct Creators {
+    acked: Arc<Mutex<Vec<String>>>,
+    /// Set while requests may fail (the shard or its etcd is being killed).
+    expect_failures: Arc<AtomicBool>,
+    stop: Arc<AtomicBool>,
+    tasks: Vec<tokio::task::JoinHandle<Option<String>>>,
+}
 
-    tokio::task::block_in_place(|| shard.start_again());
+impl Creators {
+    fn start(api: &Api<DynamicObject>, prefix: &'static str) -> Creators {
+        let acked = Arc::new(Mutex::new(Vec::new()));
+        let expect_failures = Arc::new(AtomicBool::new(false));
+        let stop = Arc::new(AtomicBool::new(false));
+        let tasks = (0..CREATORS)
+            .map(|creator| {
+                let api = api.clone();
+                let (acked, expect_failures) = (acked.clone(), expect_failures.clone());
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    for i in 0.. {
+                        if stop.load(Ordering::SeqCst) {
+                            break;
+                        }
+                        let name = format!("{prefix}-{creator:02}-{i:04}");
+                        let ws = universal_workspace(&name);
+                        match api.create(&PostParams::default(), &ws).await {
+                            Ok(_) => acked.lock().expect("lock").push(name),
+                            Err(_) if expect_failures.load(Ordering::SeqCst) => {
+                                tokio::time::sleep(Duration::from_millis(50)).await;
+                            }
+                            Err(err) => return Some(format!("{name}: {err}")),
+                        }
+                    }
+                    None
+                })
+            })
+            .collect();
+        Creators {
+            acked,
+            expect_failures,
+            stop,
+            tasks,
+        }
+    }
+
+    fn acked(&self) -> usize {
+        self.acked.lock().expect("lock").len()
+    }
+
+    /// Waits until `n` creations in all are acknowledged.
+    async fn until_acked(&self, n: usize, shard: &Shard) {
+        let start = Instant::now();
+        while self.acked() < n {
+            assert!(
+                start.elapsed() < READY_DEADLINE,
+                "only {} of {n} workspaces created\n{}",
+                self.acked(),
+                shard.logs()
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+    }
+
+    /// Stops the creators; the names acknowledged. Fails on a failure not expected.
+    async fn finish(self) -> BTreeSet<String> {
+        self.stop.store(true, Ordering::SeqCst);
+        for task in self.tasks {
+            let failure = task.await.expect("creator task");
+            assert!(failure.is_none(), "a create failed: {failure:?}");
+        }
+        std::mem::take(&mut *self.acked.lock().expect("lock"))
+            .into_iter()
+            .collect()
+    }
+}
+
+/// Waits until every workspace in root named `<prefix>-…` is Ready; checks that the store kept
+/// all of `acked`. Their logical clusters by name.
+async fn all_ready(
+    shard: &Shard,
+    prefix: &str,
+    acked: &BTreeSet<String>,
+) -> BTreeMap<String, String> {
     let api = workspaces(shard.kube_client().await);
-    // Every workspace the store holds gets Ready, those whose POST was cut off included.
     let start = Instant::now();
     let spaces = loop {
         let list = api
@@ -235,10 +268,7 @@ async fn kill9_during_workspace_creation_finishes_every_acknowledged_one(store: 
             .expect("listing workspaces");
         let spaces: Vec<DynamicObject> = (list.items.into_iter())
             .filter(|w| {
-                w.metadata
-                    .name
-                    .as_deref()
-                    .is_some_and(|n| n.starts_with("crash-"))
+                (w.metadata.name.as_deref()).is_some_and(|n| n.starts_with(&format!("{prefix}-")))
             })
             .collect();
         let unready: Vec<_> = (spaces.iter())
@@ -250,7 +280,7 @@ async fn kill9_during_workspace_creation_finishes_every_acknowledged_one(store: 
         }
         assert!(
             start.elapsed() < READY_DEADLINE,
-            "{} workspaces not Ready after the restart, e.g. {:?}\n{}",
+            "{} workspaces not Ready, e.g. {:?}\n{}",
             unready.len(),
             &unready[..unready.len().min(5)],
             shard.logs()
@@ -263,20 +293,27 @@ async fn kill9_during_workspace_creation_finishes_every_acknowledged_one(store: 
             (name, json_str(&w.data, "/spec/cluster").to_string())
         })
         .collect();
-    let lost: Vec<_> = acked
-        .iter()
+    let lost: Vec<_> = (acked.iter())
         .filter(|n| !cluster_of.contains_key(*n))
         .collect();
     assert!(lost.is_empty(), "acknowledged workspaces lost: {lost:?}");
+    cluster_of
+}
 
-    // Each logical cluster is Ready, owned by its workspace, and holds all of its content
-    // (the controllers' part once they catch up); no other new logical cluster holds anything.
+/// Waits until each logical cluster of `cluster_of` (workspace → cluster) is Ready, owned by its
+/// workspace, and holds all of [`CONTENT`] (the controllers' part once they catch up). Fails at
+/// once when a logical cluster other than these and `before` holds namespaces.
+async fn all_complete(
+    shard: &Shard,
+    cluster_of: &BTreeMap<String, String>,
+    before: &BTreeSet<String>,
+) {
     let start = Instant::now();
     loop {
         let missing = tokio::task::block_in_place(|| {
-            let lcs = everywhere(&shard, "/apis/core.kcp.io/v1alpha1/logicalclusters");
+            let lcs = everywhere(shard, "/apis/core.kcp.io/v1alpha1/logicalclusters");
             let mut missing = Vec::new();
-            for (ws, cluster) in &cluster_of {
+            for (ws, cluster) in cluster_of {
                 let lc = lcs.get(cluster).and_then(|l| l.first());
                 let owner = lc.map(|lc| json_str(lc, "/spec/owner/name"));
                 let phase = lc.map(|lc| json_str(lc, "/status/phase"));
@@ -285,8 +322,8 @@ async fn kill9_during_workspace_creation_finishes_every_acknowledged_one(store: 
                 }
             }
             for (path, wanted) in CONTENT {
-                let found = everywhere(&shard, path);
-                for (ws, cluster) in &cluster_of {
+                let found = everywhere(shard, path);
+                for (ws, cluster) in cluster_of {
                     let have = found.get(cluster).map(|o| names(o)).unwrap_or_default();
                     for name in wanted.iter().filter(|n| !have.contains(**n)) {
                         missing.push(format!("{ws}: {path} {name} in {cluster}"));
@@ -294,25 +331,70 @@ async fn kill9_during_workspace_creation_finishes_every_acknowledged_one(store: 
                 }
             }
             let ours: BTreeSet<&String> = cluster_of.values().collect();
-            let stray: Vec<String> = everywhere(&shard, "/api/v1/namespaces")
+            let stray: Vec<String> = everywhere(shard, "/api/v1/namespaces")
                 .into_keys()
-                .filter(|c| !clusters_before.contains(c) && !ours.contains(c))
+                .filter(|c| !before.contains(c) && !ours.contains(c))
                 .collect();
             assert!(stray.is_empty(), "content of no workspace: {stray:?}");
             missing
         });
         if missing.is_empty() {
-            break;
+            return;
         }
         assert!(
             start.elapsed() < READY_DEADLINE,
-            "{} objects missing after the restart, e.g. {:?}\n{}",
+            "{} objects missing, e.g. {:?}\n{}",
             missing.len(),
             &missing[..missing.len().min(5)],
             shard.logs()
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
+}
+
+/// The logical clusters holding namespaces.
+fn clusters_with_namespaces(shard: &Shard) -> BTreeSet<String> {
+    tokio::task::block_in_place(|| {
+        everywhere(shard, "/api/v1/namespaces")
+            .into_keys()
+            .collect()
+    })
+}
+
+async fn kill9_during_workspace_creation_finishes_every_acknowledged_one(store: StoreKind) {
+    let mut shard = Shard::start(store);
+    let before = clusters_with_namespaces(&shard);
+    let creators = Creators::start(&workspaces(shard.kube_client().await), "crash");
+    creators.until_acked(ACKED_BEFORE_KILL, &shard).await;
+    // Once the kill is under way requests fail, and the creators stop.
+    creators.expect_failures.store(true, Ordering::SeqCst);
+    creators.stop.store(true, Ordering::SeqCst);
+    tokio::task::block_in_place(|| shard.kill9());
+    let acked = creators.finish().await;
+
+    tokio::task::block_in_place(|| shard.start_again());
+    // Every workspace the store holds gets Ready, those whose POST was cut off included.
+    let cluster_of = all_ready(&shard, "crash", &acked).await;
+    all_complete(&shard, &cluster_of, &before).await;
+}
+
+/// etcd killed (`kill -9`) and started again under a shard that is creating workspaces.
+#[test]
+fn etcd_killed_during_workspace_creation() {
+    kcp_e2e::block_on(async {
+        let mut shard = Shard::start(StoreKind::Etcd);
+        let before = clusters_with_namespaces(&shard);
+        let creators = Creators::start(&workspaces(shard.kube_client().await), "etcd");
+        creators.until_acked(ACKED_BEFORE_KILL, &shard).await;
+        creators.expect_failures.store(true, Ordering::SeqCst);
+        tokio::task::block_in_place(|| shard.kill9_etcd());
+        // The shard takes creations again once etcd is back.
+        let after = creators.acked() + ACKED_BEFORE_KILL / 2;
+        creators.until_acked(after, &shard).await;
+        let acked = creators.finish().await;
+        let cluster_of = all_ready(&shard, "etcd", &acked).await;
+        all_complete(&shard, &cluster_of, &before).await;
+    });
 }
 
 /// Children of the deleted tree's top, and children of each of those.
