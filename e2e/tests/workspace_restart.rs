@@ -2,7 +2,8 @@
 //! one killed (`kill -9`) while workspaces are being created finishes every one it acknowledged,
 //! each with all of its content, and leaves no logical cluster without its workspace; one killed
 //! while it deletes a tree of workspaces finishes the deletion after the restart; etcd killed under
-//! a shard creating workspaces leaves none of them unfinished either.
+//! a shard creating workspaces leaves none of them unfinished either, nor does a kill while a
+//! user's home workspace is being created.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -10,13 +11,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use kcp_e2e::{Shard, StoreKind, json_str, on_both_stores};
+use kcp_e2e::{Caller, Shard, StoreKind, json_str, on_both_stores};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
 
 on_both_stores!(async thousand_workspaces_survive_a_restart);
 on_both_stores!(async kill9_during_workspace_creation_finishes_every_acknowledged_one);
 on_both_stores!(kill9_during_tree_deletion_finishes_it);
+on_both_stores!(kill9_while_a_home_is_created);
 // and `etcd_killed_during_workspace_creation`, on etcd alone.
 
 const WORKSPACES: usize = 1_000;
@@ -509,4 +511,52 @@ fn kill9_during_tree_deletion_finishes_it(store: StoreKind) {
     );
     let ready = ready_workspaces(&shard);
     assert!(!ready["kept"].is_empty(), "kept is Ready: {ready:?}");
+}
+
+const HOME: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~";
+
+/// A shard killed right after a user's first request for a home finishes that home after the
+/// restart, once.
+fn kill9_while_a_home_is_created(store: StoreKind) {
+    const TOKEN: &str = "home-crash-token";
+    let tokens = std::env::temp_dir().join(format!(
+        "kcp-e2e-home-crash-{}-{store}.csv",
+        std::process::id()
+    ));
+    std::fs::write(&tokens, format!("{TOKEN},bob,bob-uid,\"team-b\"\n"))
+        .expect("writing the token file");
+    let mut shard = Shard::start_with_args(
+        store,
+        ["--token-auth-file".into(), tokens.clone().into_os_string()],
+    );
+    let bob = Caller::Token(TOKEN.to_string());
+    let (code, body) = shard.curl_with(&bob, "GET", HOME, &[], None);
+    assert_eq!(code, 429, "the first request creates the home: {body}");
+    shard.kill9();
+    shard.start_again();
+
+    let home: Value = shard.eventually("bob's home Ready after the restart", || {
+        let (code, body) = shard.curl_with(&bob, "GET", HOME, &[], None);
+        (code == 200).then(|| serde_json::from_str(&body).expect("a Workspace"))
+    });
+    assert_eq!(home["status"]["phase"], "Ready", "{home}");
+    let (code, body) = shard.curl_with(
+        &bob,
+        "POST",
+        "/clusters/user:bob/api/v1/namespaces/default/configmaps",
+        &[],
+        Some(("application/json", r#"{"metadata":{"name":"mine"}}"#)),
+    );
+    assert_eq!(
+        code, 201,
+        "bob is admin at home, namespace default is there: {body}"
+    );
+    let homes: Vec<String> = (everywhere(&shard, "/apis/core.kcp.io/v1alpha1/logicalclusters")
+        .into_values())
+    .flatten()
+    .filter(|lc| json_str(lc, "/metadata/annotations/kcp.io~1path") == "user:bob")
+    .map(|lc| json_str(&lc, "/metadata/annotations/kcp.io~1cluster").to_string())
+    .collect();
+    assert_eq!(homes, [json_str(&home, "/spec/cluster")], "one home");
+    let _ = std::fs::remove_file(tokens);
 }
