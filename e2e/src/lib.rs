@@ -17,6 +17,7 @@
 //! Nothing here asserts wall-clock times: deadlines only turn a hang into a failure with a message.
 
 pub mod python;
+pub mod tenancy;
 
 use std::fmt;
 use std::fs;

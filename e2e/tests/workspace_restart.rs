@@ -11,8 +11,9 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
+use kcp_e2e::tenancy::{everywhere, universal_workspace, workspaces};
 use kcp_e2e::{Caller, Shard, StoreKind, json_str, on_both_stores};
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
 
 on_both_stores!(async thousand_workspaces_survive_a_restart);
@@ -24,17 +25,6 @@ on_both_stores!(kill9_while_a_home_is_created);
 const WORKSPACES: usize = 1_000;
 /// Creating 1,000 workspaces on a debug build shares 2 cores with the test; generous.
 const READY_DEADLINE: Duration = Duration::from_secs(300);
-
-fn workspaces(client: kube::Client) -> Api<DynamicObject> {
-    let resource = ApiResource {
-        group: "tenancy.kcp.io".into(),
-        version: "v1alpha1".into(),
-        api_version: "tenancy.kcp.io/v1alpha1".into(),
-        kind: "Workspace".into(),
-        plural: "workspaces".into(),
-    };
-    Api::all_with(client, &resource)
-}
 
 /// How many workspaces in root are Ready.
 async fn ready(api: &Api<DynamicObject>) -> usize {
@@ -61,17 +51,6 @@ async fn wait_all_ready(api: &Api<DynamicObject>, what: &str) {
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-}
-
-/// A Workspace `name` of type `root:universal`.
-fn universal_workspace(name: &str) -> DynamicObject {
-    serde_json::from_value(json!({
-        "apiVersion": "tenancy.kcp.io/v1alpha1",
-        "kind": "Workspace",
-        "metadata": {"name": name},
-        "spec": {"type": {"name": "universal", "path": "root"}},
-    }))
-    .expect("a Workspace")
 }
 
 async fn thousand_workspaces_survive_a_restart(store: StoreKind) {
@@ -151,20 +130,6 @@ const CONTENT: [(&str, &[&str]); 4] = [
         &["default/kube-root-ca.crt", "kube-system/kube-root-ca.crt"],
     ),
 ];
-
-/// Every object at `path` in every logical cluster (listed by `shard-admin`), by cluster.
-fn everywhere(shard: &Shard, path: &str) -> BTreeMap<String, Vec<Value>> {
-    let url = format!("/clusters/*{path}");
-    let (code, body) = shard.curl_as(Some("shard-admin"), "GET", &url, None);
-    assert_eq!(code, 200, "GET {url}: {body}");
-    let list: Value = serde_json::from_str(&body).expect("a JSON list");
-    let mut by_cluster: BTreeMap<String, Vec<Value>> = BTreeMap::new();
-    for item in list["items"].as_array().into_iter().flatten() {
-        let cluster = json_str(item, "/metadata/annotations/kcp.io~1cluster").to_string();
-        by_cluster.entry(cluster).or_default().push(item.clone());
-    }
-    by_cluster
-}
 
 /// `namespace/name` of each object.
 fn names(objects: &[Value]) -> BTreeSet<String> {
