@@ -300,7 +300,8 @@ impl ApiError {
         )
     }
 
-    /// 422: `Kind "name" is invalid: [cause, cause]`.
+    /// 422: `Kind.group "name" is invalid: [cause, cause]` (the kind alone in the core group),
+    /// as kube-apiserver words it.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> ApiError {
         let texts: Vec<String> = causes.iter().map(Cause::full_message).collect();
         let joined = if texts.len() == 1 {
@@ -308,9 +309,13 @@ impl ApiError {
         } else {
             format!("[{}]", texts.join(", "))
         };
+        let qualified = match group {
+            "" => kind.to_string(),
+            group => format!("{kind}.{group}"),
+        };
         let mut err = ApiError::new(
             Reason::Invalid,
-            format!("{kind} \"{name}\" is invalid: {joined}"),
+            format!("{qualified} \"{name}\" is invalid: {joined}"),
         )
         .with_details(group, kind, name);
         err.details.causes = causes;
@@ -484,6 +489,22 @@ mod tests {
         );
         assert_eq!(s["details"]["causes"][0]["field"], "metadata.name");
         assert_eq!(s["details"]["causes"][0]["reason"], "FieldValueInvalid");
+        let grouped = ApiError::invalid(
+            "rbac.authorization.k8s.io",
+            "ClusterRole",
+            "a/b",
+            vec![Cause::invalid(
+                "metadata.name",
+                &json!("a/b"),
+                "may not contain '/'",
+            )],
+        );
+        assert_eq!(
+            grouped.to_status()["message"],
+            "ClusterRole.rbac.authorization.k8s.io \"a/b\" is invalid: metadata.name: Invalid \
+             value: \"a/b\": may not contain '/'"
+        );
+        assert_eq!(grouped.to_status()["details"]["kind"], "ClusterRole");
     }
 
     #[test]
