@@ -21,6 +21,47 @@ pub struct Global {
     pub kubeconfig: Option<PathBuf>,
     #[command(flatten)]
     pub overrides: Overrides,
+    #[command(flatten)]
+    pub logging: Logging,
+}
+
+/// klog's flags, which kcp's plugins accept (kubectl passes `-v` on): taken, and ignored, since
+/// these plugins log nothing beyond their errors.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub struct Logging {
+    /// Log level (accepted for compatibility; these plugins only print errors)
+    #[arg(short = 'v', long = "v", global = true, value_name = "LEVEL")]
+    pub verbosity: Option<u32>,
+    #[arg(long, global = true, hide = true)]
+    pub vmodule: Option<String>,
+    #[arg(long = "log_dir", global = true, hide = true)]
+    pub log_dir: Option<String>,
+    #[arg(long = "log_file", global = true, hide = true)]
+    pub log_file: Option<String>,
+    #[arg(long = "log_file_max_size", global = true, hide = true)]
+    pub log_file_max_size: Option<u64>,
+    #[arg(long = "log_backtrace_at", global = true, hide = true)]
+    pub log_backtrace_at: Option<String>,
+    #[arg(long, global = true, hide = true)]
+    pub stderrthreshold: Option<String>,
+    #[arg(long = "add_dir_header", global = true, hide = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true")]
+    pub add_dir_header: Option<bool>,
+    #[arg(long, global = true, hide = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true")]
+    pub alsologtostderr: Option<bool>,
+    #[arg(long, global = true, hide = true, num_args = 0..=1, require_equals = true,
+          default_missing_value = "true")]
+    pub logtostderr: Option<bool>,
+    #[arg(long = "one_output", global = true, hide = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true")]
+    pub one_output: Option<bool>,
+    #[arg(long = "skip_headers", global = true, hide = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true")]
+    pub skip_headers: Option<bool>,
+    #[arg(long = "skip_log_headers", global = true, hide = true, num_args = 0..=1,
+          require_equals = true, default_missing_value = "true")]
+    pub skip_log_headers: Option<bool>,
 }
 
 impl Global {

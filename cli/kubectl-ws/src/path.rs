@@ -177,9 +177,9 @@ pub fn resolve(
             _ => segments.push(part.to_owned()),
         }
     }
-    // `root:..` resolves to nothing: there is no workspace above a tree's root.
+    // `root:..` resolves to nothing, which kcp calls an invalid path (one `..` more is "above root").
     if segments.is_empty() {
-        return Err(PathError::AboveRoot);
+        return Err(PathError::Invalid(path.to_owned()));
     }
     let out = segments.join(":");
     WorkspacePath::parse(&out).map_err(|_| PathError::Invalid(path.to_owned()))
@@ -274,7 +274,8 @@ mod tests {
 
     #[test]
     fn invalid_paths_are_errors() {
-        assert_eq!(go("root", ".."), Err(PathError::AboveRoot));
+        assert_eq!(go("root", ".."), Err(PathError::Invalid("..".into())));
+        assert_eq!(go("root", "..:.."), Err(PathError::AboveRoot));
         assert_eq!(go("root:a", "..:..:.."), Err(PathError::AboveRoot));
         assert_eq!(go("root", "Bad"), Err(PathError::Invalid("Bad".into())));
         assert_eq!(go("root", "a::b"), Err(PathError::Invalid("a::b".into())));

@@ -124,6 +124,16 @@ async fn current_and_navigation() {
     );
     assert_eq!(s.ok(WS, &["current", "--short"]).await.0, "root:org\n");
     assert_eq!(s.ok(WS, &[".", "--short"]).await.0, "root:org\n");
+    // klog's flags, as kcp's plugins take them (kubectl users pass -v by habit).
+    for flags in [
+        &["-v=4"][..],
+        &["-v", "6"],
+        &["--v=2", "--logtostderr"],
+        &["--vmodule=x=2"],
+    ] {
+        let args: Vec<&str> = flags.iter().copied().chain([".", "--short"]).collect();
+        assert_eq!(s.ok(WS, &args).await.0, "root:org\n", "{flags:?}");
+    }
     let kc = s.kubeconfig().display().to_string();
     assert_eq!(
         s.ok(WS, &["--kubeconfig", &kc, "current", "--short"])
@@ -199,6 +209,10 @@ async fn current_and_navigation() {
     s.ok(WS, &[":"]).await;
     assert_eq!(
         s.fails(WS, &[".."]).await,
+        "Error: invalid workspace path: ..\n"
+    );
+    assert_eq!(
+        s.fails(WS, &["..:.."]).await,
         "Error: cannot go up from root\n"
     );
 }
