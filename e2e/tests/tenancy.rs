@@ -54,8 +54,8 @@ fn bootstrap_types_and_shard(store: StoreKind) {
     assert_eq!(
         universal["status"]["virtualWorkspaces"],
         serde_json::json!([
-            {"url": format!("{vw}/services/initializingworkspaces/root:universal")},
-            {"url": format!("{vw}/services/terminatingworkspaces/root:universal")},
+            {"url": format!("{vw}/services/initializingworkspaces/root:universal"), "type": "initializing"},
+            {"url": format!("{vw}/services/terminatingworkspaces/root:universal"), "type": "terminating"},
         ]),
         "{universal}"
     );
@@ -106,8 +106,12 @@ fn workspaces_are_validated(store: StoreKind) {
         "bad-ws.yaml",
         "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: a\nspec:\n  type:\n    name: Not_A_Type\n",
     );
+    // Admission resolves the type before the schema is checked, as in kcp: 403.
     let err = shard.kubectl_fails(&["create", "-f", bad.to_str().unwrap_or_default()]);
-    assert!(err.contains("spec.type.name"), "{err}");
+    assert!(
+        err.contains(r#"is forbidden: workspace type "Not_A_Type" cannot be resolved"#),
+        "{err}"
+    );
     let bad_name = shard.write_file(
         "bad-name.yaml",
         "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: a.b\n",

@@ -154,17 +154,41 @@ fn workspace_type_rules(store: StoreKind) {
         ])
     };
     // `root` and `home` types allow no parent; a team wants an organization or team parent.
-    for (name, ty) in [("r", "root"), ("h", "home"), ("t", "team")] {
+    // Refused as kcp refuses them: 403, in its words.
+    for (name, ty, why) in [
+        (
+            "r",
+            "root",
+            "workspace type root:root cannot have any parent".to_string(),
+        ),
+        (
+            "h",
+            "home",
+            "workspace type root:home cannot have any parent".into(),
+        ),
+        (
+            "t",
+            "team",
+            "workspace type root:team only allows [root:organization root:team] parent \
+             workspaces, but parent type root:root only implements [root:root root:universal]"
+                .into(),
+        ),
+    ] {
         let out = create("root", name, ty);
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert!(!out.status.success(), "{ty} under root was accepted");
-        assert!(stderr.contains("only allows certain"), "{ty}: {stderr}");
+        let expected = format!(
+            "Error from server (Forbidden): error when creating \"{}\": workspaces.tenancy.kcp.io \"{name}\" is forbidden: {why}",
+            shard.dir().join(format!("ws-{name}.yaml")).display()
+        );
+        assert_eq!(stderr.trim(), expected, "{ty}");
     }
     // A type that does not exist.
     let out = create("root", "x", "nosuchtype");
     assert!(!out.status.success());
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains("no such workspace type"),
+        String::from_utf8_lossy(&out.stderr)
+            .contains(r#"is forbidden: workspace type "nosuchtype" cannot be resolved"#),
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
@@ -180,6 +204,39 @@ fn workspace_type_rules(store: StoreKind) {
         (ws["status"]["phase"] == "Ready").then_some(ws)
     });
     assert_eq!(ws["spec"]["type"]["path"], "root", "{ws}");
+    // Types default their children to root:universal (kcp's schema default), so a child of a
+    // universal workspace needs no type; a type made without the field gets it too.
+    let child = create_ready(&shard, "root:u", "child", None);
+    assert_eq!(
+        child["spec"]["type"],
+        serde_json::json!({"name": "universal", "path": "root"}),
+        "{child}"
+    );
+    let custom = shard.write_file(
+        "wt-custom.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: custom\nspec: {}\n",
+    );
+    shard.kubectl_ok(&["create", "-f", custom.to_str().unwrap_or_default()]);
+    let custom = shard.kubectl_json(&["get", "workspacetype", "custom", "-o", "json"]);
+    assert_eq!(
+        custom["spec"]["defaultChildWorkspaceType"],
+        serde_json::json!({"name": "universal", "path": "root"}),
+        "{custom}"
+    );
+    // Types extending each other in a circle cannot be used.
+    let circle = shard.write_file(
+        "wt-circle.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: ping\nspec:\n  extend:\n    with: [{name: pong, path: root}]\n---\napiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: pong\nspec:\n  extend:\n    with: [{name: ping, path: root}]\n",
+    );
+    shard.kubectl_ok(&["create", "-f", circle.to_str().unwrap_or_default()]);
+    let out = create("root", "c", "ping");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(
+            "is forbidden: circular dependency detected in workspace type root:ping: root:ping -> root:pong"
+        ),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     // The type and the scheduled cluster never change.
     let out = shard.kubectl(&[
         "patch",
@@ -309,6 +366,22 @@ fn home_workspaces(store: StoreKind) {
         Some(("application/json", r#"{"metadata":{"name":"mine"}}"#)),
     );
     assert_eq!(code, 201, "{body}");
+    // A type named without a path is found in root too, from a home's tree (as in kcp).
+    let (code, body) = shard.curl_with(
+        &alice,
+        "POST",
+        "/clusters/user:alice/apis/tenancy.kcp.io/v1alpha1/workspaces",
+        &[],
+        Some((
+            "application/json",
+            r#"{"metadata":{"name":"sub"},"spec":{"type":{"name":"universal"}}}"#,
+        )),
+    );
+    assert_eq!(code, 201, "{body}");
+    assert!(
+        body.contains(r#""type":{"name":"universal","path":"root"}"#),
+        "{body}"
+    );
     let (code, body) = shard.curl_with(
         &alice,
         "GET",

@@ -148,7 +148,8 @@ impl Types<'_> {
         })
     }
 
-    /// A type named without a path: looked up in `path`, then in each ancestor up to its tree top.
+    /// A type named without a path: looked up in `path`, then in each ancestor up to its tree top,
+    /// and last in `root` (as kcp: a home's tree finds root's types too).
     pub fn find_upwards(&self, name: &str, path: &str) -> Option<ResolvedType> {
         let mut path = path.to_string();
         loop {
@@ -159,42 +160,67 @@ impl Types<'_> {
             if let Some(found) = self.get(&candidate) {
                 return Some(found);
             }
-            let (parent, _) = path.rsplit_once(':')?;
-            path = parent.to_string();
+            path = match path.rsplit_once(':') {
+                Some((parent, _)) => parent.to_string(),
+                None if path != kcp_api_types::tenancy::ROOT => {
+                    kcp_api_types::tenancy::ROOT.to_string()
+                }
+                None => return None,
+            };
         }
     }
 
-    /// The type and every type it extends, transitively, each once; an error names a missing
-    /// type or a cycle.
+    /// The type and every type it extends, transitively, each once, the type itself first; an
+    /// error (kcp's words) names a type that cannot be found or a cycle.
     pub fn chain(&self, reference: &TypeRef) -> Result<Vec<ResolvedType>, String> {
-        let mut out: Vec<ResolvedType> = Vec::new();
-        let mut todo = vec![(reference.clone(), 0usize)];
-        let mut seen = BTreeSet::new();
-        while let Some((r, depth)) = todo.pop() {
-            if depth > MAX_CHAIN {
+        let top = self.get(reference).ok_or_else(|| {
+            format!(
+                "workspace type {:?} cannot be resolved",
+                reference.to_string()
+            )
+        })?;
+        let mut out = Vec::new();
+        self.extend_chain(top, &mut Vec::new(), &mut BTreeSet::new(), &mut out)?;
+        Ok(out)
+    }
+
+    /// Depth first from `t`: `path` holds the types being extended, `seen` the types done.
+    fn extend_chain(
+        &self,
+        t: ResolvedType,
+        path: &mut Vec<TypeRef>,
+        seen: &mut BTreeSet<TypeRef>,
+        out: &mut Vec<ResolvedType>,
+    ) -> Result<(), String> {
+        if path.len() > MAX_CHAIN {
+            return Err(format!("workspace type {} extends too deeply", t.reference));
+        }
+        let extended: Vec<TypeRef> = (t.spec.pointer("/extend/with").and_then(Value::as_array))
+            .into_iter()
+            .flatten()
+            .filter_map(TypeRef::from_value)
+            .collect();
+        seen.insert(t.reference.clone());
+        path.push(t.reference.clone());
+        out.push(t);
+        for base in extended {
+            if let Some(at) = path.iter().position(|p| *p == base) {
+                let cycle: Vec<String> = path[at..].iter().map(ToString::to_string).collect();
                 return Err(format!(
-                    "workspace type {reference} extends too deeply (a cycle?)"
+                    "circular dependency detected in workspace type {base}: {}",
+                    cycle.join(" -> ")
                 ));
             }
-            if !seen.insert(r.clone()) {
+            if seen.contains(&base) {
                 continue;
             }
             let resolved = self
-                .get(&r)
-                .ok_or_else(|| format!("workspace type {r} does not exist"))?;
-            for extended in resolved
-                .spec
-                .pointer("/extend/with")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(TypeRef::from_value)
-            {
-                todo.push((extended, depth + 1));
-            }
-            out.push(resolved);
+                .get(&base)
+                .ok_or_else(|| format!("unable to find inherited workspace type {}", base.name))?;
+            self.extend_chain(resolved, path, seen, out)?;
         }
-        Ok(out)
+        path.pop();
+        Ok(())
     }
 }
 
@@ -259,54 +285,100 @@ pub fn lifecycle_names(chain: &[ResolvedType], field: &str) -> Vec<String> {
     names
 }
 
-/// Whether a `limitAllowedParents`/`limitAllowedChildren` rule of `rule_holder` admits a
-/// workspace whose type chain is `other`: no rule admits all, `none` admits nothing, otherwise
-/// one of the listed types must be in the chain.
-fn admits(rule: Option<&Value>, other: &[ResolvedType]) -> bool {
-    let Some(rule) = rule else { return true };
+/// What a `limitAllowedParents`/`limitAllowedChildren` rule says of the types in `other`.
+enum Admits {
+    Yes,
+    /// `none`: no type at all.
+    Nothing,
+    /// None of `other` is among these types.
+    OnlyOthers(Vec<String>),
+}
+
+fn admits(rule: Option<&Value>, other: &[ResolvedType]) -> Admits {
+    let Some(rule) = rule else {
+        return Admits::Yes;
+    };
     if rule.get("none") == Some(&Value::Bool(true)) {
-        return false;
+        return Admits::Nothing;
     }
-    let listed: Vec<TypeRef> = rule
-        .get("types")
-        .and_then(Value::as_array)
+    let listed: Vec<TypeRef> = (rule.get("types").and_then(Value::as_array))
         .into_iter()
         .flatten()
         .filter_map(TypeRef::from_value)
         .collect();
-    listed.is_empty()
-        || listed.iter().any(|l| {
-            other
-                .iter()
-                .any(|t| t.reference.name == l.name && t.reference.path == l.path)
-        })
+    let admitted =
+        listed.is_empty() || (listed.iter()).any(|l| other.iter().any(|t| t.reference == *l));
+    match admitted {
+        true => Admits::Yes,
+        false => Admits::OnlyOthers(listed.iter().map(ToString::to_string).collect()),
+    }
 }
 
-/// Why a child of type chain `child` may not sit under a parent of chain `parent`, if it may not.
+/// Sorted and without repeats, as Go prints a string set: `[a b]`.
+fn go_set(names: impl IntoIterator<Item = String>) -> String {
+    let names: BTreeSet<String> = names.into_iter().collect();
+    format!("[{}]", names.into_iter().collect::<Vec<_>>().join(" "))
+}
+
+/// Go's aggregate of errors: one alone, several as `[a, b]`.
+fn aggregate(errors: Vec<String>) -> Option<String> {
+    match errors.len() {
+        0 => None,
+        1 => errors.into_iter().next(),
+        _ => Some(format!("[{}]", errors.join(", "))),
+    }
+}
+
+/// Why a child of type chain `child` may not sit under a parent of chain `parent`, if it may not,
+/// in kcp's words: each type of the child's chain must admit one of the parent's, then each of
+/// the parent's one of the child's (a chain's first type is the one named).
 pub fn placement_error(parent: &[ResolvedType], child: &[ResolvedType]) -> Option<String> {
-    let child_name = child
-        .first()
-        .map(|t| t.reference.to_string())
-        .unwrap_or_default();
-    let parent_name = parent
-        .first()
-        .map(|t| t.reference.to_string())
-        .unwrap_or_else(|| "none".to_string());
+    // A parent without a type (its LC has no type annotation) is "none".
+    let named = |chain: &[ResolvedType]| {
+        (chain.first()).map_or_else(|| "none".to_string(), |t| t.reference.to_string())
+    };
+    let (parent_type, child_type) = (named(parent), named(child));
+    let all = |chain: &[ResolvedType]| go_set(chain.iter().map(|t| t.reference.to_string()));
+    // " extends <t>, which" when the rule is that of a type the named one extends.
+    let extending = |t: &ResolvedType, named: &str| match t.reference.to_string() {
+        own if own == named => String::new(),
+        own => format!(" extends {own}, which"),
+    };
+    let mut errors = Vec::new();
     for t in child {
-        if !admits(t.spec.get("limitAllowedParents"), parent) {
-            return Some(format!(
-                "workspace type {child_name} only allows certain parent types, not {parent_name}"
-            ));
+        match admits(t.spec.get("limitAllowedParents"), parent) {
+            Admits::Yes => {}
+            Admits::Nothing => errors.push(format!(
+                "workspace type {child_type} cannot have any parent"
+            )),
+            Admits::OnlyOthers(allowed) => errors.push(format!(
+                "workspace type {child_type}{} only allows {} parent workspaces, but parent type \
+                 {parent_type} only implements {}",
+                extending(t, &child_type),
+                go_set(allowed),
+                all(parent)
+            )),
         }
+    }
+    if let Some(error) = aggregate(std::mem::take(&mut errors)) {
+        return Some(error);
     }
     for t in parent {
-        if !admits(t.spec.get("limitAllowedChildren"), child) {
-            return Some(format!(
-                "workspace type {parent_name} only allows certain child types, not {child_name}"
-            ));
+        match admits(t.spec.get("limitAllowedChildren"), child) {
+            Admits::Yes => {}
+            Admits::Nothing => errors.push(format!(
+                "workspace type {parent_type} cannot have any child"
+            )),
+            Admits::OnlyOthers(allowed) => errors.push(format!(
+                "workspace type {parent_type}{} only allows {} child workspaces, but child type \
+                 {child_type} only implements {}",
+                extending(t, &parent_type),
+                go_set(allowed),
+                all(child)
+            )),
         }
     }
-    None
+    aggregate(errors)
 }
 
 #[cfg(test)]
@@ -385,14 +457,36 @@ mod tests {
             placement_error(&chain(&[&org, &universal]), &chain(&[&team, &universal])),
             None
         );
-        // A team directly under root: teams want an organization or team parent.
-        assert!(
-            placement_error(&chain(&[&root, &universal]), &chain(&[&team, &universal])).is_some()
+        // A team directly under root: teams want an organization or team parent (kcp's words).
+        assert_eq!(
+            placement_error(&chain(&[&root, &universal]), &chain(&[&team, &universal])).unwrap(),
+            "workspace type root:team only allows [root:organization root:team] parent \
+             workspaces, but parent type root:root only implements [root:root root:universal]"
         );
         // An organization under a universal workspace: organization wants root as parent.
         assert!(placement_error(&chain(&[&universal]), &chain(&[&org, &universal])).is_some());
         // A root-typed workspace has no parent at all.
-        assert!(placement_error(&chain(&[&universal]), &chain(&[&root])).is_some());
+        assert_eq!(
+            placement_error(&chain(&[&universal]), &chain(&[&root])).unwrap(),
+            "workspace type root:root cannot have any parent"
+        );
+        // What the organization's children must be; a team extending it says so.
+        let custom = t("custom", json!({}));
+        assert_eq!(
+            placement_error(&chain(&[&org, &universal]), &chain(&[&custom])).unwrap(),
+            "workspace type root:organization only allows [root:universal] child workspaces, \
+             but child type root:custom only implements [root:custom]"
+        );
+        let sub = t(
+            "sub",
+            json!({"extend": {"with": [{"name": "organization", "path": "root"}]}}),
+        );
+        assert_eq!(
+            placement_error(&chain(&[&sub, &org]), &chain(&[&custom])).unwrap(),
+            "workspace type root:sub extends root:organization, which only allows \
+             [root:universal] child workspaces, but child type root:custom only implements \
+             [root:custom]"
+        );
         assert_eq!(
             lifecycle_names(&chain(&[&org, &universal]), "initializer"),
             ["root:universal"]

@@ -3,7 +3,7 @@
 //! `<virtualWorkspaceURL>/services/initializingworkspaces/<initializer>` and
 //! `.../terminatingworkspaces/<terminator>`, where both names are `<LC of the type>:<type name>`.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -90,28 +90,37 @@ impl Controller {
         }
     }
 
-    /// The URLs of the type `name` in LC `cluster`, from the Shards in root.
+    /// The virtual workspaces of the type `name` in LC `cluster`, from the Shards in root: for
+    /// each shard by name, its initializing and its terminating one (kcp's order).
     fn urls(&self, server: &ApiServer, cluster: &str, name: &str) -> Vec<Value> {
         let lifecycle_name = format!("{cluster}:{name}");
-        let mut urls = BTreeSet::new();
         let shards = server.registry().cache().list(
             &keyspace(&self.shards).cluster(kcp_api_types::tenancy::ROOT),
             None,
         );
-        for shard in shards.iter().filter_map(|s| s.value().ok()) {
-            let base = shard
-                .pointer("/spec/virtualWorkspaceURL")
-                .and_then(Value::as_str)
+        let bases: BTreeMap<String, String> = (shards.iter().filter_map(|s| s.value().ok()))
+            .map(|shard| {
+                let url = (shard
+                    .pointer("/spec/virtualWorkspaceURL")
+                    .and_then(Value::as_str))
                 .unwrap_or_default()
                 .trim_end_matches('/');
-            if base.is_empty() {
-                continue;
-            }
-            for service in ["initializingworkspaces", "terminatingworkspaces"] {
-                urls.insert(format!("{base}/services/{service}/{lifecycle_name}"));
+                let name = shard.pointer("/metadata/name").and_then(Value::as_str);
+                (name.unwrap_or_default().to_string(), url.to_string())
+            })
+            .filter(|(_, url)| !url.is_empty())
+            .collect();
+        let mut out = Vec::with_capacity(bases.len() * 2);
+        for base in bases.values() {
+            for (kind, service) in [
+                ("initializing", "initializingworkspaces"),
+                ("terminating", "terminatingworkspaces"),
+            ] {
+                let url = format!("{base}/services/{service}/{lifecycle_name}");
+                out.push(json!({"url": url, "type": kind}));
             }
         }
-        urls.into_iter().map(|url| json!({ "url": url })).collect()
+        out
     }
 
     async fn reconcile(&self, cluster: &str, name: &str) -> Result<(), ApiError> {

@@ -307,18 +307,40 @@ impl Strategy for LogicalClusterStrategy {
 /// kcp's own kinds (tenancy and shards): their rules are the constraints of the schema we publish
 /// for them (patterns, enums, required fields), checked on every write. Kubernetes' kinds are
 /// checked by hand-written rules instead, as kube-apiserver's are.
+/// Defaults in the schema are applied to what is written, as to a custom resource.
 pub struct SchemaStrategy {
     schema: std::sync::Arc<kcp_schema::Schema>,
+    /// Whether the schema has any `default` (most have none: no walk for them).
+    defaults: bool,
 }
 
 impl SchemaStrategy {
     /// The strategy of a kind whose schema is in [`kcp_schema::builtin_schema`].
     pub fn of(group: &str, version: &str, kind: &str) -> Option<SchemaStrategy> {
-        kcp_schema::builtin_schema(group, version, kind).map(|schema| SchemaStrategy { schema })
+        let schema = kcp_schema::builtin_schema(group, version, kind)?;
+        let defaults = (kcp_schema::builtin_kinds().iter())
+            .find(|k| k.group == group && k.version == version && k.kind == kind)
+            .and_then(|k| kcp_schema::builtin::component_schema(&k.schema_name))
+            .is_some_and(crate::custom::has_defaults);
+        Some(SchemaStrategy { schema, defaults })
+    }
+
+    fn default(&self, obj: &mut Value) {
+        if self.defaults {
+            kcp_schema::apply_defaults(&self.schema, obj);
+        }
     }
 }
 
 impl Strategy for SchemaStrategy {
+    fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
+        self.default(obj);
+    }
+
+    fn prepare_for_update(&self, _ctx: &StrategyContext<'_>, new: &mut Value, _old: &Value) {
+        self.default(new);
+    }
+
     fn validate(&self, obj: &Value) -> Vec<Cause> {
         kcp_schema::validate_value(&self.schema, obj)
             .iter()
@@ -391,6 +413,23 @@ mod tests {
         NamespaceStrategy.prepare_for_create(&CTX, &mut ns);
         assert_eq!(ns["status"]["phase"], "Active");
         assert_eq!(ns["spec"]["finalizers"], json!(["kubernetes"]));
+    }
+
+    #[test]
+    fn workspace_types_default_their_children_to_universal() {
+        let strategy =
+            SchemaStrategy::of("tenancy.kcp.io", "v1alpha1", "WorkspaceType").expect("a schema");
+        let mut wt = json!({"metadata": {"name": "custom"}, "spec": {}});
+        strategy.prepare_for_create(&CTX, &mut wt);
+        let universal = json!({"name": "universal", "path": "root"});
+        assert_eq!(wt["spec"]["defaultChildWorkspaceType"], universal);
+        let own = json!({"name": "team", "path": "root"});
+        let mut wt = json!({"spec": {"defaultChildWorkspaceType": own}});
+        strategy.prepare_for_update(&CTX, &mut wt, &json!({}));
+        assert_eq!(wt["spec"]["defaultChildWorkspaceType"], own);
+        // Workspaces' schema has no defaults: left alone.
+        let ws = SchemaStrategy::of("tenancy.kcp.io", "v1alpha1", "Workspace").expect("a schema");
+        assert!(!ws.defaults);
     }
 
     #[test]

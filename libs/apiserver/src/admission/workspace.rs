@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use kcp_api_types::tenancy::ROOT;
 use kcp_apimachinery::status::{ApiError, Cause, Reason};
 use kcp_auth::UserInfo;
 use kcp_auth::authz::{
@@ -172,37 +173,34 @@ impl Admission for WorkspaceAdmission {
             Some(r) => Some(r),
             None => {
                 let parent = self.parent_chain(attrs.cluster);
-                let default = parent.first().and_then(|p| {
-                    let mut d = p
-                        .spec
-                        .get("defaultChildWorkspaceType")
-                        .and_then(TypeRef::from_value)?;
-                    if d.path.is_empty() {
-                        d.path = p.reference.path.clone();
-                    }
-                    Some(d)
-                });
-                let Some(default) = default else {
-                    return Err(invalid(
+                let Some(parent) = parent.first() else {
+                    return Err(forbidden(
                         attrs.name,
-                        "spec.type",
-                        &Value::Null,
-                        "a type is required: the parent workspace's type has no default child type",
+                        &format!("annotation {TYPE_ANNOTATION} on LogicalCluster must be set"),
                     ));
                 };
+                // kcp's schema defaults the field to root:universal, also in types stored
+                // before it did.
+                let mut default = (parent.spec.get("defaultChildWorkspaceType"))
+                    .and_then(TypeRef::from_value)
+                    .unwrap_or_else(|| TypeRef {
+                        path: ROOT.into(),
+                        name: "universal".into(),
+                    });
+                if default.path.is_empty() {
+                    default.path = parent.reference.path.clone();
+                }
                 Some(default)
             }
         };
         let Some(reference) = resolved else {
-            let name = object
-                .pointer("/spec/type/name")
-                .cloned()
-                .unwrap_or_default();
-            return Err(invalid(
+            let name = object.pointer("/spec/type/name").and_then(Value::as_str);
+            return Err(forbidden(
                 attrs.name,
-                "spec.type.name",
-                &name,
-                &format!("no such workspace type in {parent_path} or above"),
+                &format!(
+                    "workspace type {:?} cannot be resolved",
+                    name.unwrap_or_default()
+                ),
             ));
         };
         let owner = owner_info(attrs.user);
@@ -251,10 +249,8 @@ impl Admission for WorkspaceAdmission {
                     .pointer("/spec/type")
                     .and_then(TypeRef::from_value)
                     .ok_or_else(|| invalid(attrs.name, "spec.type", &Value::Null, "required"))?;
-                let chain = self
-                    .types()
-                    .chain(&reference)
-                    .map_err(|m| invalid(attrs.name, "spec.type", &reference.to_value(), &m))?;
+                let chain = (self.types().chain(&reference))
+                    .map_err(|message| forbidden(attrs.name, &message))?;
                 for t in &chain {
                     if !self.may_use(attrs.user, t) {
                         return Err(forbidden(
@@ -282,12 +278,7 @@ impl Admission for WorkspaceAdmission {
                 }
                 let parent = self.parent_chain(attrs.cluster);
                 if let Some(message) = placement_error(&parent, &chain) {
-                    return Err(invalid(
-                        attrs.name,
-                        "spec.type",
-                        &reference.to_value(),
-                        &message,
-                    ));
+                    return Err(forbidden(attrs.name, &message));
                 }
                 Ok(())
             }

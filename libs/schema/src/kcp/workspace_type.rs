@@ -62,8 +62,13 @@ pub fn workspace_type_schema() -> Value {
                         "description": "Labels added to every new workspace of this type.",
                         "additionalProperties": {"type": "string"},
                     },
-                    "defaultChildWorkspaceType": workspace_type_reference(
-                        "The type of a child workspace created without one; without it, children must name a type."),
+                    // kcp's default: children of any type are universal unless the type says
+                    // otherwise (or a child names its type).
+                    "defaultChildWorkspaceType": with_default(
+                        workspace_type_reference(
+                            "The type of a child workspace created without one."),
+                        json!({"name": "universal", "path": "root"}),
+                    ),
                     "limitAllowedChildren": type_selector(
                         "Which types child workspaces may have; unset allows every type."),
                     "limitAllowedParents": type_selector(
@@ -112,4 +117,12 @@ pub fn workspace_type_schema() -> Value {
             },
         },
     })
+}
+
+/// `schema` with `default` set.
+fn with_default(mut schema: Value, default: Value) -> Value {
+    if let Some(map) = schema.as_object_mut() {
+        map.insert("default".into(), default);
+    }
+    schema
 }
