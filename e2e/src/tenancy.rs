@@ -1,7 +1,7 @@
 //! Workspaces as the tests drive them: the `kube` API of root's Workspaces, a `root:universal`
 //! Workspace, and objects listed across every logical cluster.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kube::api::{Api, ApiResource, DynamicObject};
 use serde_json::{Value, json};
@@ -44,4 +44,13 @@ pub fn everywhere(shard: &Shard, path: &str) -> BTreeMap<String, Vec<Value>> {
         by_cluster.entry(cluster).or_default().push(item.clone());
     }
     by_cluster
+}
+
+/// The logical clusters holding namespaces (from a multi-threaded test runtime).
+pub fn clusters_with_namespaces(shard: &Shard) -> BTreeSet<String> {
+    tokio::task::block_in_place(|| {
+        everywhere(shard, "/api/v1/namespaces")
+            .into_keys()
+            .collect()
+    })
 }

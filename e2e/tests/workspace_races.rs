@@ -2,10 +2,10 @@
 //! (before or while it is scheduled) goes with everything made for it, and of two POSTs of one
 //! name one wins and gets the only logical cluster.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use kcp_e2e::tenancy::{everywhere, universal_workspace, workspaces};
+use kcp_e2e::tenancy::{clusters_with_namespaces, everywhere, universal_workspace, workspaces};
 use kcp_e2e::{Shard, StoreKind, json_str, on_both_stores};
 use kube::api::{DeleteParams, ListParams, PostParams};
 
@@ -18,15 +18,6 @@ const ROUNDS: usize = 8;
 const TWINS: usize = 8;
 /// Deleting and cleaning up after ~100 workspaces on a debug build sharing 2 cores; generous.
 const DEADLINE: Duration = Duration::from_secs(120);
-
-/// The logical clusters holding namespaces.
-fn clusters_with_namespaces(shard: &Shard) -> BTreeSet<String> {
-    tokio::task::block_in_place(|| {
-        everywhere(shard, "/api/v1/namespaces")
-            .into_keys()
-            .collect()
-    })
-}
 
 async fn created_then_deleted_at_once(store: StoreKind) {
     let shard = Shard::start(store);

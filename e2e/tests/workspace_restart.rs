@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
-use kcp_e2e::tenancy::{everywhere, universal_workspace, workspaces};
+use kcp_e2e::tenancy::{clusters_with_namespaces, everywhere, universal_workspace, workspaces};
 use kcp_e2e::{Caller, Shard, StoreKind, json_str, on_both_stores};
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
@@ -317,15 +317,6 @@ async fn all_complete(
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
-}
-
-/// The logical clusters holding namespaces.
-fn clusters_with_namespaces(shard: &Shard) -> BTreeSet<String> {
-    tokio::task::block_in_place(|| {
-        everywhere(shard, "/api/v1/namespaces")
-            .into_keys()
-            .collect()
-    })
 }
 
 async fn kill9_during_workspace_creation_finishes_every_acknowledged_one(store: StoreKind) {

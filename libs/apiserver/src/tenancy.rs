@@ -329,56 +329,49 @@ fn aggregate(errors: Vec<String>) -> Option<String> {
     }
 }
 
+/// A chain's name: its first type (the one named), "none" for a parent without a type.
+fn chain_name(chain: &[ResolvedType]) -> String {
+    (chain.first()).map_or_else(|| "none".to_string(), |t| t.reference.to_string())
+}
+
+/// What the rules `field` (`limitAllowedParents` or `limitAllowedChildren`) of the chain `holders`
+/// refuse of the chain `other`, which is the holders' `role` ("parent" or "child").
+fn refusals(
+    holders: &[ResolvedType],
+    field: &str,
+    other: &[ResolvedType],
+    role: &str,
+) -> Vec<String> {
+    let (holder_type, other_type) = (chain_name(holders), chain_name(other));
+    let implemented = go_set(other.iter().map(|t| t.reference.to_string()));
+    (holders.iter())
+        .filter_map(|t| match admits(t.spec.get(field), other) {
+            Admits::Yes => None,
+            Admits::Nothing => Some(format!(
+                "workspace type {holder_type} cannot have any {role}"
+            )),
+            Admits::OnlyOthers(allowed) => {
+                // " extends <t>, which" when the rule is that of a type the named one extends.
+                let extending = match t.reference.to_string() {
+                    own if own == holder_type => String::new(),
+                    own => format!(" extends {own}, which"),
+                };
+                Some(format!(
+                    "workspace type {holder_type}{extending} only allows {} {role} workspaces, \
+                     but {role} type {other_type} only implements {implemented}",
+                    go_set(allowed)
+                ))
+            }
+        })
+        .collect()
+}
+
 /// Why a child of type chain `child` may not sit under a parent of chain `parent`, if it may not,
 /// in kcp's words: each type of the child's chain must admit one of the parent's, then each of
 /// the parent's one of the child's (a chain's first type is the one named).
 pub fn placement_error(parent: &[ResolvedType], child: &[ResolvedType]) -> Option<String> {
-    // A parent without a type (its LC has no type annotation) is "none".
-    let named = |chain: &[ResolvedType]| {
-        (chain.first()).map_or_else(|| "none".to_string(), |t| t.reference.to_string())
-    };
-    let (parent_type, child_type) = (named(parent), named(child));
-    let all = |chain: &[ResolvedType]| go_set(chain.iter().map(|t| t.reference.to_string()));
-    // " extends <t>, which" when the rule is that of a type the named one extends.
-    let extending = |t: &ResolvedType, named: &str| match t.reference.to_string() {
-        own if own == named => String::new(),
-        own => format!(" extends {own}, which"),
-    };
-    let mut errors = Vec::new();
-    for t in child {
-        match admits(t.spec.get("limitAllowedParents"), parent) {
-            Admits::Yes => {}
-            Admits::Nothing => errors.push(format!(
-                "workspace type {child_type} cannot have any parent"
-            )),
-            Admits::OnlyOthers(allowed) => errors.push(format!(
-                "workspace type {child_type}{} only allows {} parent workspaces, but parent type \
-                 {parent_type} only implements {}",
-                extending(t, &child_type),
-                go_set(allowed),
-                all(parent)
-            )),
-        }
-    }
-    if let Some(error) = aggregate(std::mem::take(&mut errors)) {
-        return Some(error);
-    }
-    for t in parent {
-        match admits(t.spec.get("limitAllowedChildren"), child) {
-            Admits::Yes => {}
-            Admits::Nothing => errors.push(format!(
-                "workspace type {parent_type} cannot have any child"
-            )),
-            Admits::OnlyOthers(allowed) => errors.push(format!(
-                "workspace type {parent_type}{} only allows {} child workspaces, but child type \
-                 {child_type} only implements {}",
-                extending(t, &parent_type),
-                go_set(allowed),
-                all(child)
-            )),
-        }
-    }
-    aggregate(errors)
+    aggregate(refusals(child, "limitAllowedParents", parent, "parent"))
+        .or_else(|| aggregate(refusals(parent, "limitAllowedChildren", child, "child")))
 }
 
 #[cfg(test)]
