@@ -154,7 +154,7 @@ fn create_context_and_location(store: StoreKind) {
     assert_eq!(ws["status"]["phase"], "Ready", "{ws}");
     let doc = yaml(&config);
     assert_eq!(doc["current-context"], "admin-root");
-    // The new context points at the workspace's own URL (its logical cluster), as kcp's does.
+    // The new context points at the workspace's own URL (by its path), as kcp's does.
     assert_eq!(
         server_of(&doc, "placed-ctx"),
         ws["spec"]["URL"].as_str().unwrap_or("?")
@@ -215,10 +215,10 @@ fn create_context_and_location(store: StoreKind) {
         json!({"matchLabels": {"name": "root"}}),
         "{entered}"
     );
-    let cluster = entered["spec"]["cluster"].as_str().unwrap_or("?");
+    // The context is the workspace's URL, which names it by its path (as kcp's).
     assert_eq!(
         ok(&shard, kc, &["ws", "current", "--short"]).trim(),
-        cluster
+        "root:entered"
     );
 
     // A selector kcp cannot express is refused before anything is created.

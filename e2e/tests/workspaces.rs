@@ -21,7 +21,8 @@ on_both_stores!(
     finalizer_removed_by_hand,
     scheduled_onto_content_already_there,
     initializers_and_terminators,
-    workspace_isolation
+    workspace_isolation,
+    lifecycle_objects_are_guarded
 );
 
 /// Creates a workspace in `parent` (a path) and waits until it is Ready; its object then.
@@ -69,9 +70,10 @@ fn create_and_enter_workspaces(store: StoreKind) {
     assert!(owner.contains("kcp-admin"), "{org}");
     let cluster = cluster_of(&org);
     assert_eq!(cluster.len(), 16, "{org}");
+    // kcp's URL names the workspace by its path.
     assert_eq!(
         org["spec"]["URL"],
-        format!("{}/clusters/{cluster}", shard.base_url()),
+        format!("{}/clusters/root:org", shard.base_url()),
         "{org}"
     );
 
@@ -980,4 +982,120 @@ fn workspace_isolation(store: StoreKind) {
     );
     assert_eq!(code, 403, "{text}");
     let _ = std::fs::remove_file(tokens);
+}
+
+/// kcp's admission of Workspaces and LogicalClusters, for a requester outside the privileged
+/// groups (kcp-admin): placement is the shard's, and an LC moves only forward.
+fn lifecycle_objects_are_guarded(store: StoreKind) {
+    let shard = Shard::start(store);
+    let ws = create_ready(&shard, "root", "guarded", None);
+    let lc = cluster_of(&ws);
+    let inside = shard.kubectl_cmd().cluster("root:guarded");
+    let refused = |out: std::process::Output, why: &str| {
+        let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+        assert!(!out.status.success(), "accepted, wanted: {why}");
+        assert!(stderr.contains(why), "wanted {why:?}: {stderr}");
+    };
+    let lc_forbidden =
+        |why: &str| format!(r#"logicalclusters.core.kcp.io "cluster" is forbidden: {why}"#);
+    refused(
+        inside.run(&[
+            "patch",
+            "logicalcluster",
+            "cluster",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"initializers":["root:other"]}}"#,
+        ]),
+        &lc_forbidden("spec.initializers is immutable"),
+    );
+    refused(
+        inside.run(&[
+            "patch",
+            "logicalcluster",
+            "cluster",
+            "--subresource=status",
+            "--type=merge",
+            "-p",
+            r#"{"status":{"phase":"Initializing"}}"#,
+        ]),
+        &lc_forbidden(r#"cannot transition from "Ready" to "Initializing""#),
+    );
+    refused(
+        inside.run(&["delete", "logicalcluster", "cluster"]),
+        &lc_forbidden("LogicalCluster cannot be deleted"),
+    );
+    let new_lc = shard.write_file(
+        "lc.json",
+        r#"{"apiVersion":"core.kcp.io/v1alpha1","kind":"LogicalCluster","metadata":{"name":"cluster"}}"#,
+    );
+    refused(
+        shard.kubectl_cmd().cluster("brandnew").run(&[
+            "create",
+            "-f",
+            new_lc.to_str().unwrap_or_default(),
+        ]),
+        &lc_forbidden("LogicalCluster cannot be created"),
+    );
+    // The LC is untouched and its workspace still Ready.
+    let object = logical_cluster(&shard, &lc);
+    assert_eq!(object["status"]["phase"], "Ready", "{object}");
+
+    let ws_forbidden = |name: &str, why: &str| {
+        format!(r#"workspaces.tenancy.kcp.io "{name}" is forbidden: {why}"#)
+    };
+    let placed = shard.write_file(
+        "placed.yaml",
+        &format!("apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: placed\nspec:\n  cluster: {lc}\n"),
+    );
+    refused(
+        shard.kubectl(&["create", "-f", placed.to_str().unwrap_or_default()]),
+        &ws_forbidden(
+            "placed",
+            "spec.Cluster can only be set by system privileged users",
+        ),
+    );
+    refused(
+        shard.kubectl(&[
+            "patch",
+            "workspace",
+            "guarded",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"URL":"https://elsewhere.example/clusters/x"}}"#,
+        ]),
+        &ws_forbidden(
+            "guarded",
+            "spec.URL can only be changed by system privileged users",
+        ),
+    );
+    refused(
+        shard.kubectl(&[
+            "patch",
+            "workspace",
+            "guarded",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"cluster":"someothercluster"}}"#,
+        ]),
+        r#"spec.cluster: Invalid value: "string": cluster is immutable"#,
+    );
+    // system:masters may move the URL (kcp's privileged users).
+    let moved = shard
+        .kubectl_cmd()
+        .context("system:admin")
+        .cluster("root")
+        .run(&[
+            "patch",
+            "workspace",
+            "guarded",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"URL":"https://elsewhere.example/clusters/root:guarded"}}"#,
+        ]);
+    assert!(
+        moved.status.success(),
+        "{}",
+        String::from_utf8_lossy(&moved.stderr)
+    );
 }

@@ -142,6 +142,7 @@ impl ApiServer {
                 paths.clone(),
                 authorizers.clone(),
             )),
+            Arc::new(admission::LogicalClusterAdmission),
             Arc::new(admission::PolicyAdmission::new(cache.clone())),
             Arc::new(admission::WebhookAdmission::new(cache)),
             Arc::new(admission::WorkspaceClusterName),

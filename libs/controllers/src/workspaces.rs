@@ -717,7 +717,13 @@ impl Controller {
             .and_then(|o| serde_json::from_str(o).ok())
             .unwrap_or_else(|| json!({}));
         let username = text(&created_by, "/username");
-        let url = format!("{}/clusters/{lc_name}", server.external_url());
+        // kcp's URL names the workspace by its canonical path, not its LC.
+        let parent_path = Types {
+            cache: registry.cache(),
+            paths: server.paths(),
+        }
+        .path_of(at.cluster);
+        let url = format!("{}/clusters/{parent_path}:{name}", server.external_url());
         let placement = Placement {
             cluster: &lc_name,
             url: &url,

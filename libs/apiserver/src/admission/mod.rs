@@ -16,6 +16,7 @@
 
 mod client;
 mod config;
+mod logical_cluster;
 mod matching;
 pub mod policy;
 pub mod quantity;
@@ -36,6 +37,7 @@ use serde_json::Value;
 
 use crate::registry::Registry;
 
+pub use logical_cluster::LogicalClusterAdmission;
 pub use policy::PolicyAdmission;
 pub use webhook::WebhookAdmission;
 pub use workspace::{WorkspaceAdmission, WorkspaceClusterName};

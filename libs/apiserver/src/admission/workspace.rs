@@ -102,6 +102,67 @@ fn forbidden(name: &str, message: &str) -> ApiError {
     )
 }
 
+/// The string at `pointer`, or "".
+fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+/// What an update may do to a workspace's placement, as kcp's schema rules and admission say:
+/// `spec.cluster` never changes once set and is never unset, nor is `spec.URL`; only a
+/// privileged user sets either or changes the URL; a phase turns Ready only once both are set.
+fn placement_update(
+    name: &str,
+    old: &Value,
+    new: &Value,
+    privileged: bool,
+) -> Result<(), ApiError> {
+    let (cluster, url) = (text(new, "/spec/cluster"), text(new, "/spec/URL"));
+    let (old_cluster, old_url) = (text(old, "/spec/cluster"), text(old, "/spec/URL"));
+    // The schema's rules first (422), as kube-apiserver checks them before admission.
+    let rule = |field: &str, value: &str, message: &str| {
+        Err(invalid(name, field, &Value::String(value.into()), message))
+    };
+    match (old_cluster, cluster) {
+        (before, "") if !before.is_empty() => {
+            return rule("spec", "object", "cluster cannot be unset");
+        }
+        (before, now) if !before.is_empty() && before != now => {
+            return rule("spec.cluster", "string", "cluster is immutable");
+        }
+        _ => {}
+    }
+    if !old_url.is_empty() && url.is_empty() {
+        return rule("spec", "object", "URL cannot be unset");
+    }
+    if !privileged {
+        for (field, before, now) in [
+            ("spec.cluster", old_cluster, cluster),
+            ("spec.URL", old_url, url),
+        ] {
+            if before != now {
+                return Err(forbidden(
+                    name,
+                    &format!("{field} can only be changed by system privileged users"),
+                ));
+            }
+        }
+    }
+    let phase = |v: &Value| text(v, "/status/phase") == "Ready";
+    if !phase(old) && phase(new) {
+        for (field, value) in [("spec.cluster", cluster), ("spec.URL", url)] {
+            if value.is_empty() {
+                return Err(forbidden(
+                    name,
+                    &format!("{field} must be set for phase Ready"),
+                ));
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The last step of a new Workspace's mutation, after every webhook: the name of its future
 /// logical cluster and the finalizer that guards it. Chosen here rather than by a first controller
 /// write, so scheduling needs no write before the LC exists; chosen last, so neither the client
@@ -237,14 +298,24 @@ impl Admission for WorkspaceAdmission {
         attrs: &Attributes<'_>,
         object: Option<&Value>,
     ) -> Result<(), ApiError> {
-        if !is_workspace(attrs) {
-            return Ok(());
-        }
-        let Some(object) = object else {
+        // Updates of the status too: a phase may only turn Ready on a placed workspace.
+        let workspaces = attrs.def.group == "tenancy.kcp.io" && attrs.def.plural == "workspaces";
+        let Some(object) = object.filter(|_| workspaces) else {
             return Ok(());
         };
+        let privileged = attrs.user.groups.iter().any(|g| g == SYSTEM_MASTERS);
         match attrs.operation {
-            Operation::Create => {
+            Operation::Create if attrs.subresource.is_none() => {
+                // Placement is the shard's (kcp's words).
+                for (path, field) in [("/spec/cluster", "spec.Cluster"), ("/spec/URL", "spec.URL")]
+                {
+                    if !privileged && !text(object, path).is_empty() {
+                        return Err(forbidden(
+                            attrs.name,
+                            &format!("{field} can only be set by system privileged users"),
+                        ));
+                    }
+                }
                 let reference = object
                     .pointer("/spec/type")
                     .and_then(TypeRef::from_value)
@@ -312,18 +383,7 @@ impl Admission for WorkspaceAdmission {
                         "field is immutable",
                     ));
                 }
-                for (path, name) in [("/spec/cluster", "spec.cluster"), ("/spec/URL", "spec.URL")] {
-                    let before = field(old, path);
-                    if !before.is_null() && field(object, path) != before {
-                        return Err(invalid(
-                            attrs.name,
-                            name,
-                            &field(object, path),
-                            "field is immutable once set",
-                        ));
-                    }
-                }
-                Ok(())
+                placement_update(attrs.name, old, object, privileged)
             }
             _ => Ok(()),
         }
