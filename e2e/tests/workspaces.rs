@@ -321,6 +321,7 @@ fn kubectl_ws_walk(store: StoreKind) {
 }
 
 const ALICE_TOKEN: &str = "alice-token-0123456789";
+const TESS_TOKEN: &str = "tess-token-0123456789";
 
 /// A user's home: created on the first `GET workspaces/~` in root (429 while it initializes), then
 /// answered as a Ready Workspace; reachable as `user:<name>`, where the user is cluster-admin; other
@@ -987,7 +988,16 @@ fn workspace_isolation(store: StoreKind) {
 /// kcp's admission of Workspaces and LogicalClusters, for a requester outside the privileged
 /// groups (kcp-admin): placement is the shard's, and an LC moves only forward.
 fn lifecycle_objects_are_guarded(store: StoreKind) {
-    let shard = Shard::start(store);
+    let tokens = std::env::temp_dir().join(format!(
+        "kcp-e2e-guarded-tokens-{}-{store}.csv",
+        std::process::id()
+    ));
+    std::fs::write(&tokens, format!("{TESS_TOKEN},tess,tess-uid,\"team-a\"\n"))
+        .expect("writing the token file");
+    let shard = Shard::start_with_args(
+        store,
+        ["--token-auth-file".into(), tokens.clone().into_os_string()],
+    );
     let ws = create_ready(&shard, "root", "guarded", None);
     let lc = cluster_of(&ws);
     let inside = shard.kubectl_cmd().cluster("root:guarded");
@@ -1080,6 +1090,57 @@ fn lifecycle_objects_are_guarded(store: StoreKind) {
         ]),
         r#"spec.cluster: Invalid value: "string": cluster is immutable"#,
     );
+    // A child needs the groups its parent needs: admission copies the parent LC's
+    // required-groups to the Workspace, scheduling to the child's LC.
+    let groups = "authorization.kcp.io/required-groups";
+    let admin = |cluster: &str| shard.kubectl_cmd().context("system:admin").cluster(cluster);
+    admin(&lc).ok(&[
+        "annotate",
+        "logicalcluster",
+        "cluster",
+        &format!("{groups}=team-a"),
+    ]);
+    admin(&lc).ok(&[
+        "create",
+        "clusterrolebinding",
+        "tess-admin",
+        "--clusterrole=cluster-admin",
+        "--user=tess",
+    ]);
+    let tess = Caller::Token(TESS_TOKEN.to_string());
+    let post = |name: &str, annotations: &str| {
+        let body = format!(
+            r#"{{"metadata":{{"name":"{name}","annotations":{{{annotations}}}}},"spec":{{"type":{{"name":"universal","path":"root"}}}}}}"#
+        );
+        shard.curl_with(
+            &tess,
+            "POST",
+            "/clusters/root:guarded/apis/tenancy.kcp.io/v1alpha1/workspaces",
+            &[],
+            Some(("application/json", &body)),
+        )
+    };
+    // tess (in team-a, not in system:masters) cannot pick other groups for her child.
+    let (code, body) = shard.eventually("tess may create in root:guarded", || {
+        let (code, body) = post("mine", &format!(r#""{groups}":"nobody""#));
+        (code != 403).then_some((code, body))
+    });
+    assert_eq!(code, 201, "{body}");
+    let created: Value = serde_json::from_str(&body).expect("a Workspace");
+    assert_eq!(
+        created["metadata"]["annotations"][groups], "team-a",
+        "{created}"
+    );
+    let child = shard.eventually("mine Ready", || {
+        let ws = admin("root:guarded").json(&["get", "workspace", "mine", "-o", "json"]);
+        (ws["status"]["phase"] == "Ready").then_some(ws)
+    });
+    let child_lc =
+        admin(&cluster_of(&child)).json(&["get", "logicalcluster", "cluster", "-o", "json"]);
+    assert_eq!(
+        child_lc["metadata"]["annotations"][groups], "team-a",
+        "{child_lc}"
+    );
     // system:masters may move the URL (kcp's privileged users).
     let moved = shard
         .kubectl_cmd()
@@ -1098,4 +1159,5 @@ fn lifecycle_objects_are_guarded(store: StoreKind) {
         "{}",
         String::from_utf8_lossy(&moved.stderr)
     );
+    let _ = std::fs::remove_file(tokens);
 }

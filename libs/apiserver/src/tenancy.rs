@@ -10,6 +10,8 @@ use serde_json::{Value, json};
 use crate::paths::PathIndex;
 use crate::watch_cache::WatchCache;
 
+/// On a LogicalCluster, and copied to its children: the groups a requester must be in.
+pub use kcp_auth::authz::kcp::REQUIRED_GROUPS_ANNOTATION;
 /// On a LogicalCluster: the type of its workspace, as `<path>:<name>`.
 pub const TYPE_ANNOTATION: &str = "internal.tenancy.kcp.io/type";
 /// On a Workspace: JSON of the user who created it.

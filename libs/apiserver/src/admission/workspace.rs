@@ -21,8 +21,9 @@ use serde_json::{Value, json};
 use super::{Admission, Attributes, Operation};
 use crate::paths::PathIndex;
 use crate::tenancy::{
-    CLUSTER_ANNOTATION, OWNER_ANNOTATION, ResolvedType, TYPE_ANNOTATION, TypeRef, Types,
-    WORKSPACE_FINALIZER, new_cluster_name, owner_info, placement_error,
+    CLUSTER_ANNOTATION, OWNER_ANNOTATION, REQUIRED_GROUPS_ANNOTATION, ResolvedType,
+    TYPE_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER, new_cluster_name, owner_info,
+    placement_error,
 };
 use crate::watch_cache::WatchCache;
 
@@ -46,6 +47,15 @@ impl WorkspaceAdmission {
             cache: &self.cache,
             paths: &self.paths,
         }
+    }
+
+    /// The `authorization.kcp.io/required-groups` of LC `cluster`, if any.
+    fn required_groups(&self, cluster: &str) -> Option<String> {
+        let key = ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
+            .object(cluster, None, "cluster");
+        self.cache
+            .get(&key)
+            .and_then(|lc| lc.annotation(REQUIRED_GROUPS_ANNOTATION))
     }
 
     /// The type chain of the workspace `cluster` is: from its LogicalCluster's type annotation.
@@ -280,6 +290,15 @@ impl Admission for WorkspaceAdmission {
             let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
             if let Some(a) = annotations.as_object_mut() {
                 a.insert(OWNER_ANNOTATION.into(), Value::String(owner.to_string()));
+                // A child needs the groups its parent needs (kcp: only system:masters may
+                // give it others).
+                let privileged = attrs.user.groups.iter().any(|g| g == SYSTEM_MASTERS);
+                if !privileged || !a.contains_key(REQUIRED_GROUPS_ANNOTATION) {
+                    match self.required_groups(attrs.cluster) {
+                        Some(groups) => a.insert(REQUIRED_GROUPS_ANNOTATION.into(), groups.into()),
+                        None => a.remove(REQUIRED_GROUPS_ANNOTATION),
+                    };
+                }
             }
             if let Some(Value::Object(extra)) = labels {
                 let labels = meta.entry("labels").or_insert_with(|| json!({}));
@@ -345,6 +364,19 @@ impl Admission for WorkspaceAdmission {
                     return Err(forbidden(
                         attrs.name,
                         &format!("expected user annotation {OWNER_ANNOTATION}={expected}"),
+                    ));
+                }
+                let expected = self.required_groups(attrs.cluster).unwrap_or_default();
+                let given = (object.pointer("/metadata/annotations"))
+                    .and_then(|a| a.get(REQUIRED_GROUPS_ANNOTATION))
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if !masters && given != expected {
+                    return Err(forbidden(
+                        attrs.name,
+                        &format!(
+                            "missing required groups annotation {REQUIRED_GROUPS_ANNOTATION}={expected}"
+                        ),
                     ));
                 }
                 let parent = self.parent_chain(attrs.cluster);

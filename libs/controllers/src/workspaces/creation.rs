@@ -20,7 +20,8 @@ use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{Batch, Companion, NewObject, ObjectRef, WriteOptions, keyspace};
 use kcp_apiserver::tenancy::{
-    ResolvedType, SHARD_ANNOTATION, TypeRef, Types, new_logical_cluster, workspace_admin_binding,
+    REQUIRED_GROUPS_ANNOTATION, ResolvedType, SHARD_ANNOTATION, TypeRef, Types,
+    new_logical_cluster, workspace_admin_binding,
 };
 use kcp_store::Revision;
 use serde_json::{Value, json};
@@ -76,6 +77,10 @@ impl Controller {
         );
         lc["metadata"]["finalizers"] = json!([CONTENT_FINALIZER]);
         lc["metadata"]["annotations"][SHARD_ANNOTATION] = json!(server.shard_name());
+        // The groups admission gave the workspace (its parent's) guard its LC too.
+        if let Some(groups) = annotation(ws, REQUIRED_GROUPS_ANNOTATION) {
+            lc["metadata"]["annotations"][REQUIRED_GROUPS_ANNOTATION] = json!(groups);
+        }
         lc["spec"]["owner"] = json!({
             "apiVersion": "tenancy.kcp.io/v1alpha1",
             "resource": "workspaces",
