@@ -87,6 +87,25 @@ fn bootstrap_types_and_shard(store: StoreKind) {
         let answer = String::from_utf8_lossy(&output.stdout);
         assert_eq!(answer.trim(), expected, "use {name}: {answer}");
     }
+
+    // A workspace placed on a shard with a region carries it (the REGION column), as in kcp.
+    shard.kubectl_ok(&["label", "shard", "root", "region=eu-west"]);
+    shard.eventually("the region in the shard's cache", || {
+        let s = shard.kubectl_json(&["get", "shard", "root", "-o", "json"]);
+        (s["metadata"]["labels"]["region"] == "eu-west").then_some(())
+    });
+    let placed = shard.write_file(
+        "placed.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: placed\n",
+    );
+    shard.kubectl_ok(&["create", "-f", placed.to_str().unwrap_or_default()]);
+    let ws = shard.eventually("placed Ready", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "placed", "-o", "json"]);
+        (ws["status"]["phase"] == "Ready").then_some(ws)
+    });
+    assert_eq!(ws["metadata"]["labels"]["region"], "eu-west", "{ws}");
+    let table = shard.kubectl_ok(&["get", "workspace", "placed"]);
+    assert!(table.contains("eu-west"), "{table}");
 }
 
 fn workspaces_are_validated(store: StoreKind) {
@@ -118,6 +137,14 @@ fn workspaces_are_validated(store: StoreKind) {
     );
     let err = shard.kubectl_fails(&["create", "-f", bad_name.to_str().unwrap_or_default()]);
     assert!(err.contains("Invalid value"), "{err}");
+
+    // A path no workspace could have is a bad request, as kcp answers it.
+    let (code, body) = shard.curl("GET", "/clusters/Root:BAD/api/v1/namespaces", None);
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.contains(r#"invalid cluster: \"Root:BAD\" does not match the regex"#),
+        "{body}"
+    );
 
     // Neither invalid workspace was stored.
     let listed = shard.kubectl_ok(&["get", "workspaces", "-o", "name"]);

@@ -333,7 +333,9 @@ fn home_workspaces(store: StoreKind) {
     ));
     std::fs::write(
         &tokens,
-        format!("{ALICE_TOKEN},alice,alice-uid,\"team-a\"\n"),
+        format!(
+            "{ALICE_TOKEN},alice,alice-uid,\"team-a\"\n{TESS_TOKEN},tess,tess-uid,\"team-a\"\n"
+        ),
     )
     .expect("writing the token file");
     let shard = Shard::start_with_args(
@@ -437,6 +439,27 @@ fn home_workspaces(store: StoreKind) {
     plugin(&config, &["ws"]);
     let names = plugin(&config, &["get", "configmaps", "-o", "name"]);
     assert!(names.contains("configmap/mine"), "{names}");
+
+    // Without the grant, no home; refused in kcp's words.
+    shard
+        .kubectl_cmd()
+        .context("system:admin")
+        .cluster("root")
+        .ok(&[
+            "delete",
+            "clusterrolebinding",
+            "system:kcp:home-clusterworkspace-create",
+        ]);
+    let tess = Caller::Token(TESS_TOKEN.to_string());
+    let (code, body) = shard.eventually("tess refused a home", || {
+        let (code, body) = shard.curl_with(&tess, "GET", HOME, &[], None);
+        (code == 403).then_some((code, body))
+    });
+    assert_eq!(code, 403);
+    assert!(
+        body.contains(r#"workspaces.tenancy.kcp.io \"~\" is forbidden: User \"tess\" cannot create resource \"workspaces\" in API group \"tenancy.kcp.io\" at the cluster scope: workspace access not permitted"#),
+        "{body}"
+    );
     let _ = std::fs::remove_file(tokens);
 }
 

@@ -226,14 +226,20 @@ impl Types<'_> {
     }
 }
 
-/// A user as kcp records a workspace's creator (`createdBy`, the owner annotation's JSON).
+/// A user as kcp records a workspace's creator (`createdBy`, the owner annotation's JSON): empty
+/// fields are left out, as Go's `omitempty` leaves them.
 pub fn owner_info(user: &kcp_auth::UserInfo) -> Value {
-    json!({
-        "username": user.name,
-        "uid": user.uid,
-        "groups": user.groups,
-        "extra": user.extra,
-    })
+    let mut owner = json!({"username": user.name});
+    if !user.uid.is_empty() {
+        owner["uid"] = json!(user.uid);
+    }
+    if !user.groups.is_empty() {
+        owner["groups"] = json!(user.groups);
+    }
+    if !user.extra.is_empty() {
+        owner["extra"] = json!(user.extra);
+    }
+    owner
 }
 
 /// The `workspace-admin` ClusterRoleBinding making a workspace's creator cluster-admin in it.

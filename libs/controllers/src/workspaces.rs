@@ -378,11 +378,12 @@ fn object_at<'v>(obj: &'v mut Value, field: &str) -> &'v mut serde_json::Map<Str
     }
 }
 
-/// Where a scheduled workspace lives: its LC's name and URL.
+/// Where a scheduled workspace lives: its LC's name and URL, its shard and the shard's region.
 struct Placement<'a> {
     cluster: &'a str,
     url: &'a str,
     shard: &'a str,
+    region: Option<String>,
 }
 
 /// `ws` as it should be: placed (when `placement` is given), its status and phase label those
@@ -422,6 +423,13 @@ fn desired_workspace(
         *labels = json!({});
     }
     labels[PHASE_LABEL] = json!(phase);
+    // kcp labels a placed workspace with its shard's region (the REGION column).
+    if let (Some(p), Some(labels)) = (placement, labels.as_object_mut()) {
+        match &p.region {
+            Some(region) => labels.insert("region".into(), json!(region)),
+            None => labels.remove("region"),
+        };
+    }
     let now = kcp_apiserver::registry::now_rfc3339();
     new["status"] = with_transition_times(status.clone(), ws, &now);
     Some(new)
@@ -724,10 +732,17 @@ impl Controller {
         }
         .path_of(at.cluster);
         let url = format!("{}/clusters/{parent_path}:{name}", server.external_url());
+        let shard_key = keyspace(&self.defs.shards)
+            .object(kcp_api_types::tenancy::ROOT, None, server.shard_name())
+            .to_string();
+        let region = (registry.cache().get(&shard_key)).and_then(|shard| {
+            kcp_apimachinery::selector::label::Labels::label(&*shard, "region").map(str::to_string)
+        });
         let placement = Placement {
             cluster: &lc_name,
             url: &url,
             shard: server.shard_name(),
+            region,
         };
         let (lc, fresh) = match self.cached_lc(server, &lc_name) {
             Some(lc) => (lc, false),

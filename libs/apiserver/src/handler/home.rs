@@ -17,12 +17,18 @@ use crate::request_info::{ClusterTarget, RequestInfo, Target};
 use crate::tenancy::{TypeRef, Types, new_logical_cluster, owner_info, workspace_admin_binding};
 use crate::{ApiServer, Body, response};
 
-/// The name kcp gives a user's home LC: the first 8 bytes of SHA-224 of the user name, in base 36.
+/// The name kcp gives a user's home LC: the first 8 bytes of SHA-224 of the user name, in base 36,
+/// with a `0` in front for each leading zero byte (kcp's `BytesPad`).
 pub fn home_cluster_name(user: &str) -> String {
     let hash = Sha224::digest(user.as_bytes());
     let mut bytes = [0u8; 8];
     bytes.copy_from_slice(&hash[..8]);
-    kcp_apimachinery::names::base36(u128::from(u64::from_be_bytes(bytes)))
+    let zeros = bytes.iter().take_while(|b| **b == 0).count();
+    if zeros == bytes.len() {
+        return "0".repeat(zeros);
+    }
+    let digits = kcp_apimachinery::names::base36(u128::from(u64::from_be_bytes(bytes)));
+    format!("{}{digits}", "0".repeat(zeros))
 }
 
 /// Whether the request is `GET workspaces/~` in `root`.
@@ -33,10 +39,18 @@ pub(crate) fn is_home_request(info: &RequestInfo) -> bool {
                 && r.name.as_deref() == Some("~") && r.subresource.is_none())
 }
 
+/// 429 as Go's `http.Error` writes it, which kcp uses.
 fn creating() -> Response<Body> {
-    let mut resp = response::text(StatusCode::TOO_MANY_REQUESTS, "Creating the home workspace");
-    resp.headers_mut()
-        .insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+    let mut resp = response::text(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Creating the home workspace\n",
+    );
+    let headers = resp.headers_mut();
+    headers.insert(header::RETRY_AFTER, http::HeaderValue::from_static("1"));
+    headers.insert(
+        header::X_CONTENT_TYPE_OPTIONS,
+        http::HeaderValue::from_static("nosniff"),
+    );
     resp
 }
 
@@ -61,13 +75,17 @@ impl ApiServer {
             "spec": {
                 "cluster": cluster,
                 "URL": lc.pointer("/status/URL").cloned().unwrap_or(Value::Null),
-                "type": {"name": "home", "path": ROOT_CLUSTER},
             },
-            "status": {
-                "phase": "Ready",
-                "conditions": lc.pointer("/status/conditions").cloned().unwrap_or(json!([])),
-            },
+            "status": {"phase": "Ready"},
         });
+        // The LC's own conditions and initializers, when it has any (kcp leaves empty ones out).
+        let mut workspace = workspace;
+        for field in ["conditions", "initializers"] {
+            let value = lc.pointer(&format!("/status/{field}"));
+            if let Some(value) = value.filter(|v| v.as_array().is_some_and(|a| !a.is_empty())) {
+                workspace["status"][field] = value.clone();
+            }
+        }
         Ok(response::json_value(StatusCode::OK, &workspace))
     }
 
@@ -87,7 +105,9 @@ impl ApiServer {
             path: "",
             deep_review: false,
         };
-        self.check(user, &attrs)?;
+        // kcp gives one reason for any refusal here.
+        let reason = kcp_auth::authz::kcp::ACCESS_NOT_PERMITTED;
+        self.check_saying(user, &attrs, Some(reason))?;
         let home = TypeRef {
             path: ROOT_CLUSTER.to_string(),
             name: "home".to_string(),
@@ -138,5 +158,9 @@ mod tests {
                 .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
         );
         assert!(kcp_apimachinery::names::is_valid_cluster_name(&a));
+        // A hash whose first byte is zero keeps a 0 for it, as kcp's BytesPad does (kcp's own
+        // test vector: 00 c6 50 b1 ad 5a 99 c3 is "0f9mt7goyif7").
+        let padded = home_cluster_name("user172");
+        assert_eq!(padded, "0f9mt7goyif7");
     }
 }

@@ -103,11 +103,21 @@ impl ApiServer {
     /// as it acts here (a ServiceAccount outside its own logical cluster is not the
     /// ServiceAccount of this one).
     pub(crate) fn check(&self, user: &UserInfo, attrs: &Attributes<'_>) -> Result<(), ApiError> {
+        self.check_saying(user, attrs, None)
+    }
+
+    /// [`ApiServer::check`], a refusal giving `reason` (when given) whatever the authorizer said.
+    pub(crate) fn check_saying(
+        &self,
+        user: &UserInfo,
+        attrs: &Attributes<'_>,
+        reason: Option<&str>,
+    ) -> Result<(), ApiError> {
         let acting = || kcp_auth::authz::scope_user(user, attrs.cluster);
         match self.decide(attrs) {
             Decision::Allow => Ok(()),
-            Decision::Deny(reason) => Err(forbidden(&acting(), attrs, &reason)),
-            Decision::NoOpinion => Err(forbidden(&acting(), attrs, "")),
+            Decision::Deny(said) => Err(forbidden(&acting(), attrs, reason.unwrap_or(&said))),
+            Decision::NoOpinion => Err(forbidden(&acting(), attrs, reason.unwrap_or_default())),
         }
     }
 
@@ -122,6 +132,12 @@ impl ApiServer {
         let ClusterTarget::Name(name) = &info.cluster else {
             return Ok(info);
         };
+        // kcp's answer to a path no workspace could have (400, its words).
+        if !kcp_apimachinery::names::is_valid_path(name) {
+            return Err(ApiError::bad_request(format!(
+                "invalid cluster: {name:?} does not match the regex"
+            )));
+        }
         if !name.contains(':') || name.starts_with(kcp_apimachinery::names::SYSTEM_CLUSTER_PREFIX) {
             return Ok(info);
         }

@@ -107,7 +107,8 @@ impl LcState {
             json!({"type": "WorkspaceInitialized", "status": "True"})
         } else {
             json!({"type": "WorkspaceInitialized", "status": "False", "severity": "Info", "reason": "InitializerExists",
-                   "message": format!("Initializers still exist: {initializers:?}")})
+                   // Go's %v of a list: [a b].
+                   "message": format!("Initializers still exist: [{}]", initializers.join(" "))})
         });
         if self.is_deleting() {
             conditions.push(json!({"type": "WorkspaceContentDeleted", "status": "False", "severity": "Info",
