@@ -876,6 +876,16 @@ fn initializers_and_terminators(store: StoreKind) {
         logical_cluster(&shard, &lc)["spec"]["terminators"],
         serde_json::json!(["root:guarded"])
     );
+    // As in kcp, the LC's status has them from the start, and its Workspace shows them.
+    assert_eq!(
+        logical_cluster(&shard, &lc)["status"]["terminators"],
+        serde_json::json!(["root:guarded"])
+    );
+    let shown = shard.eventually("guarded shows its terminator", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "guarded", "-o", "json"]);
+        (ws["status"]["terminators"] == serde_json::json!(["root:guarded"])).then_some(ws)
+    });
+    assert_eq!(shown["status"]["phase"], "Ready", "{shown}");
     shard
         .kubectl_cmd()
         .cluster(&lc)

@@ -98,6 +98,11 @@ impl Controller {
             "Initializing"
         };
         lc["status"] = json!({"phase": phase, "initializers": remaining});
+        // kcp's LC takes its terminators into its status as it starts (its Workspace shows them).
+        let terminators = string_list(&lc, "/spec/terminators");
+        if !terminators.is_empty() {
+            lc["status"]["terminators"] = json!(terminators);
+        }
         lc
     }
 
