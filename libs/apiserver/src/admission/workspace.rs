@@ -354,13 +354,12 @@ impl Admission for WorkspaceAdmission {
                 }
                 // As kcp: the creator recorded is the requester, whatever a webhook made of it
                 // (the workspace's admin binding is made for it).
-                let masters = attrs.user.groups.iter().any(|g| g == SYSTEM_MASTERS);
                 let owner = object
                     .pointer("/metadata/annotations")
                     .and_then(|a| a.get(OWNER_ANNOTATION))
                     .and_then(Value::as_str);
                 let expected = owner_info(attrs.user).to_string();
-                if !masters && owner != Some(expected.as_str()) {
+                if !privileged && owner != Some(expected.as_str()) {
                     return Err(forbidden(
                         attrs.name,
                         &format!("expected user annotation {OWNER_ANNOTATION}={expected}"),
@@ -371,7 +370,7 @@ impl Admission for WorkspaceAdmission {
                     .and_then(|a| a.get(REQUIRED_GROUPS_ANNOTATION))
                     .and_then(Value::as_str)
                     .unwrap_or_default();
-                if !masters && given != expected {
+                if !privileged && given != expected {
                     return Err(forbidden(
                         attrs.name,
                         &format!(
