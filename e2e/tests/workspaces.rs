@@ -648,8 +648,9 @@ fn held_content_holds_the_workspace(store: StoreKind) {
     assert!(!body.contains(&lc), "the content is gone: {body}");
 }
 
-/// Creates workspace `name` in root for shards labelled `region`, waits until it is `Scheduling`
-/// as unschedulable, and answers the name admission chose for its LC.
+/// Creates workspace `name` in root for shards labelled `region`, waits until it is
+/// `Unavailable` as unschedulable (kcp's phase for a failing condition), and answers the name
+/// admission chose for its LC.
 fn create_unschedulable(shard: &Shard, name: &str, region: &str) -> String {
     let file = shard.write_file(
         &format!("{name}.yaml"),
@@ -661,7 +662,9 @@ fn create_unschedulable(shard: &Shard, name: &str, region: &str) -> String {
             .kubectl_cmd()
             .json(&["get", "workspace", name, "-o", "json"]);
         let reason = &ws["status"]["conditions"][0]["reason"];
-        (ws["status"]["phase"] == "Scheduling" && reason == "Unschedulable").then_some(ws)
+        let labelled = ws["metadata"]["labels"]["tenancy.kcp.io/phase"] == "Unavailable";
+        (ws["status"]["phase"] == "Unavailable" && labelled && reason == "Unschedulable")
+            .then_some(ws)
     });
     let lc = waiting["metadata"]["annotations"]["internal.tenancy.kcp.io/cluster"]
         .as_str()

@@ -707,7 +707,9 @@ impl Controller {
             return Ok(Outcome::Done);
         };
         if !self.fits_here(server, ws)? {
-            let status = json!({"phase": "Scheduling", "conditions": [{
+            // kcp: a Workspace* condition False makes the phase Unavailable (scheduling is
+            // retried all the same: it follows the empty spec.cluster, not the phase).
+            let status = json!({"phase": "Unavailable", "conditions": [{
                 "type": "WorkspaceScheduled", "status": "False", "severity": "Error", "reason": "Unschedulable",
                 "message": "No available shards to schedule the workspace",
             }]});
