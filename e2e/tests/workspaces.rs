@@ -67,7 +67,8 @@ fn create_and_enter_workspaces(store: StoreKind) {
     let owner = org["metadata"]["annotations"]["experimental.tenancy.kcp.io/owner"]
         .as_str()
         .unwrap_or_default();
-    assert!(owner.contains("kcp-admin"), "{org}");
+    // Ready, it keeps only the name (kcp's metadata reconciler); the LC's createdBy keeps all.
+    assert_eq!(owner, r#"{"username":"kcp-admin"}"#, "{org}");
     let cluster = cluster_of(&org);
     assert_eq!(cluster.len(), 16, "{org}");
     // kcp's URL names the workspace by its path.
@@ -94,6 +95,13 @@ fn create_and_enter_workspaces(store: StoreKind) {
     let lc = by_path.json(&["get", "logicalcluster", "cluster", "-o", "json"]);
     assert_eq!(
         lc["metadata"]["annotations"]["kcp.io/path"], "root:org",
+        "{lc}"
+    );
+    assert_eq!(lc["spec"]["createdBy"]["username"], "kcp-admin", "{lc}");
+    assert!(
+        lc["spec"]["createdBy"]["groups"]
+            .as_array()
+            .is_some_and(|g| !g.is_empty()),
         "{lc}"
     );
     assert_eq!(

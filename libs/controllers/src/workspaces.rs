@@ -403,7 +403,11 @@ fn desired_workspace(
         .and_then(|l| l.get(PHASE_LABEL))
         .and_then(Value::as_str)
         == Some(phase);
-    if placed && labelled && same_status(ws.get("status"), status) {
+    // kcp keeps only the creator's name in the owner annotation once the workspace is Ready.
+    let owner = annotation(ws, OWNER_ANNOTATION);
+    let trimmed = owner.map(trimmed_owner);
+    let trim = phase == "Ready" && trimmed.as_ref().is_some_and(|t| t.as_deref() != owner);
+    if placed && labelled && !trim && same_status(ws.get("status"), status) {
         return None;
     }
     let mut new = ws.clone();
@@ -430,9 +434,27 @@ fn desired_workspace(
             None => labels.remove("region"),
         };
     }
+    if trim
+        && let Some(a) = metadata(&mut new)
+            .get_mut("annotations")
+            .and_then(Value::as_object_mut)
+    {
+        match trimmed.flatten() {
+            Some(t) => a.insert(OWNER_ANNOTATION.into(), json!(t)),
+            None => a.remove(OWNER_ANNOTATION),
+        };
+    }
     let now = kcp_apiserver::registry::now_rfc3339();
     new["status"] = with_transition_times(status.clone(), ws, &now);
     Some(new)
+}
+
+/// An owner annotation cut down to `{"username":...}`; `None` when it is not a user's JSON (kcp
+/// then drops it).
+fn trimmed_owner(owner: &str) -> Option<String> {
+    let user: Value = serde_json::from_str(owner).ok()?;
+    let name = user.get("username")?.as_str()?;
+    Some(json!({ "username": name }).to_string())
 }
 
 impl Controller {
