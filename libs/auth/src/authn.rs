@@ -33,6 +33,15 @@ pub struct UserInfo {
     pub extra: BTreeMap<String, Vec<String>>,
 }
 
+impl UserInfo {
+    /// Whether the user is in `system:masters`, which every check lets through.
+    pub fn is_system_masters(&self) -> bool {
+        self.groups
+            .iter()
+            .any(|g| g == crate::authz::SYSTEM_MASTERS)
+    }
+}
+
 /// The outcome of one authenticator.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum AuthnResult {

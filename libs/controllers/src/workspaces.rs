@@ -694,6 +694,15 @@ impl Controller {
 
     /// Whether this shard may take a workspace with `ws`'s location selector.
     fn fits_here(&self, server: &ApiServer, ws: &Value) -> Result<bool, ApiError> {
+        Ok(self.shard_for(server, ws)?.is_some())
+    }
+
+    /// This shard's Shard object, if it may take a workspace with `ws`'s location selector.
+    fn shard_for(
+        &self,
+        server: &ApiServer,
+        ws: &Value,
+    ) -> Result<Option<Arc<kcp_apiserver::watch_cache::CachedObject>>, ApiError> {
         // Only this shard can create LCs here; other shards' objects are candidates for the front
         // proxy's scheduler later.
         let selector = match ws.pointer("/spec/location/selector") {
@@ -704,8 +713,8 @@ impl Controller {
         let key = keyspace(&self.defs.shards)
             .object(kcp_api_types::tenancy::ROOT, None, server.shard_name())
             .to_string();
-        Ok(server.registry().cache().get(&key).is_some_and(|shard| {
-            selector.matches(&*shard) && shard.annotation(UNSCHEDULABLE_ANNOTATION).is_none()
+        Ok(server.registry().cache().get(&key).filter(|shard| {
+            selector.matches(&**shard) && shard.annotation(UNSCHEDULABLE_ANNOTATION).is_none()
         }))
     }
 
@@ -728,7 +737,7 @@ impl Controller {
         let Some(reference) = ws.pointer("/spec/type").and_then(TypeRef::from_value) else {
             return Ok(Outcome::Done);
         };
-        if !self.fits_here(server, ws)? {
+        let Some(shard) = self.shard_for(server, ws)? else {
             // kcp: a Workspace* condition False makes the phase Unavailable (scheduling is
             // retried all the same: it follows the empty spec.cluster, not the phase).
             let status = json!({"phase": "Unavailable", "conditions": [{
@@ -737,7 +746,7 @@ impl Controller {
             }]});
             self.write_workspace(server, at, None, &status).await?;
             return Ok(Outcome::Done);
-        }
+        };
         // Admission names the LC; a workspace from before that (or whose name was taken) gets
         // one here, with the finalizer, before anything is created under it.
         let Some(lc_name) = annotation(ws, CLUSTER_ANNOTATION).map(str::to_string) else {
@@ -756,12 +765,8 @@ impl Controller {
         }
         .path_of(at.cluster);
         let url = format!("{}/clusters/{parent_path}:{name}", server.external_url());
-        let shard_key = keyspace(&self.defs.shards)
-            .object(kcp_api_types::tenancy::ROOT, None, server.shard_name())
-            .to_string();
-        let region = (registry.cache().get(&shard_key)).and_then(|shard| {
-            kcp_apimachinery::selector::label::Labels::label(&*shard, "region").map(str::to_string)
-        });
+        let region =
+            kcp_apimachinery::selector::label::Labels::label(&*shard, "region").map(str::to_string);
         let placement = Placement {
             cluster: &lc_name,
             url: &url,

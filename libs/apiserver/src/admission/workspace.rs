@@ -12,14 +12,13 @@ use async_trait::async_trait;
 use kcp_api_types::tenancy::ROOT;
 use kcp_apimachinery::status::{ApiError, Cause, Reason};
 use kcp_auth::UserInfo;
-use kcp_auth::authz::{
-    Attributes as AuthzAttributes, Authorizer, AuthorizerChain, Decision, SYSTEM_MASTERS,
-};
+use kcp_auth::authz::{Attributes as AuthzAttributes, Authorizer, AuthorizerChain, Decision};
 use kcp_store::keys::ResourceKeyspace;
 use serde_json::{Value, json};
 
 use super::{Admission, Attributes, Operation};
 use crate::paths::PathIndex;
+use crate::registry::metadata::str_at;
 use crate::tenancy::{
     CLUSTER_ANNOTATION, OWNER_ANNOTATION, REQUIRED_GROUPS_ANNOTATION, ResolvedType,
     TYPE_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER, new_cluster_name, owner_info,
@@ -49,23 +48,22 @@ impl WorkspaceAdmission {
         }
     }
 
-    /// The `authorization.kcp.io/required-groups` of LC `cluster`, if any.
-    fn required_groups(&self, cluster: &str) -> Option<String> {
+    /// One annotation of LC `cluster`'s LogicalCluster, as the cache has it.
+    fn lc_annotation(&self, cluster: &str, name: &str) -> Option<String> {
         let key = ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
             .object(cluster, None, "cluster");
-        self.cache
-            .get(&key)
-            .and_then(|lc| lc.annotation(REQUIRED_GROUPS_ANNOTATION))
+        self.cache.get(&key).and_then(|lc| lc.annotation(name))
+    }
+
+    /// The `authorization.kcp.io/required-groups` of LC `cluster`, if any.
+    fn required_groups(&self, cluster: &str) -> Option<String> {
+        self.lc_annotation(cluster, REQUIRED_GROUPS_ANNOTATION)
     }
 
     /// The type chain of the workspace `cluster` is: from its LogicalCluster's type annotation.
     /// An LC not made by a workspace (a bare LogicalCluster) has no type: empty.
     fn parent_chain(&self, cluster: &str) -> Vec<ResolvedType> {
-        let key = ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
-            .object(cluster, None, "cluster");
-        self.cache
-            .get(&key)
-            .and_then(|lc| lc.annotation(TYPE_ANNOTATION))
+        self.lc_annotation(cluster, TYPE_ANNOTATION)
             .and_then(|t| TypeRef::parse(&t))
             .and_then(|r| self.types().chain(&r).ok())
             .unwrap_or_default()
@@ -112,13 +110,6 @@ fn forbidden(name: &str, message: &str) -> ApiError {
     )
 }
 
-/// The string at `pointer`, or "".
-fn text<'a>(v: &'a Value, pointer: &str) -> &'a str {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 /// What an update may do to a workspace's placement, as kcp's schema rules and admission say:
 /// `spec.cluster` never changes once set and is never unset, nor is `spec.URL`; only a
 /// privileged user sets either or changes the URL; a phase turns Ready only once both are set.
@@ -128,8 +119,8 @@ fn placement_update(
     new: &Value,
     privileged: bool,
 ) -> Result<(), ApiError> {
-    let (cluster, url) = (text(new, "/spec/cluster"), text(new, "/spec/URL"));
-    let (old_cluster, old_url) = (text(old, "/spec/cluster"), text(old, "/spec/URL"));
+    let (cluster, url) = (str_at(new, "/spec/cluster"), str_at(new, "/spec/URL"));
+    let (old_cluster, old_url) = (str_at(old, "/spec/cluster"), str_at(old, "/spec/URL"));
     // The schema's rules first (422), as kube-apiserver checks them before admission.
     let rule = |field: &str, value: &str, message: &str| {
         Err(invalid(name, field, &Value::String(value.into()), message))
@@ -159,7 +150,7 @@ fn placement_update(
             }
         }
     }
-    let phase = |v: &Value| text(v, "/status/phase") == "Ready";
+    let phase = |v: &Value| str_at(v, "/status/phase") == "Ready";
     if !phase(old) && phase(new) {
         for (field, value) in [("spec.cluster", cluster), ("spec.URL", url)] {
             if value.is_empty() {
@@ -292,7 +283,7 @@ impl Admission for WorkspaceAdmission {
                 a.insert(OWNER_ANNOTATION.into(), Value::String(owner.to_string()));
                 // A child needs the groups its parent needs (kcp: only system:masters may
                 // give it others).
-                let privileged = attrs.user.groups.iter().any(|g| g == SYSTEM_MASTERS);
+                let privileged = attrs.user.is_system_masters();
                 if !privileged || !a.contains_key(REQUIRED_GROUPS_ANNOTATION) {
                     match self.required_groups(attrs.cluster) {
                         Some(groups) => a.insert(REQUIRED_GROUPS_ANNOTATION.into(), groups.into()),
@@ -322,13 +313,13 @@ impl Admission for WorkspaceAdmission {
         let Some(object) = object.filter(|_| workspaces) else {
             return Ok(());
         };
-        let privileged = attrs.user.groups.iter().any(|g| g == SYSTEM_MASTERS);
+        let privileged = attrs.user.is_system_masters();
         match attrs.operation {
             Operation::Create if attrs.subresource.is_none() => {
                 // Placement is the shard's (kcp's words).
                 for (path, field) in [("/spec/cluster", "spec.Cluster"), ("/spec/URL", "spec.URL")]
                 {
-                    if !privileged && !text(object, path).is_empty() {
+                    if !privileged && !str_at(object, path).is_empty() {
                         return Err(forbidden(
                             attrs.name,
                             &format!("{field} can only be set by system privileged users"),

@@ -18,6 +18,7 @@ use tokio::sync::mpsc;
 use super::{ServedCrd, has_cleanup_finalizer};
 use crate::ApiServer;
 use crate::registry::metadata::now_rfc3339;
+use crate::registry::metadata::str_at;
 use crate::registry::{DeleteOptions, ObjectRef, UpdateKind, WriteOptions, keyspace};
 use crate::watch_cache::{Scope, WatchItem};
 
@@ -39,12 +40,6 @@ impl Requeue {
     }
 }
 
-fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-}
-
 fn is_deleting(v: &Value) -> bool {
     v.pointer("/metadata/deletionTimestamp")
         .is_some_and(|t| !t.is_null())
@@ -53,16 +48,16 @@ fn is_deleting(v: &Value) -> bool {
 /// The names a CRD claims in its group: resource names and kind names are separate spaces.
 fn claimed_names(crd: &Value) -> (Vec<String>, Vec<String>) {
     let names = crd.pointer("/spec/names").cloned().unwrap_or_default();
-    let mut resources = vec![text(&names, "/plural").to_string()];
-    let singular = text(&names, "/singular");
+    let mut resources = vec![str_at(&names, "/plural").to_string()];
+    let singular = str_at(&names, "/singular");
     if !singular.is_empty() {
         resources.push(singular.to_string());
     }
     if let Some(short) = names.get("shortNames").and_then(Value::as_array) {
         resources.extend(short.iter().filter_map(|s| s.as_str().map(str::to_string)));
     }
-    let mut kinds = vec![text(&names, "/kind").to_string()];
-    let list_kind = text(&names, "/listKind");
+    let mut kinds = vec![str_at(&names, "/kind").to_string()];
+    let list_kind = str_at(&names, "/listKind");
     if !list_kind.is_empty() {
         kinds.push(list_kind.to_string());
     }
@@ -125,12 +120,12 @@ impl ApiServer {
                     cs.iter()
                         .any(|x| x["type"] == "NamesAccepted" && x["status"] == "True")
                 });
-            let revision: i64 = text(c, "/metadata/resourceVersion").parse().unwrap_or(0);
+            let revision: i64 = str_at(c, "/metadata/resourceVersion").parse().unwrap_or(0);
             (
                 !accepted,
-                text(c, "/metadata/creationTimestamp").to_string(),
+                str_at(c, "/metadata/creationTimestamp").to_string(),
                 revision,
-                text(c, "/metadata/name").to_string(),
+                str_at(c, "/metadata/name").to_string(),
             )
         });
 
@@ -139,7 +134,7 @@ impl ApiServer {
         let mut status_writes = Vec::new();
         let mut cleanup = Vec::new();
         for crd in &crds {
-            let group = text(crd, "/spec/group").to_string();
+            let group = str_at(crd, "/spec/group").to_string();
             let (resources, kinds) = claimed_names(crd);
             let (used_resources, used_kinds) = taken.entry(group).or_default();
             let resource_clash = resources.iter().find(|r| used_resources.contains(*r));
@@ -261,7 +256,7 @@ impl ApiServer {
         crd: &Value,
         desired: Value,
     ) -> Result<(), ApiError> {
-        let name = text(crd, "/metadata/name");
+        let name = str_at(crd, "/metadata/name");
         let status = desired.get("status").cloned().unwrap_or_default();
         let at = ObjectRef {
             cluster,
@@ -294,8 +289,8 @@ impl ApiServer {
 
     /// Deletes every custom resource of a CRD in a cluster; `true` once none is left.
     async fn delete_custom_resources(&self, cluster: &str, crd: &Value) -> Result<bool, ApiError> {
-        let group = text(crd, "/spec/group");
-        let plural = text(crd, "/status/acceptedNames/plural");
+        let group = str_at(crd, "/spec/group");
+        let plural = str_at(crd, "/status/acceptedNames/plural");
         let set = self.crds.for_cluster(cluster);
         // Every version shares one storage prefix; any served version can delete.
         let Some(def) = set
@@ -340,7 +335,7 @@ impl ApiServer {
         let at = ObjectRef {
             cluster,
             namespace: None,
-            name: text(crd, "/metadata/name"),
+            name: str_at(crd, "/metadata/name"),
         };
         let result = self
             .registry

@@ -65,7 +65,7 @@ impl ApiServer {
         if lc.pointer("/status/phase").and_then(Value::as_str) != Some("Ready") {
             return Ok(creating());
         }
-        let workspace = json!({
+        let mut workspace = json!({
             "apiVersion": "tenancy.kcp.io/v1alpha1",
             "kind": "Workspace",
             "metadata": {
@@ -79,7 +79,6 @@ impl ApiServer {
             "status": {"phase": "Ready"},
         });
         // The LC's own conditions and initializers, when it has any (kcp leaves empty ones out).
-        let mut workspace = workspace;
         for field in ["conditions", "initializers"] {
             let value = lc.pointer(&format!("/status/{field}"));
             if let Some(value) = value.filter(|v| v.as_array().is_some_and(|a| !a.is_empty())) {

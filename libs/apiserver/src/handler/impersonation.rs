@@ -137,7 +137,7 @@ fn forbidden(message: &str) -> ApiError {
 /// kcp's gatekeeper: privileged groups only for their members, kcp's own extras (scopes, warrants,
 /// cluster names grant authority) only for `system:masters`.
 fn gatekeeper(requester: &UserInfo, wanted: &[Wanted]) -> Result<(), ApiError> {
-    if requester.groups.iter().any(|g| g == SYSTEM_MASTERS) {
+    if requester.is_system_masters() {
         return Ok(());
     }
     for w in wanted {
@@ -171,7 +171,7 @@ impl ApiServer {
             return Ok(user);
         }
         gatekeeper(&user, &wanted)?;
-        let masters = user.groups.iter().any(|g| g == SYSTEM_MASTERS);
+        let masters = user.is_system_masters();
         // The impersonated identity is scoped to one logical cluster; a request that names none
         // (or all) leaves nothing to scope it to.
         let cluster = match &info.cluster {

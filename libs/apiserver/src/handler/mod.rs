@@ -372,12 +372,7 @@ fn is_deep_review(headers: &http::HeaderMap, user: &UserInfo, info: &RequestInfo
         .is_some_and(|v| v.as_bytes() == b"true");
     let is_sar = matches!(&info.target, Target::Resource(r)
         if r.group == "authorization.k8s.io" && r.resource == "subjectaccessreviews");
-    asked
-        && is_sar
-        && user
-            .groups
-            .iter()
-            .any(|g| g == kcp_auth::authz::SYSTEM_MASTERS)
+    asked && is_sar && user.is_system_masters()
 }
 
 fn is_rbac(info: &RequestInfo) -> bool {

@@ -7,7 +7,6 @@ use std::collections::BTreeMap;
 use http::{Response, StatusCode};
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::{ApiError, Cause};
-use kcp_auth::authz::SYSTEM_MASTERS;
 use kcp_auth::{Attributes, Decision, RbacAuthorizer, UserInfo};
 use serde_json::{Value, json};
 
@@ -147,7 +146,7 @@ impl ApiServer {
     fn rules_status(&self, user: &UserInfo, cluster: &str, namespace: &str) -> Value {
         let mut rules =
             RbacAuthorizer::new(self.config.rbac.clone()).rules_for(user, cluster, namespace);
-        if user.groups.iter().any(|g| g == SYSTEM_MASTERS) {
+        if user.is_system_masters() {
             let all = vec!["*".to_string()];
             rules.resource_rules.insert(
                 0,

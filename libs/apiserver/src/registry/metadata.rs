@@ -27,6 +27,13 @@ pub fn meta_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
     meta.as_object_mut()
 }
 
+/// The string at JSON pointer `pointer`, or "".
+pub fn str_at<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+    obj.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
 pub fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
     meta(obj)
         .and_then(|m| m.get(field))

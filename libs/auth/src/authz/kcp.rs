@@ -24,7 +24,7 @@ use crate::authn::service_account::{CLUSTER_NAME_EXTRA, SCOPES_EXTRA};
 use crate::authz::generations::Generations;
 use crate::authz::rbac::{RbacAuthorizer, RbacIndex};
 use crate::authz::scope::scope_user;
-use crate::authz::{Attributes, Authorizer, Decision, SYSTEM_MASTERS};
+use crate::authz::{Attributes, Authorizer, Decision};
 
 /// The annotation of a LogicalCluster naming the groups a caller must hold: `;`-separated
 /// alternatives of `,`-separated groups that must all be held.
@@ -169,7 +169,7 @@ impl Authorizer for KcpAuthorizer {
     fn authorize(&self, attrs: &Attributes<'_>) -> Decision {
         let anonymous = UserInfo::default();
         let user = attrs.user.unwrap_or(&anonymous);
-        if user.groups.iter().any(|g| g == SYSTEM_MASTERS) {
+        if user.is_system_masters() {
             return Decision::Allow;
         }
         let user = scope_user(user, attrs.cluster);
@@ -255,6 +255,7 @@ fn cache_key(user: &UserInfo, a: &Attributes<'_>) -> String {
 #[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
     use super::*;
+    use crate::authz::SYSTEM_MASTERS;
     use serde_json::json;
     use std::collections::BTreeMap;
 
