@@ -22,7 +22,8 @@ on_both_stores!(
     scheduled_onto_content_already_there,
     initializers_and_terminators,
     workspace_isolation,
-    lifecycle_objects_are_guarded
+    lifecycle_objects_are_guarded,
+    masters_creators_and_older_lcs
 );
 
 /// Creates a workspace in `parent` (a path) and waits until it is Ready; its object then.
@@ -798,6 +799,17 @@ fn logical_cluster(shard: &Shard, lc: &str) -> Value {
         .json(&["get", "logicalcluster", "cluster", "-o", "json"])
 }
 
+/// kcp's label of a pending initializer or terminator: the key ends in the start of the SHA-224
+/// (hex) of its name, 63 characters in all; the value is the whole hash.
+fn lifecycle_label(prefix: &str, name: &str) -> (String, String) {
+    use sha2::Digest as _;
+    let hash: String = sha2::Sha224::digest(name.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    (format!("{prefix}{}", &hash[..63 - prefix.len()]), hash)
+}
+
 /// Removes `entry` from the LC's `status.<field>` with a JSON patch on the status subresource, as an
 /// initializing or terminating controller does.
 fn remove_from_status(shard: &Shard, lc: &str, field: &str, entry: &str) {
@@ -860,6 +872,29 @@ fn initializers_and_terminators(store: StoreKind) {
         .cluster(&lc)
         .ok(&["get", "namespaces", "-o", "name"]);
     assert!(namespaces.contains("namespace/kube-system"), "{namespaces}");
+    // kcp's LC metadata: its phase and each pending initializer as labels; the creator whole
+    // until Ready.
+    let (slow_key, slow_value) = lifecycle_label("initializer.internal.kcp.io/", "root:slow");
+    let initializing = logical_cluster(&shard, &lc);
+    let labels = &initializing["metadata"]["labels"];
+    assert_eq!(
+        labels["tenancy.kcp.io/phase"], "Initializing",
+        "{initializing}"
+    );
+    assert_eq!(labels[&slow_key], slow_value.as_str(), "{initializing}");
+    let owner = initializing["metadata"]["annotations"]["experimental.tenancy.kcp.io/owner"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(owner.contains("\"groups\""), "{initializing}");
+    let in_lc = shard.kubectl_cmd().cluster(&lc).ok(&[
+        "get",
+        "logicalclusters",
+        "-l",
+        &format!("{slow_key}={slow_value}"),
+        "-o",
+        "name",
+    ]);
+    assert_eq!(in_lc.trim(), "logicalcluster.core.kcp.io/cluster");
     // Still initializing a while later: nothing but the PATCH releases it.
     std::thread::sleep(std::time::Duration::from_millis(500));
     let ws = shard.kubectl_json(&["get", "workspace", "slow", "-o", "json"]);
@@ -878,6 +913,15 @@ fn initializers_and_terminators(store: StoreKind) {
         "name",
     ]);
     assert!(ready.contains("workspace.tenancy.kcp.io/slow"), "{ready}");
+    let ready_lc = logical_cluster(&shard, &lc);
+    let labels = &ready_lc["metadata"]["labels"];
+    assert_eq!(labels["tenancy.kcp.io/phase"], "Ready", "{ready_lc}");
+    assert!(labels.get(&slow_key).is_none(), "{ready_lc}");
+    assert_eq!(
+        ready_lc["metadata"]["annotations"]["experimental.tenancy.kcp.io/owner"],
+        r#"{"username":"kcp-admin"}"#,
+        "{ready_lc}"
+    );
 
     // A terminator holds the deletion: the LC is Terminating, its content still served, until
     // the terminator is removed.
@@ -887,10 +931,17 @@ fn initializers_and_terminators(store: StoreKind) {
         logical_cluster(&shard, &lc)["spec"]["terminators"],
         serde_json::json!(["root:guarded"])
     );
-    // As in kcp, the LC's status has them from the start, and its Workspace shows them.
+    // As in kcp, the LC's status has them from the start (labelled), and its Workspace shows them.
+    let born = logical_cluster(&shard, &lc);
     assert_eq!(
-        logical_cluster(&shard, &lc)["status"]["terminators"],
+        born["status"]["terminators"],
         serde_json::json!(["root:guarded"])
+    );
+    let (guard_key, guard_value) = lifecycle_label("terminator.internal.kcp.io/", "root:guarded");
+    assert_eq!(
+        born["metadata"]["labels"][&guard_key],
+        guard_value.as_str(),
+        "{born}"
     );
     let shown = shard.eventually("guarded shows its terminator", || {
         let ws = shard.kubectl_json(&["get", "workspace", "guarded", "-o", "json"]);
@@ -1204,4 +1255,95 @@ fn lifecycle_objects_are_guarded(store: StoreKind) {
         String::from_utf8_lossy(&moved.stderr)
     );
     let _ = std::fs::remove_file(tokens);
+}
+
+/// As kcp: a workspace created by system:masters records no creator (no owner annotation, no
+/// `createdBy`) and gets no `workspace-admin` binding. A placed workspace names its shard in both
+/// of kcp's annotations. An LC from before the content finalizer took kcp's name is still deleted.
+fn masters_creators_and_older_lcs(store: StoreKind) {
+    let shard = Shard::start(store);
+    let (code, body) = shard.curl_as(
+        Some("shard-admin"),
+        "POST",
+        "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces",
+        Some((
+            "application/json",
+            r#"{"apiVersion":"tenancy.kcp.io/v1alpha1","kind":"Workspace","metadata":{"name":"masters"}}"#,
+        )),
+    );
+    assert_eq!(code, 201, "{body}");
+    let ws = shard.eventually("masters Ready", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "masters", "-o", "json"]);
+        (ws["status"]["phase"] == "Ready").then_some(ws)
+    });
+    let annotations = &ws["metadata"]["annotations"];
+    assert!(
+        annotations
+            .get("experimental.tenancy.kcp.io/owner")
+            .is_none(),
+        "{ws}"
+    );
+    let hash = annotations["internal.tenancy.kcp.io/shard"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(
+        hash.len() == 8
+            && hash
+                .bytes()
+                .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase()),
+        "{ws}"
+    );
+    assert!(annotations["core.kcp.io/shard"].is_string(), "{ws}");
+    let lc_name = cluster_of(&ws);
+    let lc = logical_cluster(&shard, &lc_name);
+    assert!(lc["spec"].get("createdBy").is_none(), "{lc}");
+    let lc_annotations = &lc["metadata"]["annotations"];
+    assert!(
+        lc_annotations
+            .get("experimental.tenancy.kcp.io/owner")
+            .is_none(),
+        "{lc}"
+    );
+    let missing = shard.kubectl_cmd().cluster(&lc_name).fails(&[
+        "get",
+        "clusterrolebinding",
+        "workspace-admin",
+    ]);
+    assert!(missing.contains("NotFound"), "{missing}");
+
+    // An LC holding the content finalizer's former name.
+    let older = create_ready(&shard, "root", "older", None);
+    let older_lc = cluster_of(&older);
+    let lc = logical_cluster(&shard, &older_lc);
+    assert_eq!(
+        lc["metadata"]["finalizers"],
+        serde_json::json!(["core.kcp.io/logicalcluster-deletion"]),
+        "{lc}"
+    );
+    let (code, body) = shard.curl_as(
+        Some("shard-admin"),
+        "PATCH",
+        &format!("/clusters/{older_lc}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster"),
+        Some((
+            "application/merge-patch+json",
+            r#"{"metadata":{"finalizers":["core.kcp.io/logicalcluster-content"]}}"#,
+        )),
+    );
+    assert_eq!(code, 200, "{body}");
+    shard.kubectl_cmd().cluster(&older_lc).ok(&[
+        "create",
+        "configmap",
+        "data",
+        "--from-literal=a=b",
+    ]);
+    shard.kubectl_ok(&["delete", "workspace", "older", "--timeout=60s"]);
+    shard.eventually("the older LC gone", || {
+        let (code, _) = shard.curl_as(
+            Some("shard-admin"),
+            "GET",
+            &format!("/clusters/{older_lc}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster"),
+            None,
+        );
+        (code == 404).then_some(())
+    });
 }

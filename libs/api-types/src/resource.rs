@@ -112,6 +112,9 @@ pub trait Strategy: Send + Sync + 'static {
     }
     /// Called when deletion starts on an object that cannot go at once (finalizers pending).
     fn prepare_for_delete(&self, _obj: &mut Value) {}
+    /// Called last in every write's preparation, status writes and the start of a deletion
+    /// included: metadata the kind keeps in step with its status (kcp's LogicalCluster labels).
+    fn follow_status(&self, _obj: &mut Value) {}
     /// Whether `metadata.generation` is maintained (bumped when anything but metadata and status changes).
     fn tracks_generation(&self) -> bool {
         false

@@ -5,6 +5,18 @@ use serde_json::{Value, json};
 
 /// The logical cluster holding the bootstrap workspace types.
 pub const ROOT: &str = "root";
+/// On a Workspace and its LogicalCluster: JSON of the user who created it.
+pub const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
+/// On a Workspace and a LogicalCluster: its phase, for `-l` selection.
+pub const PHASE_LABEL: &str = "tenancy.kcp.io/phase";
+
+/// An owner annotation cut down to `{"username":...}`, as kcp keeps it once Ready; `None` when it
+/// is not a user's JSON (kcp then drops it).
+pub fn trimmed_owner(owner: &str) -> Option<String> {
+    let user: Value = serde_json::from_str(owner).ok()?;
+    let name = user.get("username")?.as_str()?;
+    Some(json!({ "username": name }).to_string())
+}
 
 /// A reference to a type in `root`.
 fn root_type(name: &str) -> Value {

@@ -416,6 +416,32 @@ pub fn base36(mut n: u128) -> String {
     out.iter().rev().map(|&b| char::from(b)).collect()
 }
 
+/// `bytes` as one big-endian number in base 36, with a `0` in front for each leading zero byte
+/// (all zeros: one `0` per byte), as kcp's `BytesPad` encodes its hashes.
+pub fn base36_pad(bytes: &[u8]) -> String {
+    let zeros = bytes.iter().take_while(|b| **b == 0).count();
+    let mut number: Vec<u8> = bytes[zeros..].to_vec();
+    let mut digits = Vec::new();
+    // Long division by 36, most significant byte first, until the number is zero.
+    while !number.is_empty() {
+        let mut rest = 0u32;
+        let mut quotient = Vec::with_capacity(number.len());
+        for b in &number {
+            let acc = (rest << 8) | u32::from(*b);
+            let q = acc / 36;
+            rest = acc % 36;
+            if !(quotient.is_empty() && q == 0) {
+                quotient.push(q as u8);
+            }
+        }
+        digits.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[rest as usize]);
+        number = quotient;
+    }
+    let mut out = "0".repeat(zeros);
+    out.extend(digits.iter().rev().map(|&d| char::from(d)));
+    out
+}
+
 /// A workspace path: colon-joined segments `[a-z0-9]([-a-z0-9]*[a-z0-9])?` (`root:org:team`).
 pub fn is_valid_path(path: &str) -> bool {
     path.split(':').all(matches_dns1123_label)
@@ -646,5 +672,16 @@ mod tests {
         for bad in ["", "root:", ":root", "root::a", "root:Org", "root:-a"] {
             assert!(!is_valid_path(bad), "{bad}");
         }
+    }
+
+    #[test]
+    fn base36_pad_is_kcps_bytes_pad() {
+        assert_eq!(base36_pad(&[]), "");
+        assert_eq!(base36_pad(&[0, 0]), "00");
+        assert_eq!(base36_pad(&[0, 36]), "010");
+        assert_eq!(base36_pad(&[1, 0]), base36(256));
+        let big = [0xde, 0xad, 0xbe, 0xef, 0x01, 0x23, 0x45, 0x67, 0x89, 0xab];
+        let n = big.iter().fold(0u128, |n, b| (n << 8) | u128::from(*b));
+        assert_eq!(base36_pad(&big), base36(n));
     }
 }

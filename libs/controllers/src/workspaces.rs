@@ -26,12 +26,13 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
+use kcp_api_types::tenancy::{PHASE_LABEL, trimmed_owner};
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, ObjectUpdate, UpdateKind, WriteOptions, keyspace};
 use kcp_apiserver::tenancy::{
-    CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER,
-    lifecycle_names, new_cluster_name,
+    CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, SHARD_HASH_ANNOTATION, TypeRef, Types,
+    WORKSPACE_FINALIZER, lifecycle_names, new_cluster_name, shard_hash,
 };
 use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType};
 use kcp_store::Revision;
@@ -52,10 +53,11 @@ const UNSCHEDULABLE_ANNOTATION: &str = "experimental.core.kcp.io/unschedulable";
 const UNIVERSAL_INITIALIZER: &str = "root:universal";
 /// Namespaces the `universal` initializer creates.
 const UNIVERSAL_NAMESPACES: [&str; 2] = ["default", "kube-system"];
-/// Holds a workspace's LogicalCluster until everything else in the LC is gone.
-const CONTENT_FINALIZER: &str = "core.kcp.io/logicalcluster-content";
-/// A label with the workspace's phase, as kcp maintains it (selectable with `-l`).
-const PHASE_LABEL: &str = "tenancy.kcp.io/phase";
+/// Holds a workspace's LogicalCluster until everything else in the LC is gone (kcp's name).
+const CONTENT_FINALIZER: &str = "core.kcp.io/logicalcluster-deletion";
+/// What [`CONTENT_FINALIZER`] was called before it took kcp's name; LCs created then carry it and
+/// are released from it the same way.
+const LEGACY_CONTENT_FINALIZER: &str = "core.kcp.io/logicalcluster-content";
 /// Workers: enough that many workspaces' writes are in flight together (each write waits for a
 /// durable commit; concurrent ones share it), few enough to bound the memory of a burst. Deleting
 /// a tree is bound by them: each deleting LC takes a few store round trips one after the other
@@ -419,6 +421,7 @@ fn desired_workspace(
         let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
         if let Some(a) = annotations.as_object_mut() {
             a.insert(SHARD_ANNOTATION.into(), json!(p.shard));
+            a.insert(SHARD_HASH_ANNOTATION.into(), json!(shard_hash(p.shard)));
         }
     }
     let meta = metadata(&mut new);
@@ -447,14 +450,6 @@ fn desired_workspace(
     let now = kcp_apiserver::registry::now_rfc3339();
     new["status"] = with_transition_times(status.clone(), ws, &now);
     Some(new)
-}
-
-/// An owner annotation cut down to `{"username":...}`; `None` when it is not a user's JSON (kcp
-/// then drops it).
-fn trimmed_owner(owner: &str) -> Option<String> {
-    let user: Value = serde_json::from_str(owner).ok()?;
-    let name = user.get("username")?.as_str()?;
-    Some(json!({ "username": name }).to_string())
 }
 
 impl Controller {
@@ -986,9 +981,12 @@ impl Controller {
         cluster: &str,
         lc: &LcState,
     ) -> Result<Outcome, ApiError> {
-        if !lc.has_finalizer(CONTENT_FINALIZER) {
+        let Some(finalizer) = [CONTENT_FINALIZER, LEGACY_CONTENT_FINALIZER]
+            .into_iter()
+            .find(|f| lc.has_finalizer(f))
+        else {
             return Ok(Outcome::Done);
-        }
+        };
         let at = lc_at(cluster);
         let registry = server.registry();
         if !lc.terminators().is_empty() {
@@ -1017,13 +1015,11 @@ impl Controller {
         self.deleting.lock().insert(cluster.to_string());
         let owner = self.going_owner(server, lc);
         match self
-            .delete_content_and_release(server, cluster, owner.as_ref())
+            .delete_content_and_release(server, cluster, finalizer, owner.as_ref())
             .await?
         {
             Content::Released => Ok(Outcome::Done),
-            Content::Empty => {
-                release(server, &self.defs.logical_clusters, at, CONTENT_FINALIZER).await
-            }
+            Content::Empty => release(server, &self.defs.logical_clusters, at, finalizer).await,
             Content::Left => Ok(Outcome::After(CONTENT_RECHECK)),
         }
     }

@@ -109,6 +109,11 @@ pub async fn measure(plan: &Plan, binary: &Path, backend: Backend) -> Result<Wor
     result.map_err(|e| format!("{e:#}\nshard log tail:\n{}", shard.log_tail(20)))
 }
 
+/// Who creates the workspaces: `kcp-admin` (group `system:kcp:admin`), the user of the shard's
+/// admin.kubeconfig's current context, as kubectl and the `ws` plugin use it. Not system:masters,
+/// for which kcp records no creator and makes no `workspace-admin` binding.
+const CREATOR_CONTEXT: &str = "root";
+
 /// What the creators of one shard share.
 struct Creators {
     /// The store, for progress lines.
@@ -123,7 +128,9 @@ impl Creators {
         Ok(Creators {
             label: shard.backend.label(),
             board: Arc::new(Board::start(&shard.connector).await?),
-            conns: shard.connector.pool(Plan::connections_for(clients)).await?,
+            conns: (shard.connector_for(CREATOR_CONTEXT)?)
+                .pool(Plan::connections_for(clients))
+                .await?,
             probe: Probe {
                 shard: Some(shard.pid()),
                 etcd: shard.etcd_pid(),
@@ -197,9 +204,15 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
     let label = shard.backend.label();
     let creators = Creators::new(shard, ws.clients).await?;
     let mut conn = shard.conn().await?;
-    let (_, flat) = create_ready(&mut conn, &creators.board, "root", "flat", ws.ready_timeout)
-        .await
-        .context("creating workspace flat in root")?;
+    let (_, flat) = create_ready(
+        &mut creators.conn(0),
+        &creators.board,
+        "root",
+        "flat",
+        ws.ready_timeout,
+    )
+    .await
+    .context("creating workspace flat in root")?;
     let flat: Arc<str> = Arc::from(flat.cluster);
     let warm_names = Names::default();
     let warm = flat_phase(
@@ -313,7 +326,7 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
                 ws.tree_size(),
                 ws.tree_cap
             );
-            let tree = tree_phase(ws, &creators, &mut conn).await;
+            let tree = tree_phase(ws, &creators).await;
             let delete = match &tree {
                 Ok(tree) => {
                     eprintln!(
@@ -356,14 +369,16 @@ async fn run(ws: &WorkspacePlan, shard: &mut ShardProcess) -> anyhow::Result<Wor
 }
 
 /// `tree` in root, then its children and grandchildren, each once its parent is Ready.
-async fn tree_phase(
-    ws: &WorkspacePlan,
-    creators: &Creators,
-    conn: &mut Conn,
-) -> Result<Creation, String> {
-    let (_, top) = create_ready(conn, &creators.board, "root", "tree", ws.ready_timeout)
-        .await
-        .map_err(|e| format!("creating workspace tree in root: {e:#}"))?;
+async fn tree_phase(ws: &WorkspacePlan, creators: &Creators) -> Result<Creation, String> {
+    let (_, top) = create_ready(
+        &mut creators.conn(0),
+        &creators.board,
+        "root",
+        "tree",
+        ws.ready_timeout,
+    )
+    .await
+    .map_err(|e| format!("creating workspace tree in root: {e:#}"))?;
     let jobs = TreeJobs::new(&top.cluster, ws.tree_children, ws.tree_grandchildren);
     let workers = (0..ws.clients)
         .map(|i| Tree {

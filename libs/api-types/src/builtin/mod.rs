@@ -5,6 +5,7 @@ mod admission_policies;
 mod columns;
 pub mod crd;
 mod events;
+mod logical_cluster;
 
 pub use columns::{age_column_for_crd, age_since, name_column};
 mod strategies;
@@ -18,6 +19,7 @@ use crate::resource::{
 };
 
 use columns::*;
+use logical_cluster::LogicalClusterStrategy;
 use strategies::*;
 use webhook_configurations::WebhookConfigurationStrategy;
 

@@ -232,78 +232,6 @@ impl Strategy for BindingStrategy {
     }
 }
 
-pub struct LogicalClusterStrategy;
-
-impl Strategy for LogicalClusterStrategy {
-    fn prepare_for_create(&self, ctx: &StrategyContext<'_>, obj: &mut Value) {
-        let initializers = obj
-            .pointer("/spec/initializers")
-            .cloned()
-            .unwrap_or_else(|| json!([]));
-        let Some(map) = obj.as_object_mut() else {
-            return;
-        };
-        let has_initializers = initializers.as_array().is_some_and(|a| !a.is_empty());
-        let phase = if has_initializers {
-            "Initializing"
-        } else {
-            "Ready"
-        };
-        let mut status = map
-            .remove("status")
-            .and_then(|s| {
-                if let Value::Object(m) = s {
-                    Some(m)
-                } else {
-                    None
-                }
-            })
-            .unwrap_or_default();
-        status.entry("phase").or_insert_with(|| json!(phase));
-        status.insert(
-            "URL".into(),
-            json!(format!("{}/clusters/{}", ctx.external_url, ctx.cluster)),
-        );
-        if has_initializers {
-            status.entry("initializers").or_insert(initializers);
-        }
-        map.insert("status".into(), Value::Object(status));
-    }
-
-    /// Termination starts: the terminators of the spec become pending in the status, and the LC is
-    /// `Terminating` while any is left, `Deleting` (content deletion) otherwise.
-    fn prepare_for_delete(&self, obj: &mut Value) {
-        let terminators = obj
-            .pointer("/spec/terminators")
-            .cloned()
-            .filter(|t| t.as_array().is_some_and(|a| !a.is_empty()));
-        let Some(map) = obj.as_object_mut() else {
-            return;
-        };
-        let status = map.entry("status").or_insert_with(|| json!({}));
-        let Some(status) = status.as_object_mut() else {
-            return;
-        };
-        let phase = status.get("phase").and_then(Value::as_str);
-        if matches!(phase, Some("Terminating" | "Deleting")) {
-            return;
-        }
-        match terminators {
-            Some(t) => {
-                status.insert("terminators".into(), t);
-                status.insert("phase".into(), json!("Terminating"));
-            }
-            None => {
-                status.insert("phase".into(), json!("Deleting"));
-            }
-        }
-    }
-
-    fn tracks_generation(&self) -> bool {
-        true
-    }
-}
-
 /// kcp's own kinds (tenancy and shards): their rules are the constraints of the schema we publish
 /// for them (patterns, enums, required fields), checked on every write. Kubernetes' kinds are
 /// checked by hand-written rules instead, as kube-apiserver's are.
@@ -430,13 +358,5 @@ mod tests {
         // Workspaces' schema has no defaults: left alone.
         let ws = SchemaStrategy::of("tenancy.kcp.io", "v1alpha1", "Workspace").expect("a schema");
         assert!(!ws.defaults);
-    }
-
-    #[test]
-    fn logical_clusters_get_url_and_phase() {
-        let mut lc = json!({"metadata": {"name": "cluster"}});
-        LogicalClusterStrategy.prepare_for_create(&CTX, &mut lc);
-        assert_eq!(lc["status"]["phase"], "Ready");
-        assert_eq!(lc["status"]["URL"], "https://localhost:6443/clusters/root");
     }
 }

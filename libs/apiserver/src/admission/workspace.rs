@@ -265,7 +265,9 @@ impl Admission for WorkspaceAdmission {
                 ),
             ));
         };
-        let owner = owner_info(attrs.user);
+        // kcp records no creator for system:masters (nor makes it an admin binding).
+        let privileged = attrs.user.is_system_masters();
+        let owner = (!privileged).then(|| owner_info(attrs.user));
         let labels = types
             .get(&reference)
             .and_then(|t| t.spec.get("additionalWorkspaceLabels").cloned());
@@ -280,10 +282,11 @@ impl Admission for WorkspaceAdmission {
         if let Some(meta) = meta.as_object_mut() {
             let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
             if let Some(a) = annotations.as_object_mut() {
-                a.insert(OWNER_ANNOTATION.into(), Value::String(owner.to_string()));
+                if let Some(owner) = owner {
+                    a.insert(OWNER_ANNOTATION.into(), Value::String(owner.to_string()));
+                }
                 // A child needs the groups its parent needs (kcp: only system:masters may
                 // give it others).
-                let privileged = attrs.user.is_system_masters();
                 if !privileged || !a.contains_key(REQUIRED_GROUPS_ANNOTATION) {
                     match self.required_groups(attrs.cluster) {
                         Some(groups) => a.insert(REQUIRED_GROUPS_ANNOTATION.into(), groups.into()),

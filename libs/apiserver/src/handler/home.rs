@@ -21,14 +21,7 @@ use crate::{ApiServer, Body, response};
 /// with a `0` in front for each leading zero byte (kcp's `BytesPad`).
 pub fn home_cluster_name(user: &str) -> String {
     let hash = Sha224::digest(user.as_bytes());
-    let mut bytes = [0u8; 8];
-    bytes.copy_from_slice(&hash[..8]);
-    let zeros = bytes.iter().take_while(|b| **b == 0).count();
-    if zeros == bytes.len() {
-        return "0".repeat(zeros);
-    }
-    let digits = kcp_apimachinery::names::base36(u128::from(u64::from_be_bytes(bytes)));
-    format!("{}{digits}", "0".repeat(zeros))
+    kcp_apimachinery::names::base36_pad(&hash[..8])
 }
 
 /// Whether the request is `GET workspaces/~` in `root`.

@@ -123,6 +123,7 @@ pub fn marked_deleting(def: &ResourceDef, mut obj: Value, opts: &DeleteOptions) 
         m.remove("resourceVersion");
     }
     def.strategy.prepare_for_delete(&mut obj);
+    def.strategy.follow_status(&mut obj);
     obj
 }
 

@@ -571,6 +571,7 @@ impl Registry {
             m.remove("status");
         }
         def.strategy.prepare_for_create(&self.ctx(cluster), obj);
+        def.strategy.follow_status(obj);
         Ok(generate)
     }
 
@@ -734,6 +735,7 @@ impl Registry {
             def.strategy
                 .prepare_for_update(&self.ctx(at.cluster), &mut new, old);
         }
+        def.strategy.follow_status(&mut new);
         causes.extend(metadata::validate_metadata(def, &new));
         causes.extend(def.strategy.validate_update(&new, old));
         causes.extend(required_fields(def, &new));

@@ -18,7 +18,7 @@ use kcp_store::Revision;
 use serde_json::Value;
 
 use super::state::{LcState, WorkspaceState};
-use super::{CONTENT_FINALIZER, Controller, WORKSPACE_FINALIZER, desired_workspace, lc_at};
+use super::{Controller, WORKSPACE_FINALIZER, desired_workspace, lc_at};
 
 /// Whether a joined write landed; a refused one (409, 404) is `false`.
 fn landed(written: Result<BatchWritten, ApiError>) -> Result<bool, ApiError> {
@@ -89,19 +89,20 @@ impl Controller {
         goes.then_some((parent, name))
     }
 
-    /// Deletes what deleting LC `lc` holds, then the LC and its `owner` (see
-    /// [`Controller::going_owner`]) together: in the write of the last of the content when
+    /// Deletes what deleting LC `lc` holds, then the LC (released from `finalizer`, the content
+    /// finalizer it has) and its `owner` (see [`Controller::going_owner`]) together: in the write of the last of the content when
     /// nothing holds any of it, else in one of their own once it is gone.
     pub(super) async fn delete_content_and_release(
         &self,
         server: &ApiServer,
         lc: &str,
+        finalizer: &str,
         owner: Option<&(String, String)>,
     ) -> Result<Content, ApiError> {
         let mut releases = vec![Release {
             def: &self.defs.logical_clusters,
             at: lc_at(lc),
-            finalizer: CONTENT_FINALIZER,
+            finalizer,
         }];
         if let Some((parent, name)) = owner {
             releases.push(Release {

@@ -224,15 +224,15 @@ mod tests {
     fn a_deleting_lc_reads_its_finalizers_and_terminators() {
         let lc = LcState::of(&json!({
             "metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z",
-                         "finalizers": ["core.kcp.io/logicalcluster-content"]},
+                         "finalizers": ["core.kcp.io/logicalcluster-deletion"]},
             "status": {"phase": "Deleting", "terminators": ["root:t"]},
         }));
         assert!(lc.is_deleting());
-        assert!(lc.has_finalizer("core.kcp.io/logicalcluster-content"));
+        assert!(lc.has_finalizer("core.kcp.io/logicalcluster-deletion"));
         assert!(!lc.has_finalizer("other"));
         assert_eq!(lc.terminators(), ["root:t"]);
         assert_eq!(lc.phase(), "Deleting");
-        assert!(!LcState::of(&json!({})).has_finalizer("core.kcp.io/logicalcluster-content"));
+        assert!(!LcState::of(&json!({})).has_finalizer("core.kcp.io/logicalcluster-deletion"));
     }
 
     #[test]

@@ -1,0 +1,221 @@
+//! kcp's LogicalCluster: its phase at birth and when its deletion starts, and the metadata kcp
+//! keeps in step with its status — the phase label, a hashed label per pending initializer and
+//! terminator, the owner annotation cut down to the creator's name once Ready. kcp's metadata
+//! reconciler sets those in a write of its own after each change; here they go into the write
+//! that makes the change, whoever makes it, so no write is added.
+
+use serde_json::{Map, Value, json};
+use sha2::{Digest, Sha224};
+
+use crate::resource::{Strategy, StrategyContext};
+use crate::tenancy::{OWNER_ANNOTATION, PHASE_LABEL, trimmed_owner};
+
+/// Labels of pending initializers and terminators (kcp's prefixes).
+pub const INITIALIZER_LABEL_PREFIX: &str = "initializer.internal.kcp.io/";
+pub const TERMINATOR_LABEL_PREFIX: &str = "terminator.internal.kcp.io/";
+/// The longest label value (and name part of a key).
+const LABEL_MAX: usize = 63;
+
+/// kcp's label for a pending initializer or terminator `name` under `prefix`: the key ends in the
+/// start of the SHA-224 (hex) of the name, so the whole key stays within 63 characters; the value
+/// is the whole hash, which makes the pair hard to forge.
+pub fn lifecycle_label(prefix: &str, name: &str) -> (String, String) {
+    let hash: String = Sha224::digest(name.as_bytes())
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    let key = format!("{prefix}{}", &hash[..LABEL_MAX - prefix.len()]);
+    (key, hash)
+}
+
+pub struct LogicalClusterStrategy;
+
+impl Strategy for LogicalClusterStrategy {
+    fn prepare_for_create(&self, ctx: &StrategyContext<'_>, obj: &mut Value) {
+        let initializers = obj
+            .pointer("/spec/initializers")
+            .cloned()
+            .unwrap_or_else(|| json!([]));
+        let Some(map) = obj.as_object_mut() else {
+            return;
+        };
+        let has_initializers = initializers.as_array().is_some_and(|a| !a.is_empty());
+        let phase = if has_initializers {
+            "Initializing"
+        } else {
+            "Ready"
+        };
+        let mut status = match map.remove("status") {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        status.entry("phase").or_insert_with(|| json!(phase));
+        status.insert(
+            "URL".into(),
+            json!(format!("{}/clusters/{}", ctx.external_url, ctx.cluster)),
+        );
+        if has_initializers {
+            status.entry("initializers").or_insert(initializers);
+        }
+        map.insert("status".into(), Value::Object(status));
+    }
+
+    /// Termination starts: the terminators of the spec become pending in the status, and the LC is
+    /// `Terminating` while any is left, `Deleting` (content deletion) otherwise.
+    fn prepare_for_delete(&self, obj: &mut Value) {
+        let terminators = obj
+            .pointer("/spec/terminators")
+            .cloned()
+            .filter(|t| t.as_array().is_some_and(|a| !a.is_empty()));
+        let Some(map) = obj.as_object_mut() else {
+            return;
+        };
+        let status = map.entry("status").or_insert_with(|| json!({}));
+        let Some(status) = status.as_object_mut() else {
+            return;
+        };
+        let phase = status.get("phase").and_then(Value::as_str);
+        if matches!(phase, Some("Terminating" | "Deleting")) {
+            return;
+        }
+        match terminators {
+            Some(t) => {
+                status.insert("terminators".into(), t);
+                status.insert("phase".into(), json!("Terminating"));
+            }
+            None => {
+                status.insert("phase".into(), json!("Deleting"));
+            }
+        }
+    }
+
+    fn follow_status(&self, obj: &mut Value) {
+        let status = obj.get("status");
+        let phase = status
+            .and_then(|s| s.get("phase"))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let pending = |field: &str, prefix: &str| -> Vec<(String, String)> {
+            (status.and_then(|s| s.get(field)).and_then(Value::as_array))
+                .into_iter()
+                .flatten()
+                .filter_map(Value::as_str)
+                .map(|name| lifecycle_label(prefix, name))
+                .collect()
+        };
+        let mut wanted = pending("initializers", INITIALIZER_LABEL_PREFIX);
+        wanted.extend(pending("terminators", TERMINATOR_LABEL_PREFIX));
+        let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+            return;
+        };
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if !labels.is_object() {
+            *labels = json!({});
+        }
+        if let Some(labels) = labels.as_object_mut() {
+            labels.retain(|k, _| {
+                !(k.starts_with(INITIALIZER_LABEL_PREFIX) || k.starts_with(TERMINATOR_LABEL_PREFIX))
+            });
+            if !phase.is_empty() {
+                labels.insert(PHASE_LABEL.into(), json!(phase));
+            }
+            for (k, v) in wanted {
+                labels.insert(k, json!(v));
+            }
+        }
+        if phase != "Ready" {
+            return;
+        }
+        let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) else {
+            return;
+        };
+        let owner = annotations.get(OWNER_ANNOTATION).and_then(Value::as_str);
+        match owner.map(trimmed_owner) {
+            Some(Some(t)) => {
+                annotations.insert(OWNER_ANNOTATION.into(), json!(t));
+            }
+            Some(None) => {
+                annotations.remove(OWNER_ANNOTATION);
+            }
+            None => {}
+        }
+    }
+
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CTX: StrategyContext<'static> = StrategyContext {
+        cluster: "root",
+        external_url: "https://localhost:6443",
+    };
+
+    #[test]
+    fn logical_clusters_get_url_and_phase() {
+        let mut lc = json!({"metadata": {"name": "cluster"}});
+        LogicalClusterStrategy.prepare_for_create(&CTX, &mut lc);
+        assert_eq!(lc["status"]["phase"], "Ready");
+        assert_eq!(lc["status"]["URL"], "https://localhost:6443/clusters/root");
+    }
+
+    #[test]
+    fn lifecycle_labels_are_kcps() {
+        // SHA-224 of "root:universal", checked with `printf root:universal | sha224sum`.
+        let (key, value) = lifecycle_label(INITIALIZER_LABEL_PREFIX, "root:universal");
+        assert_eq!(
+            value,
+            "d1d6459a03641b6fd7560fc2849f6c66fa971a0afeded6ba2d2743f2"
+        );
+        assert_eq!(key.len(), 63);
+        assert_eq!(key, format!("{INITIALIZER_LABEL_PREFIX}{}", &value[..35]));
+        let (key, value) = lifecycle_label(TERMINATOR_LABEL_PREFIX, "root:universal");
+        assert_eq!(key, format!("{TERMINATOR_LABEL_PREFIX}{}", &value[..36]));
+    }
+
+    #[test]
+    fn metadata_follows_the_status() {
+        let owner = r#"{"username":"alice","groups":["g"]}"#;
+        let mut lc = json!({
+            "metadata": {"labels": {"keep": "x", "initializer.internal.kcp.io/stale": "y"},
+                         "annotations": {OWNER_ANNOTATION: owner}},
+            "status": {"phase": "Initializing", "initializers": ["root:a", "root:b"]},
+        });
+        LogicalClusterStrategy.follow_status(&mut lc);
+        let labels = lc["metadata"]["labels"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(labels["keep"], "x");
+        assert_eq!(labels[PHASE_LABEL], "Initializing");
+        let (a, a_hash) = lifecycle_label(INITIALIZER_LABEL_PREFIX, "root:a");
+        assert_eq!(labels[&a], json!(a_hash));
+        assert!(!labels.contains_key("initializer.internal.kcp.io/stale"));
+        assert_eq!(labels.len(), 4);
+        // Not Ready yet: the owner stays whole.
+        assert_eq!(lc["metadata"]["annotations"][OWNER_ANNOTATION], owner);
+
+        lc["status"] = json!({"phase": "Ready", "initializers": []});
+        LogicalClusterStrategy.follow_status(&mut lc);
+        let labels = lc["metadata"]["labels"]
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(labels.len(), 2);
+        assert_eq!(labels[PHASE_LABEL], "Ready");
+        assert_eq!(
+            lc["metadata"]["annotations"][OWNER_ANNOTATION],
+            r#"{"username":"alice"}"#
+        );
+
+        lc["status"] = json!({"phase": "Terminating", "terminators": ["root:t"]});
+        LogicalClusterStrategy.follow_status(&mut lc);
+        let (t, _) = lifecycle_label(TERMINATOR_LABEL_PREFIX, "root:t");
+        assert!(lc["metadata"]["labels"].get(&t).is_some());
+    }
+}
