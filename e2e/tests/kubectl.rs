@@ -16,6 +16,7 @@ on_both_stores!(
     second_logical_cluster_is_isolated,
     errors_are_status_with_kubernetes_codes,
     delete_namespace_waits_until_it_is_empty_and_gone,
+    openapi_for_validation_and_apply,
 );
 
 fn names(list: &Value) -> BTreeSet<String> {
@@ -945,4 +946,64 @@ fn delete_namespace_waits_until_it_is_empty_and_gone(store: StoreKind) {
     );
     let outside = shard.kubectl_ok(&["get", "configmap", "outside", "-o", "name"]);
     assert_eq!(outside.trim(), "configmap/outside");
+}
+
+/// kubectl fetches `/openapi/v2` in protobuf (gnostic's form, nothing else) to validate a kind its
+/// v3 lookup did not find. `kubectl apply` of an existing built-in object computes its patch with
+/// the strategic-merge-patch metadata of the v3 document (v2 when v3 lacks the kind).
+fn openapi_for_validation_and_apply(store: StoreKind) {
+    let shard = Shard::start(store);
+    // A kind the shard does not serve: kubectl validates against v2, then says what is wrong.
+    let deployment = shard.write_file(
+        "deployment.yaml",
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\nspec:\n  selector:\n    matchLabels: {app: web}\n  template:\n    metadata:\n      labels: {app: web}\n    spec:\n      containers:\n      - name: web\n        image: nginx\n",
+    );
+    let output = shard.kubectl(&[
+        "-v=8",
+        "create",
+        "-f",
+        deployment.to_str().unwrap_or_default(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(r#"no matches for kind "Deployment" in version "apps/v1""#),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("error validating data"), "{stderr}");
+    // The answer's media type, as kubectl -v=8 prints the response headers.
+    assert!(
+        stderr.contains("Content-Type: application/com.github.proto-openapi.spec.v2.v1.0+protobuf"),
+        "kubectl did not get /openapi/v2 in protobuf: {stderr}"
+    );
+
+    // Client-side apply of an existing ConfigMap: a finalizer removed from the file goes, because
+    // kubectl learns from the document that finalizers merge (and so sends their removal; sent
+    // whole, the list would be merged into the stored one).
+    let cm = |finalizers: &str| {
+        format!(
+            "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: held\n  finalizers: [{finalizers}]\ndata:\n  k: v\n"
+        )
+    };
+    let file = shard.write_file("held.yaml", &cm("example.com/a, example.com/b"));
+    let file = file.to_str().unwrap_or_default();
+    shard.kubectl_ok(&["apply", "-f", file]);
+    shard.write_file("held.yaml", &cm("example.com/a"));
+    shard.kubectl_ok(&["apply", "-f", file]);
+    let stored = shard.kubectl_json(&["get", "cm", "held", "-o", "json"]);
+    assert_eq!(
+        stored["metadata"]["finalizers"],
+        serde_json::json!(["example.com/a"]),
+        "{stored}"
+    );
+    // kubectl explain's v2 output reads the protobuf document.
+    let explained =
+        shard.kubectl_ok(&["explain", "--output=plaintext-openapiv2", "configmaps.data"]);
+    assert!(
+        explained.contains("data <map[string]string>"),
+        "{explained}"
+    );
+    // The JSON form is still what a plain GET gets.
+    let v2 = shard.kubectl_json(&["get", "--raw", "/clusters/root/openapi/v2"]);
+    assert_eq!(v2["swagger"], "2.0");
 }

@@ -109,6 +109,34 @@ pub fn negotiate(accept: Option<&str>, produces: Produces) -> Result<Output, Api
     Err(ApiError::not_acceptable(accept))
 }
 
+/// Media types of the protobuf form of `/openapi/v2`: client-go asks for the first (the older
+/// spelling), kube-apiserver answers with the second for either.
+pub const OPENAPI_V2_PROTOBUF: [&str; 2] = [
+    "application/com.github.proto-openapi.spec.v2@v1.0+protobuf",
+    "application/com.github.proto-openapi.spec.v2.v1.0+protobuf",
+];
+
+/// Whether `/openapi/v2` is to be answered in protobuf (else JSON): the first media range of
+/// the client's that either form satisfies decides, as kube-apiserver's OpenAPI handler does.
+pub fn openapi_v2_protobuf(accept: Option<&str>) -> Result<bool, ApiError> {
+    let Some(accept) = accept.filter(|a| !a.trim().is_empty()) else {
+        return Ok(false);
+    };
+    for range in parse_accept(accept) {
+        let essence = range.essence.to_ascii_lowercase();
+        if matches!(
+            essence.as_str(),
+            "application/json" | "*/*" | "application/*"
+        ) {
+            return Ok(false);
+        }
+        if OPENAPI_V2_PROTOBUF.contains(&essence.as_str()) {
+            return Ok(true);
+        }
+    }
+    Err(ApiError::not_acceptable(accept))
+}
+
 /// Reads a whole request body, refusing more than [`MAX_BODY_BYTES`] with 413.
 pub async fn read_body<B>(body: B) -> Result<Bytes, ApiError>
 where

@@ -8,10 +8,17 @@ use serde_json::Value;
 
 use crate::discovery::ApiSet;
 
+/// The Swagger 2.0 document in both of its forms.
+pub struct OpenApiV2 {
+    pub json: Bytes,
+    /// gnostic's `openapi.v2.Document`.
+    pub protobuf: Bytes,
+}
+
 pub struct OpenApiDocs {
     root: Value,
-    /// `/openapi/v2`, derived from the v3 documents on first request.
-    v2: std::sync::OnceLock<Bytes>,
+    /// `/openapi/v2` in JSON and in protobuf, derived from the v3 documents on first request.
+    v2: std::sync::OnceLock<OpenApiV2>,
     /// `(group, version)` → the serialized group-version document.
     docs: HashMap<(String, String), Bytes>,
 }
@@ -71,20 +78,21 @@ impl OpenApiDocs {
     }
 
     /// The Swagger 2.0 document of the whole set.
-    pub fn v2(&self) -> Bytes {
-        self.v2
-            .get_or_init(|| {
-                let mut keys: Vec<&(String, String)> = self.docs.keys().collect();
-                keys.sort();
-                let parsed: Vec<Value> = keys
-                    .iter()
-                    .filter_map(|k| self.docs.get(*k))
-                    .filter_map(|bytes| serde_json::from_slice(bytes).ok())
-                    .collect();
-                let doc = kcp_schema::openapi::v2::v2_from_v3(&parsed);
-                Bytes::from(serde_json::to_vec(&doc).unwrap_or_default())
-            })
-            .clone()
+    pub fn v2(&self) -> &OpenApiV2 {
+        self.v2.get_or_init(|| {
+            let mut keys: Vec<&(String, String)> = self.docs.keys().collect();
+            keys.sort();
+            let parsed: Vec<Value> = keys
+                .iter()
+                .filter_map(|k| self.docs.get(*k))
+                .filter_map(|bytes| serde_json::from_slice(bytes).ok())
+                .collect();
+            let doc = kcp_schema::openapi::v2::v2_from_v3(&parsed);
+            OpenApiV2 {
+                json: Bytes::from(serde_json::to_vec(&doc).unwrap_or_default()),
+                protobuf: Bytes::from(kcp_schema::openapi::v2_protobuf::document(&doc)),
+            }
+        })
     }
 
     pub fn root(&self) -> Value {

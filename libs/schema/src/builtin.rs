@@ -21,6 +21,8 @@ use serde_json::{Map, Value};
 use crate::kcp;
 use crate::structural::{CompileOptions, Schema, SchemaNode, SchemaSet};
 
+mod patch_extensions;
+
 /// Component names the OpenAPI documents and validators refer to directly.
 pub const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 pub const LIST_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta";
@@ -227,6 +229,7 @@ fn build() -> Registry {
             schema_name: k.schema_name.to_owned(),
         });
     }
+    patch_extensions::annotate(&mut components, &kinds);
     components.sort_keys();
 
     let set = SchemaSet::compile(

@@ -258,11 +258,20 @@ impl ApiServer {
                     .map(|bytes| response::json_bytes(StatusCode::OK, bytes))
                     .ok_or_else(ApiError::path_not_found)
             }
-            // JSON only: client-go asks for the protobuf form and falls back when refused.
+            // client-go asks for the protobuf form only; kubectl validates with it (kinds its v3
+            // lookup missed) and takes apply's patch metadata from it.
             Target::OpenApiV2 => {
-                negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
+                let protobuf = crate::codec::openapi_v2_protobuf(ctx.accept.as_deref())?;
                 let set = self.api_set(&ctx.info.cluster);
-                Ok(response::json_bytes(StatusCode::OK, set.openapi().v2()))
+                let v2 = set.openapi().v2();
+                Ok(match protobuf {
+                    true => response::bytes_response(
+                        StatusCode::OK,
+                        crate::codec::OPENAPI_V2_PROTOBUF[1],
+                        v2.protobuf.clone(),
+                    ),
+                    false => response::json_bytes(StatusCode::OK, v2.json.clone()),
+                })
             }
             Target::Unknown | Target::Health(_) => Err(ApiError::path_not_found()),
         }

@@ -16,6 +16,7 @@
 mod components;
 mod operations;
 pub mod v2;
+pub mod v2_protobuf;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
