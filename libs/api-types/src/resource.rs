@@ -91,6 +91,13 @@ pub struct StrategyContext<'a> {
     pub external_url: &'a str,
 }
 
+/// The context of the strategies' unit tests: `root` on a shard at localhost.
+#[cfg(test)]
+pub(crate) const TEST_CONTEXT: StrategyContext<'static> = StrategyContext {
+    cluster: "root",
+    external_url: "https://localhost:6443",
+};
+
 /// A kind's own rules, called by the generic registry around every write.
 pub trait Strategy: Send + Sync + 'static {
     /// Fills defaults and system fields on create (e.g. Namespace phase, Secret `stringData` folding).

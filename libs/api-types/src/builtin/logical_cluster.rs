@@ -151,10 +151,7 @@ impl Strategy for LogicalClusterStrategy {
 mod tests {
     use super::*;
 
-    const CTX: StrategyContext<'static> = StrategyContext {
-        cluster: "root",
-        external_url: "https://localhost:6443",
-    };
+    use crate::resource::TEST_CONTEXT as CTX;
 
     #[test]
     fn logical_clusters_get_url_and_phase() {

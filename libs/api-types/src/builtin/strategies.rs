@@ -292,10 +292,7 @@ impl Strategy for SchemaStrategy {
 mod tests {
     use super::*;
 
-    const CTX: StrategyContext<'static> = StrategyContext {
-        cluster: "root",
-        external_url: "https://localhost:6443",
-    };
+    use crate::resource::TEST_CONTEXT as CTX;
 
     #[test]
     fn secret_string_data_is_folded() {
