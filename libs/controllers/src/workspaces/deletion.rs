@@ -90,8 +90,9 @@ impl Controller {
     }
 
     /// Deletes what deleting LC `lc` holds, then the LC (released from `finalizer`, the content
-    /// finalizer it has) and its `owner` (see [`Controller::going_owner`]) together: in the write of the last of the content when
-    /// nothing holds any of it, else in one of their own once it is gone.
+    /// finalizer it has) and its `owner` (see [`Controller::going_owner`]) together: in the write
+    /// of the last of the content when nothing holds any of it, else in one of their own once it
+    /// is gone.
     pub(super) async fn delete_content_and_release(
         &self,
         server: &ApiServer,
