@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory, Parser, Subcommand};
 
 use crate::commands::create::{self, CreateArgs};
 use crate::commands::create_context::{self, CreateContext};
@@ -99,7 +99,8 @@ pub struct WsCli {
     #[arg(short, long)]
     pub interactive: bool,
     /// <workspace>|..|.|-|~|:root:absolute:workspace|relative:workspace
-    pub workspace: Option<String>,
+    #[arg(value_name = "WORKSPACE")]
+    pub workspace: Vec<String>,
     #[command(subcommand)]
     pub command: Option<WsCommand>,
 }
@@ -110,7 +111,8 @@ pub enum WsCommand {
     /// `.` the current one, `~` home.
     #[command(visible_alias = "cd")]
     Use {
-        workspace: String,
+        #[arg(value_name = "WORKSPACE")]
+        workspace: Vec<String>,
         /// Print only the workspace path.
         #[arg(long)]
         short: bool,
@@ -120,6 +122,8 @@ pub enum WsCommand {
         /// Print only the workspace path.
         #[arg(long)]
         short: bool,
+        #[arg(hide = true)]
+        extra: Vec<String>,
     },
     /// Print the current workspace tree.
     Tree {
@@ -136,11 +140,14 @@ pub enum WsCommand {
         /// '.' and '..' allowed.
         #[arg(short, long)]
         workspace: Option<String>,
+        #[arg(hide = true)]
+        extra: Vec<String>,
     },
     /// Create a kubeconfig context for the current workspace.
     CreateContext {
         /// Name of the new context (default: the workspace's path).
-        name: Option<String>,
+        #[arg(value_name = "NAME")]
+        name: Vec<String>,
         /// Overwrite the context if it already exists.
         #[arg(long)]
         overwrite: bool,
@@ -163,19 +170,34 @@ impl WsCli {
     pub async fn run(self, io: &mut Streams<'_>) -> Result<()> {
         let env = self.global.env()?;
         if self.interactive {
-            if self.workspace.is_some() {
+            if !self.workspace.is_empty() {
                 return Err(Error::InteractiveArguments);
             }
             return Err(Error::InteractiveUnsupported);
         }
-        if let (Some(ws), Some(_)) = (&self.workspace, &self.command) {
+        if let (Some(ws), Some(_)) = (self.workspace.first(), &self.command) {
             return Err(Error::ExtraArgument(ws.clone()));
+        }
+        // kcp's commands answer a wrong number of arguments with their help, and succeed.
+        let wrong_count = match &self.command {
+            None => self.workspace.len() > 1,
+            Some(WsCommand::Use { workspace, .. }) if workspace.len() != 1 => {
+                return help(Some("use"), io);
+            }
+            Some(WsCommand::Current { extra, .. } | WsCommand::Tree { extra, .. }) => {
+                !extra.is_empty()
+            }
+            Some(WsCommand::CreateContext { name, .. }) => name.len() > 1,
+            Some(_) => false,
+        };
+        if wrong_count {
+            return help(None, io);
         }
         match self.command {
             Some(WsCommand::Use { workspace, short }) => {
-                use_workspace::run(&env, &workspace, short, io).await
+                use_workspace::run(&env, &workspace[0], short, io).await
             }
-            Some(WsCommand::Current { short }) => current::run(&env, short, io),
+            Some(WsCommand::Current { short, .. }) => current::run(&env, short, io),
             Some(WsCommand::Tree {
                 interactive: true, ..
             }) => Err(Error::InteractiveUnsupported),
@@ -190,7 +212,7 @@ impl WsCli {
             }
             Some(WsCommand::CreateContext { name, overwrite }) => {
                 let args = CreateContext {
-                    name,
+                    name: name.into_iter().next(),
                     overwrite,
                     ..CreateContext::default()
                 };
@@ -203,7 +225,10 @@ impl WsCli {
             None => {
                 use_workspace::run(
                     &env,
-                    self.workspace.as_deref().unwrap_or_default(),
+                    self.workspace
+                        .first()
+                        .map(String::as_str)
+                        .unwrap_or_default(),
                     self.short,
                     io,
                 )
@@ -211,6 +236,18 @@ impl WsCli {
             }
         }
     }
+}
+
+/// The help of `kubectl ws` (or of its subcommand `sub`), on standard output as cobra prints it.
+fn help(sub: Option<&str>, io: &mut Streams<'_>) -> Result<()> {
+    let mut command = WsCli::command();
+    command.build();
+    let text = match sub.and_then(|s| command.find_subcommand_mut(s)) {
+        Some(sub) => sub.render_help(),
+        None => command.render_help(),
+    };
+    write!(io.out, "{text}")?;
+    Ok(())
 }
 
 impl CreateCli {

@@ -52,6 +52,9 @@ pub enum Error {
     NotReady(String),
     #[error("unexpected argument {0:?} before the subcommand")]
     ExtraArgument(String),
+    /// cobra's `ExactArgs`, which kcp's create commands use.
+    #[error("accepts {expected} arg(s), received {received}")]
+    ArgumentCount { expected: usize, received: usize },
     #[error("writing output: {0}")]
     Output(#[from] std::io::Error),
 }

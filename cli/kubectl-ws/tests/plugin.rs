@@ -256,6 +256,44 @@ async fn tree() {
     );
 }
 
+/// kcp's commands: a wrong number of arguments prints the help and succeeds, leaving the
+/// kubeconfig alone; the create commands fail as cobra's `ExactArgs` does.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn argument_counts() {
+    let s = Setup::new("root:org").await;
+    let before = s.config_text();
+    for args in [
+        &["a", "b"][..],
+        &["tree", "x"],
+        &["current", "x"],
+        &["create-context", "a", "b"],
+    ] {
+        let (out, err) = s.ok(WS, args).await;
+        assert!(
+            out.contains("Usage: kubectl ws [OPTIONS]"),
+            "{args:?}: {out}"
+        );
+        assert_eq!(err, "", "{args:?}");
+    }
+    for args in [&["use"][..], &["use", "a", "b"]] {
+        let (out, _) = s.ok(WS, args).await;
+        assert!(out.contains("Usage: kubectl ws use"), "{args:?}: {out}");
+    }
+    assert_eq!(s.config_text(), before);
+    for (args, received) in [(&[][..], 0), (&["a", "b"], 2)] {
+        let err = s.fails(CREATE, args).await;
+        assert!(
+            err.ends_with(&format!("Error: accepts 1 arg(s), received {received}\n")),
+            "{args:?}: {err}"
+        );
+    }
+    let err = s.fails(WS, &["create"]).await;
+    assert!(
+        err.ends_with("Error: accepts 1 arg(s), received 0\n"),
+        "{err}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn create() {
     let s = Setup::new("root:org").await;

@@ -13,7 +13,8 @@ use crate::workspace::Workspace;
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct CreateArgs {
     /// Name of the workspace to create in the current workspace.
-    pub name: String,
+    #[arg(value_name = "NAME")]
+    pub names: Vec<String>,
     /// A workspace type (`name` or `path:name`). The default type depends on where this child workspace is
     /// created.
     #[arg(long = "type")]
@@ -45,6 +46,16 @@ const VISIBLE_TIMEOUT: Duration = Duration::from_secs(5);
 const VISIBLE_POLL: Duration = Duration::from_millis(100);
 
 pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<()> {
+    // cobra checks the argument count before anything else.
+    let name = match args.names.as_slice() {
+        [name] => name.as_str(),
+        other => {
+            return Err(Error::ArgumentCount {
+                expected: 1,
+                received: other.len(),
+            });
+        }
+    };
     // Checked before anything is read, as kcp validates its flags first.
     let location = match args.location_selector.as_str() {
         "" => None,
@@ -67,18 +78,18 @@ pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<(
     let mut ws = match client
         .create_workspace(
             &parent,
-            &Workspace::create_request(&args.name, wanted.as_ref(), location.as_ref()),
+            &Workspace::create_request(name, wanted.as_ref(), location.as_ref()),
         )
         .await
     {
         Ok(ws) => ws,
         Err(e) if e.is_already_exists() && args.ignore_existing => {
             pre_existing = true;
-            client.get_workspace(&parent, &args.name).await?
+            client.get_workspace(&parent, name).await?
         }
         Err(e) => return Err(e.into()),
     };
-    let reference = format!("Workspace {:?} (type {})", args.name, ws.type_string());
+    let reference = format!("Workspace {:?} (type {})", name, ws.type_string());
 
     if pre_existing {
         if let Some(w) = &wanted {
@@ -86,7 +97,7 @@ pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<(
             // kcp's test: a differing non-empty name, or any differing path.
             if (!existing.name.is_empty() && existing.name != w.name) || existing.path != w.path {
                 return Err(Error::TypeMismatch {
-                    name: args.name.clone(),
+                    name: name.to_string(),
                     wanted: w.to_string(),
                     existing: ws.type_string(),
                 });
@@ -108,7 +119,7 @@ pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<(
     if !pre_existing {
         let start = Instant::now();
         ws = loop {
-            match client.get_workspace(&parent, &args.name).await {
+            match client.get_workspace(&parent, name).await {
                 Ok(fetched) => break fetched,
                 Err(e) if e.is_not_found() && start.elapsed() < VISIBLE_TIMEOUT => {
                     tokio::time::sleep(VISIBLE_POLL).await
@@ -123,7 +134,7 @@ pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<(
             return Err(Error::NotReady(reference));
         }
         tokio::time::sleep(READY_POLL).await;
-        ws = client.get_workspace(&parent, &args.name).await?;
+        ws = client.get_workspace(&parent, name).await?;
     }
     writeln!(io.out, "{reference} is ready to use.")?;
 
@@ -140,7 +151,7 @@ pub async fn run(env: &Env, args: &CreateArgs, io: &mut Streams<'_>) -> Result<(
     }
     if args.enter {
         let name = if ws.metadata.name.is_empty() {
-            args.name.clone()
+            name.to_string()
         } else {
             ws.metadata.name.clone()
         };
