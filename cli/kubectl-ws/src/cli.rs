@@ -168,7 +168,6 @@ pub struct CreateCli {
 
 impl WsCli {
     pub async fn run(self, io: &mut Streams<'_>) -> Result<()> {
-        let env = self.global.env()?;
         if self.interactive {
             if !self.workspace.is_empty() {
                 return Err(Error::InteractiveArguments);
@@ -178,12 +177,10 @@ impl WsCli {
         if let (Some(ws), Some(_)) = (self.workspace.first(), &self.command) {
             return Err(Error::ExtraArgument(ws.clone()));
         }
-        // kcp's commands answer a wrong number of arguments with their help, and succeed.
+        // kcp's commands answer a wrong number of arguments with their help (before reading any
+        // kubeconfig), and succeed.
         let wrong_count = match &self.command {
             None => self.workspace.len() > 1,
-            Some(WsCommand::Use { workspace, .. }) if workspace.len() != 1 => {
-                return help(Some("use"), io);
-            }
             Some(WsCommand::Current { extra, .. } | WsCommand::Tree { extra, .. }) => {
                 !extra.is_empty()
             }
@@ -193,9 +190,16 @@ impl WsCli {
         if wrong_count {
             return help(None, io);
         }
+        if let Some(WsCommand::Use { workspace, .. }) = &self.command
+            && workspace.len() != 1
+        {
+            return help(Some("use"), io);
+        }
+        let env = self.global.env()?;
         match self.command {
             Some(WsCommand::Use { workspace, short }) => {
-                use_workspace::run(&env, &workspace[0], short, io).await
+                let target = workspace.first().map(String::as_str).unwrap_or_default();
+                use_workspace::run(&env, target, short, io).await
             }
             Some(WsCommand::Current { short, .. }) => current::run(&env, short, io),
             Some(WsCommand::Tree {
