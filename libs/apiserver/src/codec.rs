@@ -218,6 +218,27 @@ mod tests {
     const DISC: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
 
     #[test]
+    fn openapi_v2_is_protobuf_when_asked_first() {
+        let old_spelling = "application/com.github.proto-openapi.spec.v2@v1.0+protobuf";
+        assert_eq!(openapi_v2_protobuf(None).ok(), Some(false));
+        assert_eq!(openapi_v2_protobuf(Some(old_spelling)).ok(), Some(true));
+        assert_eq!(
+            openapi_v2_protobuf(Some(OPENAPI_V2_PROTOBUF[1])).ok(),
+            Some(true)
+        );
+        let both = format!("{old_spelling}, application/json");
+        assert_eq!(openapi_v2_protobuf(Some(&both)).ok(), Some(true));
+        assert_eq!(
+            openapi_v2_protobuf(Some("application/json, */*")).ok(),
+            Some(false)
+        );
+        assert_eq!(
+            openapi_v2_protobuf(Some("text/plain")).map_err(|e| e.code),
+            Err(406)
+        );
+    }
+
+    #[test]
     fn negotiates_like_kubectl_expects() {
         assert_eq!(negotiate(None, Produces::Objects).ok(), Some(Output::Json));
         assert_eq!(

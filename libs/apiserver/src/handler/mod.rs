@@ -258,8 +258,8 @@ impl ApiServer {
                     .map(|bytes| response::json_bytes(StatusCode::OK, bytes))
                     .ok_or_else(ApiError::path_not_found)
             }
-            // client-go asks for the protobuf form only; kubectl validates with it (kinds its v3
-            // lookup missed) and takes apply's patch metadata from it.
+            // client-go asks for the protobuf form only; kubectl validates with it the kinds its
+            // v3 lookup missed.
             Target::OpenApiV2 => {
                 let protobuf = crate::codec::openapi_v2_protobuf(ctx.accept.as_deref())?;
                 let set = self.api_set(&ctx.info.cluster);
