@@ -38,6 +38,12 @@ pub(crate) trait NamespaceObject: Send + Sync + 'static {
     fn desired(&self) -> Value;
     /// `current` with any drift undone, or `None` when it is as it should be.
     fn corrected(&self, current: &Value) -> Option<Value>;
+    /// Whether the cached object is certainly as it should be, told without building it (most
+    /// reconciles find it so: they follow the object's own creation). `false` sends the object
+    /// through [`NamespaceObject::corrected`].
+    fn as_desired(&self, _current: &CachedObject) -> bool {
+        false
+    }
     /// Whether its content is kept as [`NamespaceObject::corrected`] says, or only its existence
     /// (then an existing object is not even read).
     fn keeps_content(&self) -> bool {
@@ -171,6 +177,7 @@ impl<O: NamespaceObject> Controller<O> {
             };
         };
         if !self.object.keeps_content()
+            || self.object.as_desired(&current)
             || self
                 .object
                 .corrected(&current.value().map_err(ApiError::internal)?)

@@ -3,10 +3,13 @@
 //! root-ca-cert-publisher keeps it: created when missing, its data and description annotation
 //! restored when edited (other fields are left alone).
 
+use std::borrow::Cow;
+use std::collections::HashMap;
 use std::sync::Arc;
 
 use kcp_api_types::ResourceDef;
 use kcp_apiserver::ApiServer;
+use kcp_apiserver::watch_cache::CachedObject;
 use serde_json::{Value, json};
 
 use crate::per_namespace::{self, NamespaceObject};
@@ -54,6 +57,34 @@ impl NamespaceObject for RootCaConfigMap {
             },
             "data": self.data(),
         })
+    }
+
+    /// The same rule as [`NamespaceObject::corrected`]'s, read from the JSON: only `data` and
+    /// the annotations are deserialized, borrowing what needs no unescaping.
+    fn as_desired(&self, current: &CachedObject) -> bool {
+        #[derive(serde::Deserialize, Default)]
+        struct Meta<'a> {
+            #[serde(borrow, default)]
+            annotations: HashMap<&'a str, Cow<'a, str>>,
+        }
+        #[derive(serde::Deserialize)]
+        struct Published<'a> {
+            #[serde(borrow, default)]
+            metadata: Meta<'a>,
+            #[serde(borrow)]
+            data: Option<HashMap<&'a str, Cow<'a, str>>>,
+        }
+        let bytes = current.json.to_bytes();
+        let Ok(published) = serde_json::from_slice::<Published>(&bytes) else {
+            return false;
+        };
+        let data_is_ca = published
+            .data
+            .is_some_and(|d| d.len() == 1 && d.get(CA_KEY).is_some_and(|pem| *pem == self.ca_pem));
+        let described = (published.metadata.annotations)
+            .get(DESCRIPTION_ANNOTATION)
+            .is_some_and(|d| !d.is_empty());
+        data_is_ca && described
     }
 
     /// As Kubernetes: the data must be exactly the CA, and some description must be there.
@@ -108,6 +139,58 @@ mod tests {
     fn published_object_needs_no_correction() {
         let p = publisher();
         assert_eq!(p.corrected(&p.desired()), None);
+    }
+
+    fn cached(value: &Value) -> CachedObject {
+        CachedObject {
+            key: "k".into(),
+            cluster: "c".into(),
+            namespace: Some("default".into()),
+            name: ROOT_CA_CONFIG_MAP.into(),
+            revision: 1,
+            labels: Vec::new(),
+            json: kcp_apiserver::object_json::ObjectJson::encode(value).expect("encodes"),
+        }
+    }
+
+    /// The shortcut agrees with `corrected` on every case, with a PEM small enough to stay in the
+    /// object's own bytes and one large enough to be shared apart.
+    #[test]
+    fn as_desired_agrees_with_corrected() {
+        for pem in ["PEM".to_string(), "-----BEGIN\n".repeat(200)] {
+            let p = RootCaConfigMap {
+                ca_pem: pem.clone(),
+                ..publisher()
+            };
+            let desired = p.desired();
+            let mut cases = vec![desired.clone()];
+            let mut edited = desired.clone();
+            edited["data"] = json!({"ca.crt": "forged"});
+            cases.push(edited);
+            let mut extra = desired.clone();
+            extra["data"]["extra"] = json!("x");
+            cases.push(extra);
+            let mut undescribed = desired.clone();
+            undescribed["metadata"]["annotations"] = json!({"other": "a"});
+            cases.push(undescribed);
+            let mut empty = desired.clone();
+            empty["metadata"]["annotations"][DESCRIPTION_ANNOTATION] = json!("");
+            cases.push(empty);
+            let mut redescribed = desired.clone();
+            redescribed["metadata"]["annotations"][DESCRIPTION_ANNOTATION] = json!("mine");
+            cases.push(redescribed);
+            let mut no_data = desired.clone();
+            no_data.as_object_mut().map(|o| o.remove("data"));
+            cases.push(no_data);
+            for case in &cases {
+                assert_eq!(
+                    p.as_desired(&cached(case)),
+                    p.corrected(case).is_none(),
+                    "{case}"
+                );
+            }
+            assert!(p.as_desired(&cached(&desired)), "{pem}");
+        }
     }
 
     #[test]
