@@ -34,11 +34,25 @@ pub struct Graph {
 impl Graph {
     /// Applies one cache event; returns the keys of objects the collector must look at again.
     pub fn apply(&mut self, event: &CacheEvent) -> Vec<String> {
-        let obj = &event.object;
+        self.apply_change(event.kind, &event.object)
+    }
+
+    fn apply_change(&mut self, kind: CacheEventType, obj: &CachedObject) -> Vec<String> {
+        // Most objects reference no owner and are not being deleted: unless the graph knows them
+        // already, they change nothing here, and that is told from the JSON without parsing it
+        // (metadata's keys always lie in an object's own bytes). An object in foreground deletion
+        // keeps its deletionTimestamp, so it never takes this way.
+        if kind != CacheEventType::Deleted
+            && !obj.json.may_contain(b"\"ownerReferences\"")
+            && !obj.json.may_contain(b"\"deletionTimestamp\"")
+            && !self.dependents.contains_key(&obj.key)
+        {
+            return Vec::new();
+        }
         let Some(meta) = Meta::parse(&obj.json.to_bytes()) else {
             return Vec::new();
         };
-        match event.kind {
+        match kind {
             CacheEventType::Added | CacheEventType::Modified => self.upsert(obj, &meta),
             CacheEventType::Deleted => self.remove(obj, &meta),
         }
@@ -181,6 +195,38 @@ mod tests {
         format!(
             r#"{{"metadata":{{"uid":"{uid}","ownerReferences":[{{"apiVersion":"v1","kind":"ConfigMap","name":"o","uid":"{owner_uid}","blockOwnerDeletion":{block}}}]}}}}"#
         )
+    }
+
+    /// Through the event path: objects without owners are passed over (they are not tracked),
+    /// but one the graph knows is followed when it drops its references.
+    #[test]
+    fn unowned_objects_are_passed_over_unless_known() {
+        let mut g = Graph::default();
+        let key = "/core/secrets/local/root/default/a";
+        let plain = object(key, "root", 2, r#"{"metadata":{"uid":"a"},"data":{}}"#);
+        assert!(g.apply_change(CacheEventType::Added, &plain).is_empty());
+        assert_eq!(g.tracked(), 0);
+        let owned_now = object(key, "root", 3, &owned("a", "o1", true));
+        assert_eq!(
+            g.apply_change(CacheEventType::Modified, &owned_now),
+            vec![key.to_string()]
+        );
+        assert_eq!(g.tracked(), 1);
+        let freed = object(key, "root", 4, r#"{"metadata":{"uid":"a"}}"#);
+        g.apply_change(CacheEventType::Modified, &freed);
+        assert_eq!(g.tracked(), 0);
+        assert!(g.dependents_of("root", "o1").is_empty());
+        // A deleting object with a finalizer of the collector's is work, owners or not.
+        let orphaning = object(
+            "/core/configmaps/local/root/default/o",
+            "root",
+            5,
+            r#"{"metadata":{"uid":"o1","deletionTimestamp":"t","finalizers":["orphan"]}}"#,
+        );
+        assert_eq!(
+            g.apply_change(CacheEventType::Modified, &orphaning),
+            vec![orphaning.key.clone()]
+        );
     }
 
     #[test]
