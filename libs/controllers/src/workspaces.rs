@@ -26,7 +26,6 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
-use kcp_api_types::tenancy::{PHASE_LABEL, trimmed_owner};
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, ObjectUpdate, UpdateKind, WriteOptions, keyspace};
@@ -388,28 +387,16 @@ struct Placement<'a> {
     region: Option<String>,
 }
 
-/// `ws` as it should be: placed (when `placement` is given), its status and phase label those
-/// its LC implies. `None` when it already is.
+/// `ws` as it should be: placed (when `placement` is given), its status the one its LC implies.
+/// `None` when it already is. (Its phase label and owner annotation follow the status in the
+/// write itself: the Workspace strategy's `follow_status`.)
 fn desired_workspace(
     ws: &Value,
     placement: Option<&Placement<'_>>,
     status: &Value,
 ) -> Option<Value> {
-    let phase = status
-        .get("phase")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
     let placed = placement.is_none_or(|p| text(ws, "/spec/cluster") == p.cluster);
-    let labelled = ws
-        .pointer("/metadata/labels")
-        .and_then(|l| l.get(PHASE_LABEL))
-        .and_then(Value::as_str)
-        == Some(phase);
-    // kcp keeps only the creator's name in the owner annotation once the workspace is Ready.
-    let owner = annotation(ws, OWNER_ANNOTATION);
-    let trimmed = owner.map(trimmed_owner);
-    let trim = phase == "Ready" && trimmed.as_ref().is_some_and(|t| t.as_deref() != owner);
-    if placed && labelled && !trim && same_status(ws.get("status"), status) {
+    if placed && same_status(ws.get("status"), status) {
         return None;
     }
     let mut new = ws.clone();
@@ -424,28 +411,20 @@ fn desired_workspace(
             a.insert(SHARD_HASH_ANNOTATION.into(), json!(shard_hash(p.shard)));
         }
     }
-    let meta = metadata(&mut new);
-    let labels = meta.entry("labels").or_insert_with(|| json!({}));
-    if !labels.is_object() {
-        *labels = json!({});
-    }
-    labels[PHASE_LABEL] = json!(phase);
     // kcp labels a placed workspace with its shard's region (the REGION column).
-    if let (Some(p), Some(labels)) = (placement, labels.as_object_mut()) {
-        match &p.region {
-            Some(region) => labels.insert("region".into(), json!(region)),
-            None => labels.remove("region"),
-        };
-    }
-    if trim
-        && let Some(a) = metadata(&mut new)
-            .get_mut("annotations")
-            .and_then(Value::as_object_mut)
-    {
-        match trimmed.flatten() {
-            Some(t) => a.insert(OWNER_ANNOTATION.into(), json!(t)),
-            None => a.remove(OWNER_ANNOTATION),
-        };
+    if let Some(p) = placement {
+        let labels = metadata(&mut new)
+            .entry("labels")
+            .or_insert_with(|| json!({}));
+        if !labels.is_object() {
+            *labels = json!({});
+        }
+        if let Some(labels) = labels.as_object_mut() {
+            match &p.region {
+                Some(region) => labels.insert("region".into(), json!(region)),
+                None => labels.remove("region"),
+            };
+        }
     }
     let now = kcp_apiserver::registry::now_rfc3339();
     new["status"] = with_transition_times(status.clone(), ws, &now);
@@ -506,11 +485,7 @@ impl Controller {
         let status = self
             .cached_lc_state(server, state.cluster())
             .map_or_else(unscheduled_status, |lc| lc.mirrored_status());
-        let labelled = cached
-            .labels
-            .iter()
-            .any(|(k, v)| k == PHASE_LABEL && Some(v.as_str()) == status["phase"].as_str());
-        if labelled && same_status(state.status.as_ref(), &status) {
+        if same_status(state.status.as_ref(), &status) {
             // The common case, and every workspace at start-up: no write (not even a no-op one,
             // which still runs admission and validation).
             return Ok(Outcome::Done);

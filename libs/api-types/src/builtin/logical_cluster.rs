@@ -1,8 +1,9 @@
 //! kcp's LogicalCluster: its phase at birth and when its deletion starts, and the metadata kcp
 //! keeps in step with its status — the phase label, a hashed label per pending initializer and
-//! terminator, the owner annotation cut down to the creator's name once Ready. kcp's metadata
-//! reconciler sets those in a write of its own after each change; here they go into the write
-//! that makes the change, whoever makes it, so no write is added.
+//! terminator, the owner annotation cut down to the creator's name once Ready (the phase label
+//! and the owner also on Workspaces, see `workspace`). kcp's metadata reconcilers set those in a
+//! write of their own after each change; here they go into the write that makes the change,
+//! whoever makes it, so no write is added.
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha224};
@@ -26,6 +27,52 @@ pub fn lifecycle_label(prefix: &str, name: &str) -> (String, String) {
         .collect();
     let key = format!("{prefix}{}", &hash[..LABEL_MAX - prefix.len()]);
     (key, hash)
+}
+
+/// `metadata.labels` of `obj`, made an object if it is missing (or not one).
+fn labels_mut(obj: &mut Value) -> Option<&mut Map<String, Value>> {
+    let meta = obj.get_mut("metadata")?.as_object_mut()?;
+    let labels = meta.entry("labels").or_insert_with(|| json!({}));
+    if !labels.is_object() {
+        *labels = json!({});
+    }
+    labels.as_object_mut()
+}
+
+/// What kcp's metadata reconcilers keep on both a Workspace and a LogicalCluster: the phase as
+/// label `tenancy.kcp.io/phase`, and once Ready only the creator's name in the owner annotation
+/// (dropped when it is not a user's JSON).
+pub(super) fn follow_phase(obj: &mut Value) {
+    let phase = obj
+        .pointer("/status/phase")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    if phase.is_empty() {
+        return;
+    }
+    if let Some(labels) = labels_mut(obj) {
+        labels.insert(PHASE_LABEL.into(), json!(phase));
+    }
+    if phase != "Ready" {
+        return;
+    }
+    let Some(annotations) = obj
+        .pointer_mut("/metadata/annotations")
+        .and_then(Value::as_object_mut)
+    else {
+        return;
+    };
+    let owner = annotations.get(OWNER_ANNOTATION).and_then(Value::as_str);
+    match owner.map(trimmed_owner) {
+        Some(Some(t)) => {
+            annotations.insert(OWNER_ANNOTATION.into(), json!(t));
+        }
+        Some(None) => {
+            annotations.remove(OWNER_ANNOTATION);
+        }
+        None => {}
+    }
 }
 
 pub struct LogicalClusterStrategy;
@@ -91,11 +138,6 @@ impl Strategy for LogicalClusterStrategy {
 
     fn follow_status(&self, obj: &mut Value) {
         let status = obj.get("status");
-        let phase = status
-            .and_then(|s| s.get("phase"))
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
         let pending = |field: &str, prefix: &str| -> Vec<(String, String)> {
             (status.and_then(|s| s.get(field)).and_then(Value::as_array))
                 .into_iter()
@@ -106,40 +148,15 @@ impl Strategy for LogicalClusterStrategy {
         };
         let mut wanted = pending("initializers", INITIALIZER_LABEL_PREFIX);
         wanted.extend(pending("terminators", TERMINATOR_LABEL_PREFIX));
-        let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
-            return;
-        };
-        let labels = meta.entry("labels").or_insert_with(|| json!({}));
-        if !labels.is_object() {
-            *labels = json!({});
-        }
-        if let Some(labels) = labels.as_object_mut() {
+        if let Some(labels) = labels_mut(obj) {
             labels.retain(|k, _| {
                 !(k.starts_with(INITIALIZER_LABEL_PREFIX) || k.starts_with(TERMINATOR_LABEL_PREFIX))
             });
-            if !phase.is_empty() {
-                labels.insert(PHASE_LABEL.into(), json!(phase));
-            }
             for (k, v) in wanted {
                 labels.insert(k, json!(v));
             }
         }
-        if phase != "Ready" {
-            return;
-        }
-        let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) else {
-            return;
-        };
-        let owner = annotations.get(OWNER_ANNOTATION).and_then(Value::as_str);
-        match owner.map(trimmed_owner) {
-            Some(Some(t)) => {
-                annotations.insert(OWNER_ANNOTATION.into(), json!(t));
-            }
-            Some(None) => {
-                annotations.remove(OWNER_ANNOTATION);
-            }
-            None => {}
-        }
+        follow_phase(obj);
     }
 
     fn tracks_generation(&self) -> bool {

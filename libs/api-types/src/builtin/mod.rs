@@ -10,6 +10,7 @@ mod logical_cluster;
 pub use columns::{age_column_for_crd, age_since, name_column};
 mod strategies;
 mod webhook_configurations;
+mod workspace;
 
 use std::sync::Arc;
 
@@ -22,6 +23,7 @@ use columns::*;
 use logical_cluster::LogicalClusterStrategy;
 use strategies::*;
 use webhook_configurations::WebhookConfigurationStrategy;
+use workspace::WorkspaceStrategy;
 
 /// The verbs of an ordinary stored resource (custom resources have them too).
 pub const STANDARD_VERBS: &[&str] = &[
@@ -103,13 +105,13 @@ impl Def {
     }
     /// Validated against its own published schema (kcp's kinds).
     fn schema_checked(self) -> Def {
-        let (group, version, kind) = (
-            self.0.group.clone(),
-            self.0.version.clone(),
-            self.0.kind.clone(),
-        );
-        match SchemaStrategy::of(&group, &version, &kind) {
-            Some(strategy) => self.strategy(strategy),
+        self.schema_checked_with(std::convert::identity)
+    }
+    /// [`Def::schema_checked`], the schema's strategy wrapped in the kind's own.
+    fn schema_checked_with<S: Strategy>(self, wrap: impl FnOnce(SchemaStrategy) -> S) -> Def {
+        let strategy = SchemaStrategy::of(&self.0.group, &self.0.version, &self.0.kind);
+        match strategy {
+            Some(strategy) => self.strategy(wrap(strategy)),
             None => self,
         }
     }
@@ -478,7 +480,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
         )
         .short(&["ws"])
         .status()
-        .schema_checked()
+        .schema_checked_with(WorkspaceStrategy)
         .categories(&["kcp"])
         .names(NameRule::Dns1123Label)
         .columns(vec![
