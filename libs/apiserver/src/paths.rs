@@ -11,6 +11,7 @@ use std::sync::Arc;
 use kcp_store::keys::ResourceKeyspace;
 use parking_lot::RwLock;
 
+use crate::tenancy::TypeSpecs;
 use crate::watch_cache::{CacheEvent, CacheEventType, CacheObserver, CachedObject};
 
 /// The annotation holding an LC's canonical path.
@@ -26,6 +27,8 @@ struct Maps {
 pub struct PathIndex {
     maps: RwLock<Maps>,
     logical_clusters: String,
+    /// Kept here because every type lookup goes through this index (`tenancy::Types`).
+    type_specs: TypeSpecs,
 }
 
 impl Default for PathIndex {
@@ -41,7 +44,13 @@ impl PathIndex {
             logical_clusters: ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
                 .all_clusters()
                 .to_string(),
+            type_specs: TypeSpecs::default(),
         }
+    }
+
+    /// The memo of parsed WorkspaceType specs.
+    pub(crate) fn type_specs(&self) -> &TypeSpecs {
+        &self.type_specs
     }
 
     /// The LC a path names, if it is one of this shard's.

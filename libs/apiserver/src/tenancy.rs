@@ -2,13 +2,15 @@
 //! `extend.with` chain, and what a chain contributes (initializers, terminators, parent and child
 //! rules). Shared by workspace admission and the workspace controller.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 
 use kcp_store::keys::ResourceKeyspace;
+use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use crate::paths::PathIndex;
-use crate::watch_cache::WatchCache;
+use crate::watch_cache::{CachedObject, WatchCache};
 
 /// On a LogicalCluster, and copied to its children: the groups a requester must be in.
 pub use kcp_auth::authz::kcp::REQUIRED_GROUPS_ANNOTATION;
@@ -114,7 +116,7 @@ pub struct ResolvedType {
     /// The LC holding it.
     pub cluster: String,
     /// Its `spec`, all that type rules read (`null` when absent).
-    pub spec: Value,
+    pub spec: Arc<Value>,
 }
 
 /// Only a WorkspaceType's `spec`: serde skips its metadata and status without building them.
@@ -122,6 +124,36 @@ pub struct ResolvedType {
 struct SpecOnly {
     #[serde(default)]
     spec: Value,
+}
+
+/// Parsed WorkspaceType specs by cache key, each beside the cached object it was parsed from (held,
+/// so a changed type is told by identity): every workspace created looks its type chain up two or
+/// three times, and a type's JSON seldom changes.
+#[derive(Default)]
+pub struct TypeSpecs(Mutex<HashMap<String, ParsedSpec>>);
+
+/// A cached WorkspaceType and its parsed spec.
+type ParsedSpec = (Arc<CachedObject>, Arc<Value>);
+
+impl TypeSpecs {
+    /// The spec of the type at `key` in `cache`, parsed once per version of it.
+    fn get(&self, cache: &WatchCache, key: &str) -> Option<Arc<Value>> {
+        let Some(object) = cache.get(key) else {
+            self.0.lock().remove(key);
+            return None;
+        };
+        if let Some((seen, spec)) = self.0.lock().get(key)
+            && Arc::ptr_eq(seen, &object)
+        {
+            return Some(spec.clone());
+        }
+        let SpecOnly { spec } = object.json.parse().ok()?;
+        let spec = Arc::new(spec);
+        self.0
+            .lock()
+            .insert(key.to_string(), (object, spec.clone()));
+        Some(spec)
+    }
 }
 
 /// Looks types up in this shard's cache.
@@ -154,7 +186,7 @@ impl Types<'_> {
             None,
             &reference.name,
         );
-        let SpecOnly { spec } = self.cache.get(&key)?.json.parse().ok()?;
+        let spec = self.paths.type_specs().get(self.cache, &key)?;
         Some(ResolvedType {
             reference: reference.clone(),
             cluster,
@@ -435,6 +467,7 @@ mod tests {
     }
 
     fn t(name: &str, spec: Value) -> ResolvedType {
+        let spec = Arc::new(spec);
         ResolvedType {
             reference: TypeRef {
                 path: "root".into(),

@@ -1,6 +1,8 @@
 //! Required fields: properties a schema lists in `required` that an object leaves out, reported as
 //! Kubernetes does (`spec.roleRef: Required value`). Walks like [`super::unknown_fields`].
 
+use std::fmt::Write;
+
 use serde_json::Value;
 
 use super::{Child, Choice, child, choose};
@@ -10,19 +12,47 @@ use crate::structural::{Schema, SchemaNode};
 /// Kubernetes' field notation: `rules[0].verbs`, `roleRef.name`.
 pub fn missing_required(schema: &Schema, value: &Value) -> Vec<String> {
     let mut found = Vec::new();
-    walk(schema.root(), value, "", true, &mut found);
+    walk(schema.root(), value, &mut Vec::new(), true, &mut found);
     found
 }
 
-fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
+/// A step of the path to a node: a field name or a list index.
+enum Step<'v> {
+    Key(&'v str),
+    Index(usize),
 }
 
-fn walk(node: SchemaNode<'_>, value: &Value, path: &str, resource: bool, found: &mut Vec<String>) {
+/// `steps` then `last` in Kubernetes' field notation. Only built for a field found missing: the
+/// walk visits every node of every write, and almost all of them lack nothing.
+fn path_of(steps: &[Step<'_>], last: &str) -> String {
+    let mut path = String::new();
+    for step in steps {
+        match step {
+            Step::Key(key) => {
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+            }
+            Step::Index(i) => {
+                let _ = write!(path, "[{i}]");
+            }
+        }
+    }
+    if !path.is_empty() {
+        path.push('.');
+    }
+    path.push_str(last);
+    path
+}
+
+fn walk<'v>(
+    node: SchemaNode<'_>,
+    value: &'v Value,
+    steps: &mut Vec<Step<'v>>,
+    resource: bool,
+    found: &mut Vec<String>,
+) {
     let Choice::Node(node) = choose(node, value) else {
         return;
     };
@@ -34,7 +64,7 @@ fn walk(node: SchemaNode<'_>, value: &Value, path: &str, resource: bool, found: 
                     continue;
                 }
                 if map.get(name).is_none_or(Value::is_null) {
-                    found.push(join(path, name));
+                    found.push(path_of(steps, name));
                 }
             }
             for (key, item) in map {
@@ -42,20 +72,18 @@ fn walk(node: SchemaNode<'_>, value: &Value, path: &str, resource: bool, found: 
                     continue;
                 }
                 if let Child::Field(sub) | Child::MapValue(sub) = child(node, key, resource) {
-                    walk(sub, item, &join(path, key), sub.embedded_resource(), found);
+                    steps.push(Step::Key(key));
+                    walk(sub, item, steps, sub.embedded_resource(), found);
+                    steps.pop();
                 }
             }
         }
         Value::Array(items) => {
             if let Some(sub) = node.items() {
                 for (i, item) in items.iter().enumerate() {
-                    walk(
-                        sub,
-                        item,
-                        &format!("{path}[{i}]"),
-                        sub.embedded_resource(),
-                        found,
-                    );
+                    steps.push(Step::Index(i));
+                    walk(sub, item, steps, sub.embedded_resource(), found);
+                    steps.pop();
                 }
             }
         }
