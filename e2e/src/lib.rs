@@ -213,6 +213,20 @@ impl Shard {
         self.dir.path().join("root")
     }
 
+    /// The store the shard keeps its objects in, as it opens it (default shard name `root`): for
+    /// a test to open it itself while the shard is stopped.
+    pub fn store_config(&self) -> kcp_store::StoreConfig {
+        match &self.etcd {
+            Some(etcd) => kcp_store::StoreConfig::Etcd {
+                endpoints: etcd.endpoints(),
+                prefix: "/kcp-rs/root".into(),
+            },
+            None => kcp_store::StoreConfig::Embedded {
+                path: self.root_directory().join("store.redb"),
+            },
+        }
+    }
+
     pub fn kubeconfig(&self) -> PathBuf {
         self.root_directory().join("admin.kubeconfig")
     }

@@ -3,7 +3,8 @@
 //! each with all of its content, and leaves no logical cluster without its workspace; one killed
 //! while it deletes a tree of workspaces finishes the deletion after the restart; etcd killed under
 //! a shard creating workspaces leaves none of them unfinished either, nor does a kill while a
-//! user's home workspace is being created.
+//! user's home workspace is being created. Workspaces and logical clusters stored by an older
+//! shard, without the labels and annotations that follow their status, get them after a restart.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -13,6 +14,7 @@ use std::time::{Duration, Instant};
 use futures::StreamExt as _;
 use kcp_e2e::tenancy::{clusters_with_namespaces, everywhere, universal_workspace, workspaces};
 use kcp_e2e::{Caller, Shard, StoreKind, json_str, on_both_stores};
+use kcp_store::keys::ResourceKeyspace;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use serde_json::{Value, json};
 
@@ -20,6 +22,7 @@ on_both_stores!(async thousand_workspaces_survive_a_restart);
 on_both_stores!(async kill9_during_workspace_creation_finishes_every_acknowledged_one);
 on_both_stores!(kill9_during_tree_deletion_finishes_it);
 on_both_stores!(kill9_while_a_home_is_created);
+on_both_stores!(async older_objects_get_the_metadata_that_follows_status);
 // and `etcd_killed_during_workspace_creation`, on etcd alone.
 
 const WORKSPACES: usize = 1_000;
@@ -515,4 +518,71 @@ fn kill9_while_a_home_is_created(store: StoreKind) {
     .collect();
     assert_eq!(homes, [json_str(&home, "/spec/cluster")], "one home");
     let _ = std::fs::remove_file(tokens);
+}
+
+/// What follows a Workspace's or LogicalCluster's status in its metadata (besides the owner
+/// annotation, which a masters-created workspace lacks).
+const PHASE_LABEL: &str = "tenancy.kcp.io/phase";
+const SHARD_HASH: &str = "internal.tenancy.kcp.io/shard";
+
+/// Removes `PHASE_LABEL` and `SHARD_HASH` from the object stored at `key`, as a shard that did not
+/// keep them yet would have stored it.
+async fn strip_followed_metadata(store: &dyn kcp_store::Store, key: &str) {
+    let kv = store
+        .get(key)
+        .await
+        .expect("reading the store")
+        .unwrap_or_else(|| panic!("{key} is stored"));
+    let mut object: Value = serde_json::from_slice(&kv.value).expect("stored JSON");
+    let meta = object["metadata"].as_object_mut().expect("metadata");
+    let labels = meta.get_mut("labels").and_then(Value::as_object_mut);
+    let removed = labels.and_then(|l| l.remove(PHASE_LABEL));
+    assert!(removed.is_some(), "{key} was labelled");
+    // Only workspaces carry the shard's hash.
+    if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+        annotations.remove(SHARD_HASH);
+    }
+    let bytes = serde_json::to_vec(&object).expect("JSON");
+    store
+        .update(key, bytes.into(), kv.mod_revision)
+        .await
+        .expect("writing the store");
+}
+
+async fn older_objects_get_the_metadata_that_follows_status(store: StoreKind) {
+    let mut shard = Shard::start(store);
+    post_workspace(&shard, "root", "older");
+    let lc = wait_ready(&shard, &["older".into()])["older"].clone();
+    shard.stop();
+    {
+        let store = kcp_store::open(&shard.store_config())
+            .await
+            .expect("opening the shard's store");
+        let key = |group: &str, plural: &str, cluster: &str, name: &str| {
+            ResourceKeyspace::new(group, plural, None, false).object(cluster, None, name)
+        };
+        let ws_key = key("tenancy.kcp.io", "workspaces", "root", "older");
+        strip_followed_metadata(store.as_ref(), &ws_key).await;
+        let lc_key = key("core.kcp.io", "logicalclusters", &lc, "cluster");
+        strip_followed_metadata(store.as_ref(), &lc_key).await;
+    }
+    shard.start_again();
+    let ws = shard.eventually("the workspace labelled again", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "older", "-o", "json"]);
+        (ws["metadata"]["labels"][PHASE_LABEL] == "Ready").then_some(ws)
+    });
+    assert_eq!(
+        ws["metadata"]["annotations"][SHARD_HASH], "1pfxsevk",
+        "the hash of shard root: {ws}"
+    );
+    shard.eventually("the LogicalCluster labelled again", || {
+        let (code, body) = shard.curl_as(
+            Some("shard-admin"),
+            "GET",
+            &format!("/clusters/{lc}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster"),
+            None,
+        );
+        let lc: Value = serde_json::from_str(&body).unwrap_or_default();
+        (code == 200 && lc["metadata"]["labels"][PHASE_LABEL] == "Ready").then_some(())
+    });
 }

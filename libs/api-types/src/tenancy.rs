@@ -9,6 +9,20 @@ pub const ROOT: &str = "root";
 pub const OWNER_ANNOTATION: &str = "experimental.tenancy.kcp.io/owner";
 /// On a Workspace and a LogicalCluster: its phase, for `-l` selection.
 pub const PHASE_LABEL: &str = "tenancy.kcp.io/phase";
+/// On a LogicalCluster and a placed Workspace: the shard holding it.
+pub const SHARD_ANNOTATION: &str = "core.kcp.io/shard";
+/// On a placed Workspace: the first 8 characters of its shard's [`shard_hash`] (kcp's older way
+/// of naming the shard, which kcp still maintains beside [`SHARD_ANNOTATION`]).
+pub const SHARD_HASH_ANNOTATION: &str = "internal.tenancy.kcp.io/shard";
+
+/// What [`SHARD_HASH_ANNOTATION`] holds for shard `name`: its SHA-224 in base 36 (kcp's
+/// `Base36Sha224.StringPad`), cut to 8 characters.
+pub fn shard_hash(name: &str) -> String {
+    use sha2::{Digest, Sha224};
+    let mut hash = kcp_apimachinery::names::base36_pad(&Sha224::digest(name.as_bytes()));
+    hash.truncate(8);
+    hash
+}
 
 /// An owner annotation cut down to `{"username":...}`, as kcp keeps it once Ready; `None` when it
 /// is not a user's JSON (kcp then drops it).
@@ -114,5 +128,12 @@ mod tests {
                 assert_eq!(r["path"], ROOT);
             }
         }
+    }
+
+    #[test]
+    fn shard_hashes_are_kcps() {
+        // kcp's own test vectors (its workspace scheduling and metadata reconciler tests).
+        assert_eq!(shard_hash("root"), "1pfxsevk");
+        assert_eq!(shard_hash("shard-1"), "2e1tfbst");
     }
 }

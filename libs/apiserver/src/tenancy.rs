@@ -18,11 +18,7 @@ pub use kcp_auth::authz::kcp::REQUIRED_GROUPS_ANNOTATION;
 pub const TYPE_ANNOTATION: &str = "internal.tenancy.kcp.io/type";
 /// On a Workspace and its LC: JSON of the user who created it.
 pub use kcp_api_types::tenancy::OWNER_ANNOTATION;
-/// On a LogicalCluster: the shard holding it.
-pub const SHARD_ANNOTATION: &str = "core.kcp.io/shard";
-/// On a placed Workspace: the first 8 characters of its shard's [`shard_hash`] (kcp's older way
-/// of naming the shard, which kcp still maintains beside [`SHARD_ANNOTATION`]).
-pub const SHARD_HASH_ANNOTATION: &str = "internal.tenancy.kcp.io/shard";
+pub use kcp_api_types::tenancy::{SHARD_ANNOTATION, SHARD_HASH_ANNOTATION, shard_hash};
 /// On a Workspace: the name of the logical cluster it gets, chosen before that LC is created so a
 /// retry after a crash reuses it (kcp's optimistic two-phase scheduling).
 pub const CLUSTER_ANNOTATION: &str = "internal.tenancy.kcp.io/cluster";
@@ -30,15 +26,6 @@ pub const CLUSTER_ANNOTATION: &str = "internal.tenancy.kcp.io/cluster";
 pub const WORKSPACE_FINALIZER: &str = "core.kcp.io/logicalcluster";
 /// Types may extend each other this deep at most (kcp refuses longer chains as broken).
 const MAX_CHAIN: usize = 16;
-
-/// What [`SHARD_HASH_ANNOTATION`] holds for shard `name`: its SHA-224 in base 36 (kcp's
-/// `Base36Sha224.StringPad`), cut to 8 characters.
-pub fn shard_hash(name: &str) -> String {
-    use sha2::{Digest, Sha224};
-    let mut hash = kcp_apimachinery::names::base36_pad(&Sha224::digest(name.as_bytes()));
-    hash.truncate(8);
-    hash
-}
 
 /// A name for a new workspace's LC: 16 base-36 characters, the form of kcp's (a random hash).
 /// Ours begin with the time in milliseconds (8 digits) and end with 8 random ones. An LC's
@@ -551,12 +538,5 @@ mod tests {
         assert_eq!(r.to_string(), "root:org:custom");
         assert_eq!(TypeRef::from_value(&r.to_value()), Some(r));
         assert_eq!(TypeRef::from_value(&json!({"path": "root"})), None);
-    }
-
-    #[test]
-    fn shard_hashes_are_kcps() {
-        // kcp's own test vectors (its workspace scheduling and metadata reconciler tests).
-        assert_eq!(shard_hash("root"), "1pfxsevk");
-        assert_eq!(shard_hash("shard-1"), "2e1tfbst");
     }
 }

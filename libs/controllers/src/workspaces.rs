@@ -26,14 +26,16 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
+use kcp_api_types::tenancy::PHASE_LABEL;
+use kcp_apimachinery::selector::label::Labels;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, ObjectUpdate, UpdateKind, WriteOptions, keyspace};
 use kcp_apiserver::tenancy::{
-    CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, SHARD_HASH_ANNOTATION, TypeRef, Types,
-    WORKSPACE_FINALIZER, lifecycle_names, new_cluster_name, shard_hash,
+    CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER,
+    lifecycle_names, new_cluster_name,
 };
-use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType};
+use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType, CachedObject};
 use kcp_store::Revision;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
@@ -309,6 +311,13 @@ fn lc_at(lc: &str) -> ObjectRef<'_> {
     }
 }
 
+/// Whether a cached Workspace or LogicalCluster carries its `phase` (if it states one) as label:
+/// objects stored by shards before the label was kept lack it, and with it what else follows the
+/// status (kcp's metadata reconcilers would add them at their first resync).
+fn phase_labelled(cached: &CachedObject, phase: Option<&str>) -> bool {
+    phase.is_none_or(|p| cached.label(PHASE_LABEL) == Some(p))
+}
+
 fn has_finalizer(v: &Value, finalizer: &str) -> bool {
     v.pointer("/metadata/finalizers")
         .and_then(Value::as_array)
@@ -407,8 +416,8 @@ fn desired_workspace(
         let meta = metadata(&mut new);
         let annotations = meta.entry("annotations").or_insert_with(|| json!({}));
         if let Some(a) = annotations.as_object_mut() {
+            // Its hash comes with it: the Workspace strategy's `follow_status`.
             a.insert(SHARD_ANNOTATION.into(), json!(p.shard));
-            a.insert(SHARD_HASH_ANNOTATION.into(), json!(shard_hash(p.shard)));
         }
     }
     // kcp labels a placed workspace with its shard's region (the REGION column).
@@ -456,6 +465,26 @@ impl Controller {
             .and_then(|o| o.json.parse().ok())
     }
 
+    /// Writes an object as it is stored, for what its strategy's `follow_status` adds (labels
+    /// and annotations that follow its status). Gone is fine.
+    async fn rewrite(
+        &self,
+        server: &ApiServer,
+        def: &ResourceDef,
+        at: ObjectRef<'_>,
+    ) -> Result<(), ApiError> {
+        let written = server
+            .registry()
+            .update(def, at, UpdateKind::Whole, WriteOptions::default(), |old| {
+                Ok(old.clone())
+            })
+            .await;
+        match written {
+            Err(e) if e.code != 404 => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Brings one workspace forward.
     async fn reconcile_workspace(
         &self,
@@ -485,16 +514,20 @@ impl Controller {
         let status = self
             .cached_lc_state(server, state.cluster())
             .map_or_else(unscheduled_status, |lc| lc.mirrored_status());
-        if same_status(state.status.as_ref(), &status) {
-            // The common case, and every workspace at start-up: no write (not even a no-op one,
-            // which still runs admission and validation).
-            return Ok(Outcome::Done);
-        }
         let at = ObjectRef {
             cluster,
             namespace: None,
             name,
         };
+        if same_status(state.status.as_ref(), &status) {
+            // The common case, and every workspace at start-up: no write (not even a no-op one,
+            // which still runs admission and validation), unless it was stored by a shard that
+            // did not label it yet.
+            if !phase_labelled(&cached, status.get("phase").and_then(Value::as_str)) {
+                self.rewrite(server, &self.defs.workspaces, at).await?;
+            }
+            return Ok(Outcome::Done);
+        }
         self.write_workspace(server, at, None, &status).await?;
         Ok(Outcome::Done)
     }
@@ -735,8 +768,7 @@ impl Controller {
         }
         .path_of(at.cluster);
         let url = format!("{}/clusters/{parent_path}:{name}", server.external_url());
-        let region =
-            kcp_apimachinery::selector::label::Labels::label(&*shard, "region").map(str::to_string);
+        let region = shard.label("region").map(str::to_string);
         let placement = Placement {
             cluster: &lc_name,
             url: &url,
@@ -933,13 +965,14 @@ impl Controller {
             self.delete_lc(server, cluster).await?;
             Outcome::Done
         } else {
-            if lc.is_initializing() {
-                if lc.initializers().is_empty() {
-                    self.remove_initializer(server, cluster, "").await?;
-                } else if owner.is_none() {
-                    // A workspace's LC is initialized when it is scheduled.
-                    self.initialize_universal(server, cluster, &lc).await?;
-                }
+            if lc.is_initializing() && lc.initializers().is_empty() {
+                self.remove_initializer(server, cluster, "").await?;
+            } else if lc.is_initializing() && owner.is_none() {
+                // A workspace's LC is initialized when it is scheduled.
+                self.initialize_universal(server, cluster, &lc).await?;
+            } else if !phase_labelled(&cached, lc.stated_phase()) {
+                self.rewrite(server, &self.defs.logical_clusters, lc_at(cluster))
+                    .await?;
             }
             Outcome::Done
         };

@@ -1,13 +1,15 @@
 //! kcp's Workspace: validated and defaulted against its published schema like kcp's other kinds,
-//! and, in every write, labelled with its phase and its owner annotation cut down to the
-//! creator's name once Ready (as kcp's workspace metadata reconciler does in a write of its own).
+//! and, in every write, labelled with its phase, its owner annotation cut down to the creator's
+//! name once Ready (as kcp's workspace metadata reconciler does in a write of its own), and its
+//! shard's hash beside its shard's name once placed (as kcp's scheduler writes both).
 
 use kcp_apimachinery::status::Cause;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::logical_cluster::follow_phase;
 use super::strategies::SchemaStrategy;
 use crate::resource::{Strategy, StrategyContext};
+use crate::tenancy::{SHARD_ANNOTATION, SHARD_HASH_ANNOTATION, shard_hash};
 
 pub struct WorkspaceStrategy(pub SchemaStrategy);
 
@@ -30,6 +32,17 @@ impl Strategy for WorkspaceStrategy {
 
     fn follow_status(&self, obj: &mut Value) {
         follow_phase(obj);
+        let Some(annotations) = obj
+            .pointer_mut("/metadata/annotations")
+            .and_then(Value::as_object_mut)
+        else {
+            return;
+        };
+        let hash = match annotations.get(SHARD_ANNOTATION).and_then(Value::as_str) {
+            Some(shard) => shard_hash(shard),
+            None => return,
+        };
+        annotations.insert(SHARD_HASH_ANNOTATION.into(), json!(hash));
     }
 
     fn tracks_generation(&self) -> bool {
@@ -69,5 +82,13 @@ mod tests {
         let mut new = json!({"metadata": {"name": "a"}});
         strategy.follow_status(&mut new);
         assert!(new["metadata"].get("labels").is_none());
+        // Placed: the shard's hash beside its name, whatever hash was there.
+        let mut placed = json!({"metadata": {"annotations": {
+            SHARD_ANNOTATION: "root", SHARD_HASH_ANNOTATION: "stale"}}});
+        strategy.follow_status(&mut placed);
+        assert_eq!(
+            placed["metadata"]["annotations"][SHARD_HASH_ANNOTATION],
+            "1pfxsevk"
+        );
     }
 }

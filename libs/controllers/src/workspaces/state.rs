@@ -67,6 +67,11 @@ impl LcState {
         &self.status.initializers
     }
 
+    /// Its phase as its status states it, if it does.
+    pub(super) fn stated_phase(&self) -> Option<&str> {
+        self.status.phase.as_deref()
+    }
+
     /// Whether its phase says `Initializing` (not merely defaults to it).
     pub(super) fn is_initializing(&self) -> bool {
         self.status.phase.as_deref() == Some("Initializing")
