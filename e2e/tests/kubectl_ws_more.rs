@@ -239,6 +239,27 @@ fn create_context_and_location(store: StoreKind) {
         &["--context", "admin-root", "get", "workspace", "bad"],
     );
     assert!(err.contains("not found"), "{err}");
+
+    // Written by other means, such a selector leaves the workspace Unavailable with kcp's
+    // reason, not retried as a failure of the shard's.
+    let file = shard.write_file(
+        "invalid.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: invalid\nspec:\n  location:\n    selector:\n      matchExpressions: [{key: a, operator: Foo}]\n",
+    );
+    shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let ws = shard.eventually("workspace invalid Unavailable", || {
+        let ws = shard
+            .kubectl_cmd()
+            .json(&["get", "workspace", "invalid", "-o", "json"]);
+        (ws["status"]["phase"] == "Unavailable").then_some(ws)
+    });
+    assert_eq!(
+        ws["status"]["conditions"][0],
+        json!({"type": "WorkspaceScheduled", "status": "False", "severity": "Error",
+               "reason": "Unschedulable", "lastTransitionTime": ws["status"]["conditions"][0]["lastTransitionTime"],
+               "message": "spec.location.selector is invalid: \"Foo\" is not a valid label selector operator"}),
+        "{ws}"
+    );
 }
 
 fn tree_output(store: StoreKind) {

@@ -696,29 +696,35 @@ impl Controller {
     }
 
     /// Whether this shard may take a workspace with `ws`'s location selector.
-    fn fits_here(&self, server: &ApiServer, ws: &Value) -> Result<bool, ApiError> {
-        Ok(self.shard_for(server, ws)?.is_some())
+    fn fits_here(&self, server: &ApiServer, ws: &Value) -> bool {
+        self.shard_for(server, ws).is_ok()
     }
 
-    /// This shard's Shard object, if it may take a workspace with `ws`'s location selector.
+    /// This shard's Shard object, if it may take a workspace with `ws`'s location selector; else
+    /// why not, in the words of kcp's `WorkspaceScheduled` condition.
     fn shard_for(
         &self,
         server: &ApiServer,
         ws: &Value,
-    ) -> Result<Option<Arc<kcp_apiserver::watch_cache::CachedObject>>, ApiError> {
+    ) -> Result<Arc<kcp_apiserver::watch_cache::CachedObject>, String> {
         // Only this shard can create LCs here; other shards' objects are candidates for the front
         // proxy's scheduler later.
         let selector = match ws.pointer("/spec/location/selector") {
             Some(s) => kcp_apimachinery::selector::label::from_label_selector(s)
-                .map_err(|e| ApiError::internal(e.to_string()))?,
+                .map_err(|e| format!("spec.location.selector is invalid: {e}"))?,
             None => kcp_apimachinery::selector::Selector::everything(),
         };
         let key = keyspace(&self.defs.shards)
             .object(kcp_api_types::tenancy::ROOT, None, server.shard_name())
             .to_string();
-        Ok(server.registry().cache().get(&key).filter(|shard| {
-            selector.matches(&**shard) && shard.annotation(UNSCHEDULABLE_ANNOTATION).is_none()
-        }))
+        server
+            .registry()
+            .cache()
+            .get(&key)
+            .filter(|shard| {
+                selector.matches(&**shard) && shard.annotation(UNSCHEDULABLE_ANNOTATION).is_none()
+            })
+            .ok_or_else(|| "No available shards to schedule the workspace".to_string())
     }
 
     /// Schedules a workspace: creates its LogicalCluster and admin binding, runs the universal
@@ -740,15 +746,19 @@ impl Controller {
         let Some(reference) = ws.pointer("/spec/type").and_then(TypeRef::from_value) else {
             return Ok(Outcome::Done);
         };
-        let Some(shard) = self.shard_for(server, ws)? else {
-            // kcp: a Workspace* condition False makes the phase Unavailable (scheduling is
-            // retried all the same: it follows the empty spec.cluster, not the phase).
-            let status = json!({"phase": "Unavailable", "conditions": [{
-                "type": "WorkspaceScheduled", "status": "False", "severity": "Error", "reason": "Unschedulable",
-                "message": "No available shards to schedule the workspace",
-            }]});
-            self.write_workspace(server, at, None, &status).await?;
-            return Ok(Outcome::Done);
+        let shard = match self.shard_for(server, ws) {
+            Ok(shard) => shard,
+            Err(message) => {
+                // kcp: a Workspace* condition False makes the phase Unavailable (scheduling is
+                // retried all the same: it follows the empty spec.cluster, not the phase). An
+                // invalid selector is no error of the shard's: it stays until the user fixes it.
+                let status = json!({"phase": "Unavailable", "conditions": [{
+                    "type": "WorkspaceScheduled", "status": "False", "severity": "Error",
+                    "reason": "Unschedulable", "message": message,
+                }]});
+                self.write_workspace(server, at, None, &status).await?;
+                return Ok(Outcome::Done);
+            }
         };
         // Admission names the LC; a workspace from before that (or whose name was taken) gets
         // one here, with the finalizer, before anything is created under it.

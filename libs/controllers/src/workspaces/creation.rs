@@ -134,7 +134,7 @@ impl Controller {
                 .is_ok_and(|chain| initialized_by_universal(&chain))
         };
         let wanted = self.cached_lc(&server, lc_name).is_none()
-            && self.fits_here(&server, ws).unwrap_or(false)
+            && self.fits_here(&server, ws)
             && universal();
         match wanted {
             true => vec![Companion {
