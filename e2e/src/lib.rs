@@ -546,8 +546,8 @@ impl Shard {
         self.kube_client_for("root").await
     }
 
-    /// A `kube` client for the context `context` of admin.kubeconfig.
-    pub async fn kube_client_for(&self, context: &str) -> kube::Client {
+    /// The `kube` config of context `context` of admin.kubeconfig.
+    async fn kube_config(&self, context: &str) -> kube::Config {
         install_crypto_provider();
         let kubeconfig = kube::config::Kubeconfig::read_from(self.kubeconfig())
             .expect("reading admin.kubeconfig");
@@ -555,9 +555,22 @@ impl Shard {
             context: Some(context.to_string()),
             ..Default::default()
         };
-        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &options)
+        kube::Config::from_custom_kubeconfig(kubeconfig, &options)
             .await
-            .expect("a kube config from admin.kubeconfig");
+            .expect("a kube config from admin.kubeconfig")
+    }
+
+    /// A `kube` client for the user of context `context` of admin.kubeconfig, at the logical
+    /// cluster `cluster` (a name, a path or `*`).
+    pub async fn kube_client_at(&self, context: &str, cluster: &str) -> kube::Client {
+        let mut config = self.kube_config(context).await;
+        config.cluster_url = self.cluster_url(cluster).parse().expect("a cluster URL");
+        kube::Client::try_from(config).expect("building a kube client")
+    }
+
+    /// A `kube` client for the context `context` of admin.kubeconfig.
+    pub async fn kube_client_for(&self, context: &str) -> kube::Client {
+        let config = self.kube_config(context).await;
         kube::Client::try_from(config).expect("building a kube client")
     }
 

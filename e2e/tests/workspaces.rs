@@ -25,6 +25,7 @@ on_both_stores!(
     lifecycle_objects_are_guarded,
     masters_creators_and_older_lcs
 );
+on_both_stores!(async inactive_logical_clusters);
 
 /// Creates a workspace in `parent` (a path) and waits until it is Ready; its object then.
 fn create_ready(shard: &Shard, parent: &str, name: &str, ty: Option<&str>) -> Value {
@@ -1346,4 +1347,116 @@ fn masters_creators_and_older_lcs(store: StoreKind) {
         );
         (code == 404).then_some(())
     });
+}
+
+/// An LC marked inactive (kcp's `core.kcp.io/inactive`) refuses requests but for its OpenAPI and
+/// its LogicalCluster, is `Inactive` while its workspace stays Ready, ends the watches open on it
+/// and those across all clusters, and serves again once the mark is gone. Only a Ready LC may be
+/// marked by a requester outside the privileged groups.
+async fn inactive_logical_clusters(store: StoreKind) {
+    use futures::StreamExt as _;
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, WatchParams};
+
+    let shard = Shard::start(store);
+    let ws = create_ready(&shard, "root", "sleepy", None);
+    let lc = cluster_of(&ws);
+    let lc_path = format!("/clusters/{lc}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster");
+    let in_lc = Api::<ConfigMap>::namespaced(shard.kube_client_at("root", &lc).await, "default");
+    let mut watch_here = in_lc
+        .watch(&WatchParams::default(), "0")
+        .await
+        .expect("a watch in the LC")
+        .boxed();
+    let across = Api::<ConfigMap>::all(shard.kube_client_at("system:admin", "*").await);
+    let mut watch_all = across
+        .watch(&WatchParams::default(), "0")
+        .await
+        .expect("a watch across all LCs")
+        .boxed();
+
+    // Marked by kcp-admin (not privileged), by kubectl through the workspace's path.
+    shard.kubectl_cmd().cluster("root:sleepy").ok(&[
+        "annotate",
+        "logicalcluster",
+        "cluster",
+        "core.kcp.io/inactive=true",
+    ]);
+    for (what, watch) in [("in the LC", &mut watch_here), ("across", &mut watch_all)] {
+        let ended = tokio::time::timeout(std::time::Duration::from_secs(30), async {
+            while watch.next().await.is_some() {}
+        })
+        .await;
+        assert!(ended.is_ok(), "the watch {what} ended");
+    }
+    let refused = format!(
+        r#"logicalclusters.core.kcp.io \"{lc}\" is forbidden: logical cluster is marked inactive"#
+    );
+    for cluster in [lc.as_str(), "root:sleepy"] {
+        let (code, body) = shard.curl(
+            "GET",
+            &format!("/clusters/{cluster}/api/v1/namespaces"),
+            None,
+        );
+        assert_eq!(code, 403, "{body}");
+        assert!(body.contains(&refused), "{body}");
+    }
+    let (code, body) = shard.curl("GET", &format!("/clusters/{lc}/openapi/v3"), None);
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = shard.curl("GET", &lc_path, None);
+    assert_eq!(code, 200, "{body}");
+    let marked: Value = serde_json::from_str(&body).unwrap_or_default();
+    assert_eq!(marked["status"]["phase"], "Inactive", "{marked}");
+    assert_eq!(
+        marked["metadata"]["labels"]["tenancy.kcp.io/phase"], "Inactive",
+        "{marked}"
+    );
+    let ws = shard.kubectl_json(&["get", "workspace", "sleepy", "-o", "json"]);
+    assert_eq!(ws["status"]["phase"], "Ready", "{ws}");
+
+    // The mark taken off (through the LogicalCluster, which stays served): all is served again.
+    let (code, body) = shard.curl(
+        "PATCH",
+        &lc_path,
+        Some((
+            "application/merge-patch+json",
+            r#"{"metadata":{"annotations":{"core.kcp.io/inactive":null}}}"#,
+        )),
+    );
+    assert_eq!(code, 200, "{body}");
+    let active: Value = serde_json::from_str(&body).unwrap_or_default();
+    assert_eq!(active["status"]["phase"], "Ready", "{active}");
+    shard.eventually("the LC served again", || {
+        let (code, _) = shard.curl("GET", &format!("/clusters/{lc}/api/v1/namespaces"), None);
+        (code == 200).then_some(())
+    });
+    let again = in_lc.watch(&WatchParams::default(), "0").await;
+    assert!(again.is_ok(), "a new watch opens");
+
+    // An LC still initializing may not be marked.
+    let types = shard.write_file(
+        "slow.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: slow\n\
+         spec:\n  initializer: true\n  extend:\n    with:\n    - name: universal\n      path: root\n",
+    );
+    shard.kubectl_ok(&["create", "-f", types.to_str().unwrap_or_default()]);
+    let file = shard.write_file(
+        "ws-waiting.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: waiting\nspec:\n  type:\n    name: slow\n    path: root\n",
+    );
+    shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let waiting = shard.eventually("waiting initializing", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "waiting", "-o", "json"]);
+        (ws["status"]["phase"] == "Initializing").then_some(ws)
+    });
+    let err = shard.kubectl_cmd().cluster(&cluster_of(&waiting)).fails(&[
+        "annotate",
+        "logicalcluster",
+        "cluster",
+        "core.kcp.io/inactive=true",
+    ]);
+    assert!(
+        err.contains(r#"LogicalCluster can only be marked inactive in phase "Ready", but is in phase "Initializing""#),
+        "{err}"
+    );
 }

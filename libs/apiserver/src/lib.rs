@@ -11,6 +11,7 @@ pub mod codec;
 pub mod crd;
 pub mod discovery;
 mod handler;
+pub mod inactive;
 mod lifecycle;
 pub mod object_json;
 pub mod openapi;
@@ -101,6 +102,8 @@ pub struct ApiServer {
     authorizers: AuthorizerChain,
     /// Workspace paths of this shard's LCs (fed by the watch cache).
     paths: Arc<paths::PathIndex>,
+    /// LCs marked inactive (fed by the watch cache).
+    inactive: Arc<inactive::InactiveClusters>,
 }
 
 impl ApiServer {
@@ -115,12 +118,14 @@ impl ApiServer {
             Arc::new(authorization::CachedClusterFacts::new(cache.clone())),
         ));
         let paths = Arc::new(paths::PathIndex::new());
+        let inactive = Arc::new(inactive::InactiveClusters::new());
         cache.set_observer(Arc::new(watch_cache::Observers(vec![
             Arc::new(authorization::AuthorizationFeed::new(
                 config.rbac.clone(),
                 authorizer.clone(),
             )),
             paths.clone(),
+            inactive.clone(),
         ])));
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
@@ -170,6 +175,7 @@ impl ApiServer {
             namespaces,
             authorizers,
             paths,
+            inactive,
         });
         lifecycle::spawn_namespace_finalizer(server.clone(), queue);
         lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);

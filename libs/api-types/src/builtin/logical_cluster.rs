@@ -1,9 +1,9 @@
-//! kcp's LogicalCluster: its phase at birth and when its deletion starts, and the metadata kcp
-//! keeps in step with its status — the phase label, a hashed label per pending initializer and
-//! terminator, the owner annotation cut down to the creator's name once Ready (the phase label
-//! and the owner also on Workspaces, see `workspace`). kcp's metadata reconcilers set those in a
-//! write of their own after each change; here they go into the write that makes the change,
-//! whoever makes it, so no write is added.
+//! kcp's LogicalCluster: its phase at birth, when its deletion starts and while it is marked
+//! inactive, and the metadata kcp keeps in step with its status — the phase label, a hashed label
+//! per pending initializer and terminator, the owner annotation cut down to the creator's name
+//! once Ready (the phase label and the owner also on Workspaces, see `workspace`). kcp's
+//! reconcilers set those in a write of their own after each change; here they go into the write
+//! that makes the change, whoever makes it, so no write is added.
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha224};
@@ -16,6 +16,32 @@ pub const INITIALIZER_LABEL_PREFIX: &str = "initializer.internal.kcp.io/";
 pub const TERMINATOR_LABEL_PREFIX: &str = "terminator.internal.kcp.io/";
 /// The longest label value (and name part of a key).
 const LABEL_MAX: usize = 63;
+/// `"true"` here marks an LC inactive: requests into it are refused, and a Ready LC is `Inactive`
+/// until the mark goes (kcp's annotation, and the older name kcp still honours).
+pub const INACTIVE_ANNOTATION: &str = "core.kcp.io/inactive";
+pub const LEGACY_INACTIVE_ANNOTATION: &str = "internal.kcp.io/inactive";
+
+/// Whether an LC's annotation `get` says it is marked inactive.
+pub fn marked_inactive<S: AsRef<str>>(get: impl Fn(&str) -> Option<S>) -> bool {
+    [INACTIVE_ANNOTATION, LEGACY_INACTIVE_ANNOTATION]
+        .into_iter()
+        .any(|key| get(key).is_some_and(|v| v.as_ref() == "true"))
+}
+
+/// A Ready LC marked inactive is `Inactive`, an `Inactive` one no longer marked is Ready again:
+/// its status follows the mark (kcp's phase reconciler, in a write of its own there).
+fn follow_inactive_mark(obj: &mut Value) {
+    let annotations = obj.pointer("/metadata/annotations");
+    let marked = marked_inactive(|key| annotations?.get(key)?.as_str());
+    let Some(phase) = obj.pointer_mut("/status/phase") else {
+        return;
+    };
+    match (phase.as_str(), marked) {
+        (Some("Ready"), true) => *phase = json!("Inactive"),
+        (Some("Inactive"), false) => *phase = json!("Ready"),
+        _ => {}
+    }
+}
 
 /// kcp's label for a pending initializer or terminator `name` under `prefix`: the key ends in the
 /// start of the SHA-224 (hex) of the name, so the whole key stays within 63 characters; the value
@@ -137,6 +163,7 @@ impl Strategy for LogicalClusterStrategy {
     }
 
     fn follow_status(&self, obj: &mut Value) {
+        follow_inactive_mark(obj);
         let status = obj.get("status");
         let pending = |field: &str, prefix: &str| -> Vec<(String, String)> {
             (status.and_then(|s| s.get(field)).and_then(Value::as_array))
@@ -190,6 +217,27 @@ mod tests {
         assert_eq!(key, format!("{INITIALIZER_LABEL_PREFIX}{}", &value[..35]));
         let (key, value) = lifecycle_label(TERMINATOR_LABEL_PREFIX, "root:universal");
         assert_eq!(key, format!("{TERMINATOR_LABEL_PREFIX}{}", &value[..36]));
+    }
+
+    #[test]
+    fn a_ready_lc_is_inactive_while_marked() {
+        let mut lc = json!({"metadata": {"annotations": {INACTIVE_ANNOTATION: "true"}},
+                            "status": {"phase": "Ready"}});
+        LogicalClusterStrategy.follow_status(&mut lc);
+        assert_eq!(lc["status"]["phase"], "Inactive");
+        assert_eq!(lc["metadata"]["labels"][PHASE_LABEL], "Inactive");
+        lc["metadata"]["annotations"] = json!({LEGACY_INACTIVE_ANNOTATION: "true"});
+        LogicalClusterStrategy.follow_status(&mut lc);
+        assert_eq!(lc["status"]["phase"], "Inactive");
+        lc["metadata"]["annotations"] = json!({INACTIVE_ANNOTATION: "false"});
+        LogicalClusterStrategy.follow_status(&mut lc);
+        assert_eq!(lc["status"]["phase"], "Ready");
+        assert_eq!(lc["metadata"]["labels"][PHASE_LABEL], "Ready");
+        // Only a Ready LC: one still initializing keeps its phase.
+        let mut initializing = json!({"metadata": {"annotations": {INACTIVE_ANNOTATION: "true"}},
+                                      "status": {"phase": "Initializing"}});
+        LogicalClusterStrategy.follow_status(&mut initializing);
+        assert_eq!(initializing["status"]["phase"], "Initializing");
     }
 
     #[test]

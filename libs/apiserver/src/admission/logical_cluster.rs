@@ -2,13 +2,14 @@
 //! so a requester outside kcp's privileged groups may not create one, may not delete one unless
 //! it says `spec.directlyDeletable`, and may change it only as the lifecycle does: `spec.createdBy`
 //! and `spec.initializers` never, `status.initializers` only by removing entries while the LC is
-//! Initializing, and the phase only forwards (Scheduling, Initializing, Ready). On the way into
-//! Initializing the LC's status takes its initializers and terminators from its spec, for every
-//! requester. The shard's own writes are not admitted.
+//! Initializing, the phase only forwards (Scheduling, Initializing, Ready), and only a Ready LC
+//! may be marked inactive. On the way into Initializing the LC's status takes its initializers and
+//! terminators from its spec, for every requester. The shard's own writes are not admitted.
 
 use std::collections::BTreeSet;
 
 use async_trait::async_trait;
+use kcp_api_types::builtin::marked_inactive;
 use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_auth::authz::SYSTEM_MASTERS;
 use serde_json::Value;
@@ -52,15 +53,22 @@ fn names(lc: &Value, pointer: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// kcp's order of phases an LC moves through; any other phase ranks below them all.
+/// kcp's order of phases an LC moves through; any other phase ranks below them all. `Inactive`
+/// is a Ready LC's while it is marked so, which the write marking it sets (see
+/// `kcp_api_types::builtin::marked_inactive`): it ranks as Ready.
 fn rank(phase: &str) -> u8 {
     match phase {
         "" => 1,
         "Scheduling" => 2,
         "Initializing" => 3,
-        "Ready" => 4,
+        "Ready" | "Inactive" => 4,
         _ => 0,
     }
+}
+
+fn is_marked_inactive(lc: &Value) -> bool {
+    let annotations = lc.pointer("/metadata/annotations");
+    marked_inactive(|key| annotations?.get(key)?.as_str())
 }
 
 /// Why an unprivileged update from `old` to `new` is refused, if it is (kcp's words).
@@ -106,6 +114,13 @@ fn update_refusal(old: &Value, new: &Value) -> Option<String> {
             "cannot transition from {:?} to {:?}",
             phase(old),
             phase(new)
+        ));
+    }
+    // An LC initializing or terminating needs its content reachable (kcp's reason).
+    if phase(old) != "Ready" && !is_marked_inactive(old) && is_marked_inactive(new) {
+        return Some(format!(
+            "LogicalCluster can only be marked inactive in phase \"Ready\", but is in phase {:?}",
+            phase(old)
         ));
     }
     None
@@ -232,5 +247,27 @@ mod tests {
         let mut labelled = done.clone();
         labelled["metadata"] = json!({"labels": {"x": "y"}});
         assert_eq!(update_refusal(&done, &labelled), None);
+    }
+
+    #[test]
+    fn only_a_ready_lc_is_marked_inactive() {
+        let marked = |lc: &Value, phase: &str| {
+            let mut lc = lc.clone();
+            lc["metadata"] = json!({"annotations": {"core.kcp.io/inactive": "true"}});
+            lc["status"]["phase"] = json!(phase);
+            lc
+        };
+        // As the marking write makes it (the strategy turns Ready into Inactive), and back.
+        let ready = lc("Ready", &[], &[]);
+        let inactive = marked(&ready, "Inactive");
+        assert_eq!(update_refusal(&ready, &inactive), None);
+        assert_eq!(update_refusal(&inactive, &ready), None);
+        let initializing = lc("Initializing", &["a"], &["a"]);
+        assert_eq!(
+            update_refusal(&initializing, &marked(&initializing, "Initializing")).as_deref(),
+            Some(
+                "LogicalCluster can only be marked inactive in phase \"Ready\", but is in phase \"Initializing\""
+            )
+        );
     }
 }

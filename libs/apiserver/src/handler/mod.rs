@@ -171,6 +171,17 @@ impl ApiServer {
         )?;
         let info = self.in_cluster(&parts, &user, authenticated_by, info, VerbHints { watch });
         let info = self.resolve_path(info)?;
+        if let ClusterTarget::Name(name) = &info.cluster
+            && self.inactive.contains(name)
+            && !crate::inactive::InactiveClusters::serves(&info.target)
+        {
+            return Err(ApiError::forbidden(
+                "core.kcp.io",
+                "logicalclusters",
+                name,
+                "logical cluster is marked inactive",
+            ));
+        }
         let user = self.impersonate(&parts, user, &info)?;
         if home::is_home_request(&info) {
             return self.serve_home(&user).await;

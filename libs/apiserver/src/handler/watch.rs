@@ -152,8 +152,32 @@ struct WatchStream {
     last_rev: i64,
     deadline: Pin<Box<tokio::time::Sleep>>,
     bookmarks: Option<tokio::time::Interval>,
-    shutdown: CancellationToken,
+    /// Resolves when the watch must end before its time (see [`ending`]).
+    ending: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
     cache: Arc<WatchCache>,
+}
+
+/// Resolves when the server shuts down, or when a cluster a watch of `cluster` (`None`: all) shows
+/// is marked inactive. One future for the watch's whole life, polled with each frame.
+fn ending(
+    shutdown: CancellationToken,
+    cluster: Option<String>,
+    mut marked: tokio::sync::broadcast::Receiver<Arc<str>>,
+) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
+    Box::pin(async move {
+        let inactive = async {
+            loop {
+                let marking = marked.recv().await;
+                if crate::inactive::ends_watch(cluster.as_deref(), &marking) {
+                    return;
+                }
+            }
+        };
+        tokio::select! {
+            _ = shutdown.cancelled() => {}
+            _ = inactive => {}
+        }
+    })
 }
 
 impl WatchStream {
@@ -184,7 +208,7 @@ impl WatchStream {
                 },
                 _ = bookmark => return Some(self.encoder.bookmark(self.cache.revision().max(self.last_rev), false)),
                 _ = &mut self.deadline => return None,
-                _ = self.shutdown.cancelled() => return None,
+                _ = &mut self.ending => return None,
             }
         }
     }
@@ -270,6 +294,8 @@ impl ApiServer {
         };
         // With an initial state, subscribe at the revision read first and list after: whatever
         // happens in between arrives through the replayed history, and duplicates are dropped by revision.
+        // Subscribed before the cache's subscription: a marking from here on ends this watch.
+        let inactive = self.inactive.subscribe();
         let snapshot_rev = initial.then(|| cache.revision());
         let subscribed = cache.subscribe(
             &prefix,
@@ -327,7 +353,7 @@ impl ApiServer {
             last_rev,
             deadline: Box::pin(tokio::time::sleep(timeout)),
             bookmarks,
-            shutdown: self.shutdown.clone(),
+            ending: ending(self.shutdown.clone(), cluster.map(str::to_string), inactive),
             cache,
         };
         let stream = futures::stream::unfold(state, |mut st| async move {

@@ -119,7 +119,12 @@ impl LcState {
             conditions.push(json!({"type": "WorkspaceContentDeleted", "status": "False", "severity": "Info",
                 "reason": "ContentDeletionPending", "message": "The content of the logical cluster is being deleted"}));
         }
-        let mut status = json!({"phase": self.phase(), "conditions": conditions});
+        // An LC marked inactive stays Ready to its workspace, as kcp's does.
+        let phase = match self.phase() {
+            "Inactive" => "Ready",
+            phase => phase,
+        };
+        let mut status = json!({"phase": phase, "conditions": conditions});
         if !initialized {
             status["initializers"] = json!(initializers);
         }
@@ -198,6 +203,12 @@ mod tests {
         assert_eq!(s["phase"], "Ready");
         assert_eq!(s["conditions"][1]["status"], "True");
         assert!(crate::conditions::same_status(Some(&s), &s));
+        let inactive = LcState::of(&json!({"status": {"phase": "Inactive"}}));
+        assert_eq!(
+            inactive.mirrored_status(),
+            s,
+            "an inactive LC's workspace stays Ready"
+        );
         let deleting = LcState::of(&json!({
             "metadata": {"deletionTimestamp": "2026-01-01T00:00:00Z"},
             "status": {"phase": "Deleting", "terminators": ["t"]},
