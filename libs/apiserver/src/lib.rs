@@ -18,6 +18,7 @@ pub mod openapi;
 pub mod paths;
 pub mod query;
 pub mod registry;
+pub mod request_body;
 pub mod request_info;
 pub mod response;
 pub mod serve;

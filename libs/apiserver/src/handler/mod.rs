@@ -52,6 +52,7 @@ impl ApiServer {
         let started = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
+        let req = req.map(crate::request_body::RequestBody::new);
         let resp = match self.serve(req, &peer).await {
             Ok(resp) => resp,
             Err(err) => response::error(&err),
@@ -152,7 +153,7 @@ impl ApiServer {
 
     async fn serve(
         self: &Arc<Self>,
-        req: Request<hyper::body::Incoming>,
+        req: Request<crate::request_body::RequestBody>,
         peer: &PeerInfo,
     ) -> Result<Response<Body>, ApiError> {
         let (mut parts, body) = req.into_parts();

@@ -32,7 +32,7 @@ impl ApiServer {
         &self,
         ctx: &RequestContext,
         method: &Method,
-        body: hyper::body::Incoming,
+        body: crate::request_body::RequestBody,
     ) -> Result<Response<Body>, ApiError> {
         let Target::Resource(req) = &ctx.info.target else {
             return Err(ApiError::path_not_found());

@@ -89,7 +89,7 @@ impl ApiServer {
         scale: &ScaleDef,
         at: ObjectRef<'_>,
         verb: &str,
-        body: hyper::body::Incoming,
+        body: crate::request_body::RequestBody,
     ) -> Result<Response<Body>, ApiError> {
         negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
         let current = || async {

@@ -31,7 +31,7 @@ impl ApiServer {
         serviceaccounts: &ResourceDef,
         cluster: &str,
         req: &ResourceRequest,
-        body: hyper::body::Incoming,
+        body: crate::request_body::RequestBody,
     ) -> Result<Response<Body>, ApiError> {
         if req.verb != "create" {
             return Err(ApiError::method_not_allowed(format!(
