@@ -100,28 +100,15 @@ impl CacheObserver for PathIndex {
 }
 
 #[cfg(test)]
-#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
     use super::*;
-    use crate::object_json::ObjectJson;
 
     fn lc(cluster: &str, path: Option<&str>) -> CachedObject {
         let annotations = match path {
             Some(p) => serde_json::json!({ PATH_ANNOTATION: p }),
             None => serde_json::json!({}),
         };
-        let value =
-            serde_json::json!({"metadata": {"name": "cluster", "annotations": annotations}});
-        let prefix = ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false);
-        CachedObject {
-            key: prefix.object(cluster, None, "cluster"),
-            cluster: cluster.into(),
-            namespace: None,
-            name: "cluster".into(),
-            revision: 1,
-            labels: Vec::new(),
-            json: ObjectJson::encode(&value).unwrap(),
-        }
+        CachedObject::logical_cluster(cluster, annotations)
     }
 
     #[test]

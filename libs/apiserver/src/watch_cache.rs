@@ -83,6 +83,27 @@ impl CachedObject {
     }
 }
 
+#[cfg(test)]
+impl CachedObject {
+    /// LogicalCluster `cluster` with `annotations`, as the cache holds one (for the observers'
+    /// unit tests).
+    pub(crate) fn logical_cluster(cluster: &str, annotations: Value) -> CachedObject {
+        let value =
+            serde_json::json!({"metadata": {"name": "cluster", "annotations": annotations}});
+        let prefix =
+            kcp_store::keys::ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false);
+        CachedObject {
+            key: prefix.object(cluster, None, "cluster"),
+            cluster: cluster.into(),
+            namespace: None,
+            name: "cluster".into(),
+            revision: 1,
+            labels: Vec::new(),
+            json: ObjectJson::encode(&value).expect("JSON of a test object"),
+        }
+    }
+}
+
 /// Label selectors match a cached object by the labels it keeps apart, without a parse.
 impl kcp_apimachinery::selector::label::Labels for CachedObject {
     fn label(&self, key: &str) -> Option<&str> {
