@@ -883,6 +883,14 @@ fn initializers_and_terminators(store: StoreKind) {
         "{initializing}"
     );
     assert_eq!(labels[&slow_key], slow_value.as_str(), "{initializing}");
+    // And kcp's condition, waiting on it; `kubectl wait` reads it.
+    let condition = &initializing["status"]["conditions"][0];
+    assert_eq!(condition["type"], "WorkspaceInitialized", "{initializing}");
+    assert_eq!(condition["status"], "False", "{initializing}");
+    assert_eq!(
+        condition["message"], "Initializers still exist: [root:slow]",
+        "{initializing}"
+    );
     let owner = initializing["metadata"]["annotations"]["experimental.tenancy.kcp.io/owner"]
         .as_str()
         .unwrap_or_default();
@@ -918,6 +926,12 @@ fn initializers_and_terminators(store: StoreKind) {
     let labels = &ready_lc["metadata"]["labels"];
     assert_eq!(labels["tenancy.kcp.io/phase"], "Ready", "{ready_lc}");
     assert!(labels.get(&slow_key).is_none(), "{ready_lc}");
+    shard.kubectl_cmd().cluster(&lc).ok(&[
+        "wait",
+        "--for=condition=WorkspaceInitialized",
+        "logicalcluster/cluster",
+        "--timeout=10s",
+    ]);
     assert_eq!(
         ready_lc["metadata"]["annotations"]["experimental.tenancy.kcp.io/owner"],
         r#"{"username":"kcp-admin"}"#,

@@ -101,6 +101,58 @@ pub(super) fn follow_phase(obj: &mut Value) {
     }
 }
 
+/// kcp's `WorkspaceInitialized` condition of an LC (its phase reconciler's): False while initializers
+/// are pending, True once Ready; its `lastTransitionTime` moves only when its status does.
+fn follow_initialized(obj: &mut Value) {
+    let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) else {
+        return;
+    };
+    let pending: Vec<&str> = (status.get("initializers").and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut wanted = match status.get("phase").and_then(Value::as_str) {
+        Some("Initializing") if !pending.is_empty() => json!({
+            "type": INITIALIZED, "status": "False", "severity": "Info",
+            "reason": "InitializerExists",
+            // Go's %v of a list: [a b].
+            "message": format!("Initializers still exist: [{}]", pending.join(" ")),
+        }),
+        Some("Ready" | "Inactive") => json!({"type": INITIALIZED, "status": "True"}),
+        // Scheduling, or on the way out: as it was.
+        _ => return,
+    };
+    let conditions = status.entry("conditions").or_insert_with(|| json!([]));
+    if !conditions.is_array() {
+        *conditions = json!([]);
+    }
+    let Some(conditions) = conditions.as_array_mut() else {
+        return;
+    };
+    let at = conditions.iter().position(|c| c["type"] == INITIALIZED);
+    let old = at.map(|i| &conditions[i]);
+    let field = |c: Option<&Value>, name: &str| c.and_then(|c| c.get(name)).cloned();
+    if ["status", "reason", "message", "severity"]
+        .iter()
+        .all(|f| field(old, f) == field(Some(&wanted), f))
+    {
+        return;
+    }
+    let time = match old {
+        Some(old) if old["status"] == wanted["status"] => old["lastTransitionTime"].clone(),
+        _ => json!(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
+    };
+    wanted["lastTransitionTime"] = time;
+    match at {
+        Some(i) => conditions[i] = wanted,
+        None => conditions.push(wanted),
+    }
+}
+
+/// The type of [`follow_initialized`]'s condition.
+const INITIALIZED: &str = "WorkspaceInitialized";
+
 pub struct LogicalClusterStrategy;
 
 impl Strategy for LogicalClusterStrategy {
@@ -164,6 +216,7 @@ impl Strategy for LogicalClusterStrategy {
 
     fn follow_status(&self, obj: &mut Value) {
         follow_inactive_mark(obj);
+        follow_initialized(obj);
         let status = obj.get("status");
         let pending = |field: &str, prefix: &str| -> Vec<(String, String)> {
             (status.and_then(|s| s.get(field)).and_then(Value::as_array))
@@ -217,6 +270,41 @@ mod tests {
         assert_eq!(key, format!("{INITIALIZER_LABEL_PREFIX}{}", &value[..35]));
         let (key, value) = lifecycle_label(TERMINATOR_LABEL_PREFIX, "root:universal");
         assert_eq!(key, format!("{TERMINATOR_LABEL_PREFIX}{}", &value[..36]));
+    }
+
+    #[test]
+    fn initialized_condition_follows_initializers() {
+        let mut lc =
+            json!({"status": {"phase": "Initializing", "initializers": ["root:a", "root:b"]}});
+        LogicalClusterStrategy.follow_status(&mut lc);
+        let waiting = lc["status"]["conditions"][0].clone();
+        assert_eq!(waiting["type"], "WorkspaceInitialized");
+        assert_eq!(waiting["status"], "False");
+        assert_eq!(waiting["reason"], "InitializerExists");
+        assert_eq!(
+            waiting["message"],
+            "Initializers still exist: [root:a root:b]"
+        );
+        assert!(waiting["lastTransitionTime"].is_string());
+        // Another initializer done: still False, the time kept.
+        lc["status"]["conditions"][0]["lastTransitionTime"] = json!("2026-01-01T00:00:00Z");
+        lc["status"]["initializers"] = json!(["root:b"]);
+        LogicalClusterStrategy.follow_status(&mut lc);
+        let fewer = &lc["status"]["conditions"][0];
+        assert_eq!(fewer["message"], "Initializers still exist: [root:b]");
+        assert_eq!(fewer["lastTransitionTime"], "2026-01-01T00:00:00Z");
+        lc["status"] =
+            json!({"phase": "Ready", "initializers": [], "conditions": lc["status"]["conditions"]});
+        LogicalClusterStrategy.follow_status(&mut lc);
+        let done = &lc["status"]["conditions"];
+        assert_eq!(done.as_array().map(Vec::len), Some(1), "{done}");
+        assert_eq!(done[0]["status"], "True");
+        assert!(done[0].get("reason").is_none(), "{done}");
+        assert_ne!(done[0]["lastTransitionTime"], "2026-01-01T00:00:00Z");
+        // Unchanged from then on, whatever is written.
+        let before = lc.clone();
+        LogicalClusterStrategy.follow_status(&mut lc);
+        assert_eq!(lc, before);
     }
 
     #[test]
