@@ -1,9 +1,10 @@
 //! kcp's LogicalCluster: its phase at birth, when its deletion starts and while it is marked
-//! inactive, and the metadata kcp keeps in step with its status — the phase label, a hashed label
-//! per pending initializer and terminator, the owner annotation cut down to the creator's name
-//! once Ready (the phase label and the owner also on Workspaces, see `workspace`). kcp's
-//! reconcilers set those in a write of their own after each change; here they go into the write
-//! that makes the change, whoever makes it, so no write is added.
+//! inactive, its `WorkspaceInitialized` condition, and the metadata kcp keeps in step with its
+//! status — the phase label, a hashed label per pending initializer and terminator, the owner
+//! annotation cut down to the creator's name once Ready (the phase label and the owner also on
+//! Workspaces, see `workspace`). kcp's reconcilers set those in a write of their own after each
+//! change; here they go into the write that makes the change, whoever makes it, so no write is
+//! added.
 
 use serde_json::{Map, Value, json};
 use sha2::{Digest, Sha224};
