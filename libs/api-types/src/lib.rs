@@ -6,6 +6,7 @@
 //! type at run time.
 
 pub mod builtin;
+pub mod conditions;
 pub mod custom;
 pub mod jsonpath;
 pub mod resource;

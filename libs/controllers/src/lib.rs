@@ -2,7 +2,6 @@
 //! cluster of the shard (never one per cluster), fed by the API server's watch cache and writing
 //! through its registry, so they see the same validation and revisions as requests.
 
-mod conditions;
 mod feed;
 pub mod gc;
 mod per_namespace;

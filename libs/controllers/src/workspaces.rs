@@ -43,10 +43,10 @@ use serde_json::{Value, json};
 use self::creation::Placed;
 use self::deletion::Content;
 use self::state::{LcState, WorkspaceState, unscheduled_status};
-use crate::conditions::{same_status, with_transition_times};
 use crate::feed::{Change, Feed};
 use crate::per_namespace::builtin;
 use crate::workqueue::{Outcome, WorkQueue};
+use kcp_api_types::conditions::{same_status, with_transition_times};
 
 /// Shards with this annotation take no new workspaces.
 const UNSCHEDULABLE_ANNOTATION: &str = "experimental.core.kcp.io/unschedulable";

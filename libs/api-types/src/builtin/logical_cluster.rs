@@ -102,8 +102,21 @@ pub(super) fn follow_phase(obj: &mut Value) {
     }
 }
 
-/// kcp's `WorkspaceInitialized` condition of an LC (its phase reconciler's): False while initializers
-/// are pending, True once Ready; its `lastTransitionTime` moves only when its status does.
+/// kcp's `WorkspaceInitialized` condition while `pending` initializers are left (False, with kcp's
+/// reason and message) or none (True); without its time. A Workspace shows its LC's.
+pub fn initialized_condition<S: AsRef<str>>(pending: &[S]) -> Value {
+    if pending.is_empty() {
+        return json!({"type": "WorkspaceInitialized", "status": "True"});
+    }
+    let names: Vec<&str> = pending.iter().map(AsRef::as_ref).collect();
+    json!({"type": "WorkspaceInitialized", "status": "False", "severity": "Info",
+           "reason": "InitializerExists",
+           // Go's %v of a list: [a b].
+           "message": format!("Initializers still exist: [{}]", names.join(" "))})
+}
+
+/// An LC's `WorkspaceInitialized` condition (kcp's phase reconciler sets it): False while
+/// initializers are pending, True once Ready.
 fn follow_initialized(obj: &mut Value) {
     let Some(status) = obj.get_mut("status").and_then(Value::as_object_mut) else {
         return;
@@ -113,14 +126,9 @@ fn follow_initialized(obj: &mut Value) {
         .flatten()
         .filter_map(Value::as_str)
         .collect();
-    let mut wanted = match status.get("phase").and_then(Value::as_str) {
-        Some("Initializing") if !pending.is_empty() => json!({
-            "type": INITIALIZED, "status": "False", "severity": "Info",
-            "reason": "InitializerExists",
-            // Go's %v of a list: [a b].
-            "message": format!("Initializers still exist: [{}]", pending.join(" ")),
-        }),
-        Some("Ready" | "Inactive") => json!({"type": INITIALIZED, "status": "True"}),
+    let wanted = match status.get("phase").and_then(Value::as_str) {
+        Some("Initializing") if !pending.is_empty() => initialized_condition(&pending),
+        Some("Ready" | "Inactive") => initialized_condition::<&str>(&[]),
         // Scheduling, or on the way out: as it was.
         _ => return,
     };
@@ -128,31 +136,10 @@ fn follow_initialized(obj: &mut Value) {
     if !conditions.is_array() {
         *conditions = json!([]);
     }
-    let Some(conditions) = conditions.as_array_mut() else {
-        return;
-    };
-    let at = conditions.iter().position(|c| c["type"] == INITIALIZED);
-    let old = at.map(|i| &conditions[i]);
-    let field = |c: Option<&Value>, name: &str| c.and_then(|c| c.get(name)).cloned();
-    if ["status", "reason", "message", "severity"]
-        .iter()
-        .all(|f| field(old, f) == field(Some(&wanted), f))
-    {
-        return;
-    }
-    let time = match old {
-        Some(old) if old["status"] == wanted["status"] => old["lastTransitionTime"].clone(),
-        _ => json!(chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)),
-    };
-    wanted["lastTransitionTime"] = time;
-    match at {
-        Some(i) => conditions[i] = wanted,
-        None => conditions.push(wanted),
+    if let Some(conditions) = conditions.as_array_mut() {
+        crate::conditions::set(conditions, wanted);
     }
 }
-
-/// The type of [`follow_initialized`]'s condition.
-const INITIALIZED: &str = "WorkspaceInitialized";
 
 pub struct LogicalClusterStrategy;
 

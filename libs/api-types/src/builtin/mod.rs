@@ -8,7 +8,9 @@ mod events;
 mod logical_cluster;
 
 pub use columns::{age_column_for_crd, age_since, name_column};
-pub use logical_cluster::{INACTIVE_ANNOTATION, LEGACY_INACTIVE_ANNOTATION, marked_inactive};
+pub use logical_cluster::{
+    INACTIVE_ANNOTATION, LEGACY_INACTIVE_ANNOTATION, initialized_condition, marked_inactive,
+};
 mod strategies;
 mod webhook_configurations;
 mod workspace;

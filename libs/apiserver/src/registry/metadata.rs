@@ -9,10 +9,7 @@ use serde_json::{Map, Value, json};
 use super::CLUSTER_ANNOTATION;
 
 /// `2026-11-21T14:30:00Z`: Kubernetes timestamps have second precision.
-pub fn now_rfc3339() -> String {
-    // Not `format("%Y-...")`: that parses the pattern on every call, and every write stamps a time.
-    chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
-}
+pub use kcp_api_types::conditions::now_rfc3339;
 
 pub fn meta(obj: &Value) -> Option<&Map<String, Value>> {
     obj.get("metadata").and_then(Value::as_object)

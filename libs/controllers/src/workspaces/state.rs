@@ -2,6 +2,7 @@
 //! most reconciles find nothing to do, and a Workspace or LogicalCluster carries managedFields,
 //! annotations and conditions that decision never looks at.
 
+use kcp_api_types::builtin::initialized_condition;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
@@ -107,14 +108,10 @@ impl LcState {
         let initializers = &self.status.initializers;
         let terminators = &self.status.terminators;
         let initialized = initializers.is_empty();
-        let mut conditions = vec![json!({"type": "WorkspaceScheduled", "status": "True"})];
-        conditions.push(if initialized {
-            json!({"type": "WorkspaceInitialized", "status": "True"})
-        } else {
-            json!({"type": "WorkspaceInitialized", "status": "False", "severity": "Info", "reason": "InitializerExists",
-                   // Go's %v of a list: [a b].
-                   "message": format!("Initializers still exist: [{}]", initializers.join(" "))})
-        });
+        let mut conditions = vec![
+            json!({"type": "WorkspaceScheduled", "status": "True"}),
+            initialized_condition(initializers),
+        ];
         if self.is_deleting() {
             conditions.push(json!({"type": "WorkspaceContentDeleted", "status": "False", "severity": "Info",
                 "reason": "ContentDeletionPending", "message": "The content of the logical cluster is being deleted"}));
@@ -202,7 +199,7 @@ mod tests {
         let s = ready.mirrored_status();
         assert_eq!(s["phase"], "Ready");
         assert_eq!(s["conditions"][1]["status"], "True");
-        assert!(crate::conditions::same_status(Some(&s), &s));
+        assert!(kcp_api_types::conditions::same_status(Some(&s), &s));
         let inactive = LcState::of(&json!({"status": {"phase": "Inactive"}}));
         assert_eq!(
             inactive.mirrored_status(),
