@@ -332,6 +332,8 @@ fn kubectl_ws_walk(store: StoreKind) {
 
 const ALICE_TOKEN: &str = "alice-token-0123456789";
 const TESS_TOKEN: &str = "tess-token-0123456789";
+/// A user whose name is alice's home path and one of its workspaces.
+const COLON_TOKEN: &str = "colon-token-0123456789";
 
 /// A user's home: created on the first `GET workspaces/~` in root (429 while it initializes), then
 /// answered as a Ready Workspace; reachable as `user:<name>`, where the user is cluster-admin; other
@@ -344,7 +346,8 @@ fn home_workspaces(store: StoreKind) {
     std::fs::write(
         &tokens,
         format!(
-            "{ALICE_TOKEN},alice,alice-uid,\"team-a\"\n{TESS_TOKEN},tess,tess-uid,\"team-a\"\n"
+            "{ALICE_TOKEN},alice,alice-uid,\"team-a\"\n{TESS_TOKEN},tess,tess-uid,\"team-a\"\n\
+             {COLON_TOKEN},alice:sub,colon-uid\n"
         ),
     )
     .expect("writing the token file");
@@ -449,6 +452,55 @@ fn home_workspaces(store: StoreKind) {
     plugin(&config, &["ws"]);
     let names = plugin(&config, &["get", "configmaps", "-o", "name"]);
     assert!(names.contains("configmap/mine"), "{names}");
+    // From home (its URL names the LC), a child is entered by name: a path may start at any LC.
+    let sub: Value = shard.eventually("alice's sub Ready", || {
+        let (code, body) = shard.curl_with(
+            &alice,
+            "GET",
+            "/clusters/user:alice/apis/tenancy.kcp.io/v1alpha1/workspaces/sub",
+            &[],
+            None,
+        );
+        let ws: Value = serde_json::from_str(&body).unwrap_or_default();
+        (code == 200 && ws["status"]["phase"] == "Ready").then_some(ws)
+    });
+    plugin(&config, &["ws", "sub"]);
+    let current = plugin(&config, &["ws", "."]);
+    assert!(current.contains(":sub"), "{current}");
+    let lc_of = |who: &Caller, path: &str| {
+        let (code, body) = shard.curl_with(
+            who,
+            "GET",
+            &format!("/clusters/{path}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster"),
+            &[],
+            None,
+        );
+        assert_eq!(code, 200, "{path}: {body}");
+        // The LC's URL names it, whatever path led to it.
+        let url = serde_json::from_str::<Value>(&body).unwrap_or_default()["status"]["URL"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        url.rsplit('/').next().unwrap_or_default().to_string()
+    };
+    let sub_lc = sub["spec"]["cluster"].as_str().unwrap_or_default();
+    assert!(!sub_lc.is_empty(), "{sub}");
+    assert_eq!(lc_of(&alice, &format!("{cluster}:sub")), sub_lc);
+    // A user named `alice:sub` gets a home of their own, but `user:alice:sub` stays alice's
+    // workspace (kcp: `user:<name>` is the home of <name>, the rest a path below it).
+    let colon = Caller::Token(COLON_TOKEN.to_string());
+    shard.eventually("alice:sub's home Ready", || {
+        (shard.curl_with(&colon, "GET", HOME, &[], None).0 == 200).then_some(())
+    });
+    assert_eq!(lc_of(&alice, "user:alice:sub"), sub_lc);
+    let (code, body) = shard.curl_with(
+        &colon,
+        "GET",
+        "/clusters/user:alice:sub/api/v1/namespaces",
+        &[],
+        None,
+    );
+    assert_eq!(code, 403, "{body}");
 
     // Without the grant, no home; refused in kcp's words.
     shard
@@ -1080,6 +1132,36 @@ fn workspace_isolation(store: StoreKind) {
         );
         assert_eq!(code, 403, "{text}");
     }
+    // An LC's admin may edit its `kcp.io/path`, but paths lead through Workspaces: alice claiming
+    // bob's path takes nothing from bob, and gives her nothing.
+    let claim = |path: &str| {
+        let (code, text) = shard.curl_with(
+            &alice,
+            "PATCH",
+            "/clusters/root:alice-ws/apis/core.kcp.io/v1alpha1/logicalclusters/cluster",
+            &[],
+            Some((
+                "application/merge-patch+json",
+                &format!(r#"{{"metadata":{{"annotations":{{"kcp.io/path":"{path}"}}}}}}"#),
+            )),
+        );
+        assert_eq!(code, 200, "{text}");
+    };
+    claim("root:bob-ws");
+    let (code, text) = shard.curl_with(&bob, "GET", &configmaps("bob-ws"), &[], None);
+    assert_eq!(code, 200, "{text}");
+    assert!(text.contains(r#""name":"mine""#), "{text}");
+    let (code, text) = shard.curl_with(&alice, "GET", &configmaps("bob-ws"), &[], None);
+    assert_eq!(code, 403, "{text}");
+    let (code, text) = shard.curl_with(&alice, "GET", &configmaps("alice-ws"), &[], None);
+    assert_eq!(code, 200, "{text}");
+    // Taking the claim back leaves both paths as they were.
+    claim("root:alice-ws");
+    for (who, ws) in [(&alice, "alice-ws"), (&bob, "bob-ws")] {
+        let (code, text) = shard.curl_with(who, "GET", &configmaps(ws), &[], None);
+        assert_eq!(code, 200, "{ws}: {text}");
+    }
+
     // Workspace rights in root are not rights over root's content, nor over every LC at once.
     let (code, text) =
         shard.curl_with(&alice, "GET", "/clusters/root/api/v1/configmaps", &[], None);

@@ -24,6 +24,14 @@ pub fn shard_hash(name: &str) -> String {
     hash
 }
 
+/// The name kcp gives a user's home LC: the first 8 bytes of SHA-224 of the user name, in base 36,
+/// with a `0` in front for each leading zero byte (kcp's `BytesPad`).
+pub fn home_cluster_name(user: &str) -> String {
+    use sha2::{Digest, Sha224};
+    let hash = Sha224::digest(user.as_bytes());
+    kcp_apimachinery::names::base36_pad(&hash[..8])
+}
+
 /// An owner annotation cut down to `{"username":...}`, as kcp keeps it once Ready; `None` when it
 /// is not a user's JSON (kcp then drops it).
 pub fn trimmed_owner(owner: &str) -> Option<String> {
@@ -106,6 +114,23 @@ pub fn shard(name: &str, base_url: &str, external_url: &str) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn home_names_are_short_stable_base36() {
+        let a = home_cluster_name("alice");
+        assert_eq!(a, home_cluster_name("alice"));
+        assert_ne!(a, home_cluster_name("bob"));
+        assert!(a.len() <= 13 && !a.is_empty(), "{a}");
+        assert!(
+            a.chars()
+                .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
+        );
+        assert!(kcp_apimachinery::names::is_valid_cluster_name(&a));
+        // A hash whose first byte is zero keeps a 0 for it, as kcp's BytesPad does (kcp's own
+        // test vector: 00 c6 50 b1 ad 5a 99 c3 is "0f9mt7goyif7").
+        let padded = home_cluster_name("user172");
+        assert_eq!(padded, "0f9mt7goyif7");
+    }
 
     #[test]
     fn every_bootstrap_type_extends_only_known_types() {

@@ -9,20 +9,12 @@ use http::{Response, StatusCode, header};
 use kcp_apimachinery::status::ApiError;
 use kcp_auth::{Attributes, UserInfo};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha224};
 
 use crate::lifecycle::ROOT_CLUSTER;
 use crate::registry::{WriteOptions, created_or_existed};
 use crate::request_info::{ClusterTarget, RequestInfo, Target};
 use crate::tenancy::{TypeRef, Types, new_logical_cluster, owner_info, workspace_admin_binding};
 use crate::{ApiServer, Body, response};
-
-/// The name kcp gives a user's home LC: the first 8 bytes of SHA-224 of the user name, in base 36,
-/// with a `0` in front for each leading zero byte (kcp's `BytesPad`).
-pub fn home_cluster_name(user: &str) -> String {
-    let hash = Sha224::digest(user.as_bytes());
-    kcp_apimachinery::names::base36_pad(&hash[..8])
-}
 
 /// Whether the request is `GET workspaces/~` in `root`.
 pub(crate) fn is_home_request(info: &RequestInfo) -> bool {
@@ -49,7 +41,7 @@ fn creating() -> Response<Body> {
 
 impl ApiServer {
     pub(crate) async fn serve_home(&self, user: &UserInfo) -> Result<Response<Body>, ApiError> {
-        let cluster = home_cluster_name(&user.name);
+        let cluster = kcp_api_types::tenancy::home_cluster_name(&user.name);
         let Some(existing) = self.logical_cluster(&cluster).await? else {
             self.create_home(user, &cluster).await?;
             return Ok(creating());
@@ -132,27 +124,5 @@ impl ApiServer {
                 .create(&crb_def, cluster, None, binding, WriteOptions::default())
                 .await,
         )
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn home_names_are_short_stable_base36() {
-        let a = home_cluster_name("alice");
-        assert_eq!(a, home_cluster_name("alice"));
-        assert_ne!(a, home_cluster_name("bob"));
-        assert!(a.len() <= 13 && !a.is_empty(), "{a}");
-        assert!(
-            a.chars()
-                .all(|c| c.is_ascii_digit() || c.is_ascii_lowercase())
-        );
-        assert!(kcp_apimachinery::names::is_valid_cluster_name(&a));
-        // A hash whose first byte is zero keeps a 0 for it, as kcp's BytesPad does (kcp's own
-        // test vector: 00 c6 50 b1 ad 5a 99 c3 is "0f9mt7goyif7").
-        let padded = home_cluster_name("user172");
-        assert_eq!(padded, "0f9mt7goyif7");
     }
 }
