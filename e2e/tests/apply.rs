@@ -11,6 +11,7 @@ on_both_stores!(
     kubectl_server_side_apply_conflicts_and_force,
     server_side_apply_on_custom_resources,
     dry_run_writes_nothing,
+    concurrent_patches_all_land,
 );
 on_both_stores!(async kube_rs_patch_apply);
 
@@ -323,4 +324,60 @@ async fn kube_rs_patch_apply(store: StoreKind) {
             .map(String::as_str),
         Some("2")
     );
+}
+
+/// Patches and applies without a resourceVersion, racing on one object, all land: a write that
+/// meets a newer object is patched again onto it (Kubernetes' GuaranteedUpdate), never a 409.
+fn concurrent_patches_all_land(store: StoreKind) {
+    let shard = Shard::start(store);
+    const CM: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
+    let (code, body) = shard.curl(
+        "POST",
+        CM,
+        Some(("application/json", r#"{"metadata":{"name":"raced"}}"#)),
+    );
+    assert_eq!(code, 201, "{body}");
+    let codes: Vec<(u16, String)> = std::thread::scope(|scope| {
+        let writers: Vec<_> = (0..24)
+            .map(|i| {
+                let shard = &shard;
+                scope.spawn(move || {
+                    if i % 2 == 0 {
+                        shard.curl(
+                            "PATCH",
+                            &format!("{CM}/raced"),
+                            Some((
+                                "application/merge-patch+json",
+                                &format!(r#"{{"data":{{"k{i}":"v"}}}}"#),
+                            )),
+                        )
+                    } else {
+                        shard.curl(
+                            "PATCH",
+                            &format!("{CM}/raced?fieldManager=m{i}"),
+                            Some((
+                                "application/apply-patch+yaml",
+                                &format!(
+                                    r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"raced"}},"data":{{"k{i}":"v"}}}}"#
+                                ),
+                            )),
+                        )
+                    }
+                })
+            })
+            .collect();
+        writers
+            .into_iter()
+            .map(|w| w.join().expect("a writer thread"))
+            .collect()
+    });
+    for (i, (code, body)) in codes.iter().enumerate() {
+        assert_eq!(*code, 200, "writer {i}: {body}");
+    }
+    let (code, body) = shard.curl("GET", &format!("{CM}/raced"), None);
+    assert_eq!(code, 200, "{body}");
+    let cm: Value = serde_json::from_str(&body).expect("a ConfigMap");
+    for i in 0..24 {
+        assert_eq!(cm["data"][format!("k{i}")], "v", "k{i} lost: {cm}");
+    }
 }

@@ -148,6 +148,10 @@ impl Written {
 }
 
 const MAX_ATTEMPTS: usize = 16;
+/// An update meeting newer objects tries again on each (Kubernetes' GuaranteedUpdate has no
+/// bound): one of the racing writers wins every round, so as many rounds as racing writers are
+/// needed. The bound only stops a livelock.
+const UPDATE_ATTEMPTS: usize = 1024;
 
 fn served(object: Value, revision: Option<Revision>) -> Result<Written, ApiError> {
     let mut object = object;
@@ -628,7 +632,7 @@ impl Registry {
         let cached = self.get(def, at).await?;
         let mut current: (Value, Revision) =
             (cached.value().map_err(ApiError::internal)?, cached.revision);
-        for _ in 0..MAX_ATTEMPTS {
+        for _ in 0..UPDATE_ATTEMPTS {
             let (old, old_rev) = &current;
             let desired = mutate(old)?;
             let precondition = meta_str(&desired, "resourceVersion").to_string();
@@ -676,9 +680,12 @@ impl Registry {
                     self.cache.note_write(rev);
                     return served(new, Some(rev));
                 }
+                // Written meanwhile: `mutate` runs again on what is stored now, as Kubernetes'
+                // GuaranteedUpdate does. A caller's own resourceVersion then no longer matches
+                // (409 above); a patch or apply without one is applied to the fresh object.
                 Err(StoreError::Conflict {
                     current: Some(kv), ..
-                }) if precondition.is_empty() => {
+                }) => {
                     let value = super::to_api(
                         def,
                         serde_json::from_slice(&kv.value).map_err(ApiError::internal)?,
