@@ -35,6 +35,37 @@ pub struct ResourceRequest {
     pub resource: String,
     pub name: Option<String>,
     pub subresource: Option<String>,
+    /// For a list or watch whose field selector requires one `metadata.name`: that name, which
+    /// authorization sees as the request's name (so `resourceNames` rules allow it), as Kubernetes'
+    /// request info does.
+    pub selected_name: Option<String>,
+}
+
+impl ResourceRequest {
+    /// The name authorization judges: the path's, or the one a list's field selector requires.
+    pub fn authorized_name(&self) -> &str {
+        self.name
+            .as_deref()
+            .or(self.selected_name.as_deref())
+            .unwrap_or_default()
+    }
+
+    /// Sets [`ResourceRequest::selected_name`] from a list's or watch's `fieldSelector`; a selector
+    /// that does not parse leaves it unset (the list answers the error).
+    pub fn select_name(&mut self, field_selector: Option<&str>) {
+        if self.name.is_some() || !matches!(self.verb.as_str(), "list" | "watch") {
+            return;
+        }
+        let Some(selector) = field_selector
+            .and_then(|s| kcp_apimachinery::selector::field::FieldSelector::parse(s).ok())
+        else {
+            return;
+        };
+        self.selected_name = selector
+            .requires_exact_match("metadata.name")
+            .filter(|n| kcp_apimachinery::names::is_valid_path_segment_name(n).is_empty())
+            .map(str::to_string);
+    }
 }
 
 /// What a path addresses inside a cluster (or at the top level).
@@ -156,8 +187,11 @@ fn resource(
 ) -> Target {
     let mut watch = hints.watch;
     let mut rest = rest;
-    // The deprecated `/watch/` path prefix means the same as `?watch=true`.
-    if rest.first() == Some(&"watch") {
+    // The deprecated `/watch/` path prefix means the same as `?watch=true`, and is the only way to
+    // watch one object by its path (`?watch=true` on an object's path is a plain get, as in
+    // Kubernetes).
+    let watch_prefix = rest.first() == Some(&"watch");
+    if watch_prefix {
         watch = true;
         rest = &rest[1..];
     }
@@ -179,8 +213,9 @@ fn resource(
     };
     // An empty verb is a method the path does not serve (405), e.g. PUT on a collection.
     let verb = match (method.as_str(), name.is_some()) {
-        ("GET" | "HEAD", _) if watch => "watch",
+        ("GET" | "HEAD", true) if watch_prefix => "watch",
         ("GET" | "HEAD", true) => "get",
+        ("GET" | "HEAD", false) if watch => "watch",
         ("GET" | "HEAD", false) => "list",
         ("POST", false) => "create",
         ("POST", true) if subresource.is_some() => "create",
@@ -198,6 +233,7 @@ fn resource(
         resource: resource.to_string(),
         name: name.map(str::to_string),
         subresource: subresource.map(str::to_string),
+        selected_name: None,
     })
 }
 
@@ -318,5 +354,42 @@ mod tests {
         );
         assert_eq!(res(&i).verb, "watch");
         assert_eq!(res(&i).namespace.as_deref(), Some("default"));
+        // One object: watched only through the `/watch/` prefix; `?watch` on its path is a get.
+        let i = p(
+            Method::GET,
+            "/clusters/root/api/v1/watch/namespaces/default/configmaps/a",
+        );
+        assert_eq!(
+            (res(&i).verb.as_str(), res(&i).name.as_deref()),
+            ("watch", Some("a"))
+        );
+        let i = parse(
+            &Method::GET,
+            "/clusters/root/api/v1/namespaces/default/configmaps/a",
+            VerbHints { watch: true },
+        );
+        assert_eq!(res(&i).verb, "get");
+    }
+
+    #[test]
+    fn a_field_selector_names_what_is_authorized() {
+        let mut i = parse(
+            &Method::GET,
+            "/clusters/root/api/v1/namespaces/default/secrets",
+            VerbHints { watch: true },
+        );
+        let Target::Resource(r) = &mut i.target else {
+            panic!("a resource request");
+        };
+        r.select_name(Some("type=Opaque,metadata.name=s1"));
+        assert_eq!(r.authorized_name(), "s1");
+        assert_eq!(r.name, None);
+        r.select_name(Some("metadata.name!=s1"));
+        assert_eq!(r.authorized_name(), "");
+        r.select_name(Some("metadata.name=a/b"));
+        assert_eq!(r.authorized_name(), "");
+        r.verb = "deletecollection".into();
+        r.select_name(Some("metadata.name=s1"));
+        assert_eq!(r.authorized_name(), "");
     }
 }

@@ -85,7 +85,7 @@ impl ApiServer {
                 resource: &r.resource,
                 subresource: r.subresource.as_deref().unwrap_or_default(),
                 namespace: authorized_namespace(r),
-                name: r.name.as_deref().unwrap_or_default(),
+                name: r.authorized_name(),
                 path: &info.path,
                 deep_review: false,
             },
@@ -171,7 +171,10 @@ impl ApiServer {
             &peer.certificates,
         )?;
         let info = self.in_cluster(&parts, &user, authenticated_by, info, VerbHints { watch });
-        let info = self.resolve_path(info)?;
+        let mut info = self.resolve_path(info)?;
+        if let Target::Resource(r) = &mut info.target {
+            r.select_name(query.get("fieldSelector"));
+        }
         if let ClusterTarget::Name(name) = &info.cluster
             && self.inactive.contains(name)
             && !crate::inactive::InactiveClusters::serves(&info.target)

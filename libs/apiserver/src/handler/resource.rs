@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use http::{Method, Response, StatusCode};
 use kcp_api_types::{ResourceDef, ResourceKind};
+use kcp_apimachinery::selector::{FieldSelector, field};
 use kcp_apimachinery::status::{ApiError, Cause, success_status};
 use serde_json::{Value, json};
 
@@ -134,7 +135,7 @@ impl ApiServer {
             }
             "list" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
-                let opts = list_options(ctx, &def)?;
+                let opts = list_options(ctx, &def, None)?;
                 let scope = ListScope {
                     cluster,
                     namespace: req.namespace.as_deref(),
@@ -150,8 +151,16 @@ impl ApiServer {
             }
             "watch" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
-                self.serve_watch(ctx, def.clone(), cluster, req.namespace.clone(), output)
-                    .await
+                let opts = list_options(ctx, &def, req.name.as_deref())?;
+                self.serve_watch(
+                    ctx,
+                    def.clone(),
+                    cluster,
+                    req.namespace.clone(),
+                    opts,
+                    output,
+                )
+                .await
             }
             "create" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
@@ -243,7 +252,7 @@ impl ApiServer {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let raw = codec::read_body(body).await?;
                 let opts = delete_options(ctx, &raw)?;
-                let mut list_opts = list_options(ctx, &def)?;
+                let mut list_opts = list_options(ctx, &def, None)?;
                 list_opts.limit = 0;
                 list_opts.continue_token = None;
                 let scope = ListScope {
@@ -519,14 +528,43 @@ fn object_ref<'a>(
     })
 }
 
+/// A list's or watch's options from the query; `name` (a watch of one object by its path) narrows
+/// the field selector to it, as Kubernetes does.
 pub(super) fn list_options(
     ctx: &RequestContext,
     def: &ResourceDef,
+    name: Option<&str>,
 ) -> Result<ListOptions, ApiError> {
     let q = &ctx.query;
     let limit = q.number("limit")?.unwrap_or(0);
+    let field = q.get("fieldSelector").filter(|s| !s.is_empty());
+    let named;
+    let field = match name {
+        None => field,
+        Some(name) => {
+            let requested = field
+                .map(FieldSelector::parse)
+                .transpose()
+                .map_err(|e| ApiError::bad_request(e.to_string()))?;
+            if let Some(other) = requested
+                .as_ref()
+                .and_then(|s| s.requires_exact_match("metadata.name"))
+                && other != name
+            {
+                return Err(ApiError::bad_request(
+                    "fieldSelector metadata.name doesn't match requested name",
+                ));
+            }
+            let by_name = format!("metadata.name={}", field::escape_value(name));
+            named = match field {
+                Some(f) => format!("{f},{by_name}"),
+                None => by_name,
+            };
+            Some(named.as_str())
+        }
+    };
     Ok(ListOptions {
-        selectors: Selectors::parse(def, q.get("labelSelector"), q.get("fieldSelector"))?,
+        selectors: Selectors::parse(def, q.get("labelSelector"), field)?,
         limit: usize::try_from(limit.max(0)).unwrap_or(0),
         continue_token: q
             .get("continue")

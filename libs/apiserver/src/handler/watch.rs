@@ -17,8 +17,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::RequestContext;
-use super::resource::list_options;
 use crate::codec::Output;
+use crate::registry::ListOptions;
 use crate::registry::{Selectors, keyspace};
 use crate::table::{self, IncludeObject};
 use crate::watch_cache::{
@@ -221,10 +221,10 @@ impl ApiServer {
         def: Arc<ResourceDef>,
         cluster: Option<&str>,
         namespace: Option<String>,
+        opts: ListOptions,
         output: Output,
     ) -> Result<Response<Body>, ApiError> {
         let q = &ctx.query;
-        let opts = list_options(ctx, &def)?;
         let bookmarks = q.flag("allowWatchBookmarks")?;
         let send_initial = q.get("sendInitialEvents").map(|v| v == "true" || v == "1");
         let timeout = match q.number("timeoutSeconds")? {
