@@ -928,6 +928,19 @@ fn delete_namespace_waits_until_it_is_empty_and_gone(store: StoreKind) {
 
     let out = shard.kubectl_ok(&["delete", "namespace", "doomed", "--timeout=60s"]);
     assert!(out.contains("namespace \"doomed\" deleted"), "{out}");
+    // The namespaces every workspace keeps may not be deleted (kcp's WorkspaceNamespaceLifecycle).
+    shard.kubectl_ok(&["create", "namespace", "kube-public"]);
+    shard.kubectl_ok(&["create", "namespace", "kube-system"]);
+    for immortal in ["default", "kube-system", "kube-public"] {
+        let refused = shard.kubectl_fails(&["delete", "namespace", immortal]);
+        assert!(
+            refused.contains(&format!(
+                "namespaces \"{immortal}\" is forbidden: this namespace may not be deleted"
+            )),
+            "{refused}"
+        );
+        shard.kubectl_ok(&["get", "namespace", immortal]);
+    }
 
     let gone = shard.kubectl_fails(&["get", "namespace", "doomed"]);
     assert!(

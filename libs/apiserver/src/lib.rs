@@ -143,12 +143,18 @@ impl ApiServer {
         // Policies before webhooks, in kube-apiserver's plugin order; a new Workspace's LC name
         // after all of them.
         registry.set_admission(Arc::new(admission::Chain(vec![
+            // Kubernetes checks RBAC escalation in its RBAC registry, before validating admission.
+            Arc::new(admission::RbacEscalationAdmission::new(
+                config.rbac.clone(),
+                authorizers.clone(),
+            )),
             Arc::new(admission::WorkspaceAdmission::new(
                 cache.clone(),
                 paths.clone(),
                 authorizers.clone(),
             )),
             Arc::new(admission::LogicalClusterAdmission),
+            Arc::new(admission::NamespaceLifecycle::new(cache.clone())),
             Arc::new(admission::PolicyAdmission::new(cache.clone())),
             Arc::new(admission::WebhookAdmission::new(cache)),
             Arc::new(admission::WorkspaceClusterName),

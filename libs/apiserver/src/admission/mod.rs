@@ -13,14 +13,18 @@
 //! [`webhook::WebhookAdmission`] implements admission webhooks per logical cluster,
 //! [`policy::PolicyAdmission`] ValidatingAdmissionPolicies; [`Chain`] runs both. [`quota`]
 //! (ResourceQuota object counts) runs last on creates, as kube-apiserver orders its plugins.
+//! [`rbac_escalation`] refuses RBAC objects granting more than their author holds (Kubernetes'
+//! RBAC registry check).
 
 mod client;
 mod config;
 mod logical_cluster;
 mod matching;
+mod namespace_lifecycle;
 pub mod policy;
 pub mod quantity;
 pub mod quota;
+pub mod rbac_escalation;
 mod review;
 pub mod rules;
 pub mod warnings;
@@ -38,7 +42,9 @@ use serde_json::Value;
 use crate::registry::Registry;
 
 pub use logical_cluster::LogicalClusterAdmission;
+pub use namespace_lifecycle::NamespaceLifecycle;
 pub use policy::PolicyAdmission;
+pub use rbac_escalation::RbacEscalationAdmission;
 pub use webhook::WebhookAdmission;
 pub use workspace::{WorkspaceAdmission, WorkspaceClusterName};
 

@@ -270,6 +270,33 @@ impl RbacIndex {
         }
         errors
     }
+
+    /// The rules `role_ref` grants to a binding of `cluster` in `namespace` (empty for a
+    /// ClusterRoleBinding), resolved as [`RbacIndex::visit_rules`] resolves the LC's own bindings
+    /// (a ClusterRole missing from `cluster` is taken from the bootstrap LC), or the error the walk
+    /// reports for it (`clusterrole.rbac.authorization.k8s.io "x" not found`, or an unsupported kind).
+    pub fn role_ref_rules(
+        &self,
+        cluster: &str,
+        namespace: &str,
+        role_ref: &RoleRef,
+    ) -> Result<Vec<PolicyRule>, String> {
+        let clusters = self.clusters.read();
+        // An LC without RBAC objects of its own still binds the bootstrap roles.
+        let empty = ClusterPolicy::default();
+        let walk = Walk {
+            request_cluster: cluster,
+            binding_cluster: cluster,
+            policy: clusters.get(cluster).unwrap_or(&empty),
+            fallback: if cluster == self.bootstrap_cluster {
+                None
+            } else {
+                clusters.get(&self.bootstrap_cluster)
+            },
+        };
+        let sets = walk.resolve(role_ref, namespace)?;
+        Ok(sets.into_iter().flatten().cloned().collect())
+    }
 }
 
 /// The bindings of one LC being walked for a request.

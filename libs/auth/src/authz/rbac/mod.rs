@@ -8,6 +8,7 @@
 //! - [`aggregation`]: ClusterRole aggregation, computed when roles change
 //! - [`authorizer`]: [`RbacAuthorizer`] and the rules of a user (SelfSubjectRulesReview)
 //! - [`bootstrap`]: Kubernetes' default ClusterRoles and bindings for the bootstrap LC
+//! - [`escalation`]: whether a user holds the rights they grant (Kubernetes' escalation check)
 //!
 //! kcp keeps the default roles in one LC, [`BOOTSTRAP_CLUSTER`]. A request to LC X is allowed when a
 //! binding of X grants it (a ClusterRole X does not have is taken from the bootstrap LC, so X can bind
@@ -29,6 +30,7 @@
 pub mod aggregation;
 pub mod authorizer;
 pub mod bootstrap;
+pub mod escalation;
 pub mod index;
 pub mod object;
 pub mod rule;
@@ -38,6 +40,7 @@ pub mod subject;
 mod tests;
 
 pub use authorizer::{NonResourceRule, RbacAuthorizer, RbacDecision, ResourceRule, SubjectRules};
+pub use escalation::EscalationError;
 pub use index::{RbacIndex, RuleSource};
 pub use object::{RbacKind, RbacObjectError, RoleRef};
 pub use rule::PolicyRule;
