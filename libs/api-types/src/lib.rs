@@ -13,6 +13,6 @@ pub mod resource;
 pub mod tenancy;
 
 pub use resource::{
-    Column, ColumnValue, FieldSelectorDef, FieldSource, NameRule, ResourceDef, ResourceKind,
-    ScaleDef, Strategy, StrategyContext, Text,
+    Column, ColumnValue, FieldSelectorDef, FieldSource, NameRule, Requester, ResourceDef,
+    ResourceKind, ScaleDef, Strategy, StrategyContext, Text,
 };

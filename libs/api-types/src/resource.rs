@@ -89,6 +89,17 @@ pub struct StrategyContext<'a> {
     pub cluster: &'a str,
     /// The shard's external URL, e.g. `https://localhost:6443`.
     pub external_url: &'a str,
+    /// Who writes: `None` for the shard's own writes.
+    pub requester: Option<Requester<'a>>,
+}
+
+/// The user of a request, for kinds that record it (a CertificateSigningRequest's requester).
+#[derive(Clone, Copy, Debug)]
+pub struct Requester<'a> {
+    pub name: &'a str,
+    pub uid: &'a str,
+    pub groups: &'a [String],
+    pub extra: &'a std::collections::BTreeMap<String, Vec<String>>,
 }
 
 /// The context of the strategies' unit tests: `root` on a shard at localhost.
@@ -96,6 +107,7 @@ pub struct StrategyContext<'a> {
 pub(crate) const TEST_CONTEXT: StrategyContext<'static> = StrategyContext {
     cluster: "root",
     external_url: "https://localhost:6443",
+    requester: None,
 };
 
 /// A kind's own rules, called by the generic registry around every write.

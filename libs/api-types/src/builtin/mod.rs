@@ -2,6 +2,7 @@
 //! field selectors.
 
 mod admission_policies;
+mod certificates;
 mod columns;
 pub mod crd;
 mod events;
@@ -22,6 +23,7 @@ use crate::resource::{
     Strategy,
 };
 
+use certificates::CsrStrategy;
 use columns::*;
 use logical_cluster::LogicalClusterStrategy;
 use strategies::*;
@@ -387,6 +389,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
         )
         .short(&["csr"])
         .status()
+        .strategy(CsrStrategy)
         .columns(csr_columns())
         .fields(vec![field("spec.signerName", |o| {
             str_at(o, "/spec/signerName")

@@ -27,9 +27,53 @@ fn validate_keys(obj: &Value, field: &str, causes: &mut Vec<Cause>) {
     if let Some(map) = obj.get(field).and_then(Value::as_object) {
         for key in map.keys() {
             if let Some(msg) = config_key_errors(key) {
-                causes.push(Cause::invalid(field, &json!(key), &msg));
+                causes.push(Cause::invalid(
+                    &format!("{field}[{key}]"),
+                    &json!(key),
+                    &msg,
+                ));
             }
         }
+    }
+}
+
+/// The bytes of `field`'s values, which are base64 (a Secret's `data`, a ConfigMap's `binaryData`:
+/// `[]byte` in Go, whose decoding refuses anything else); each value that is not is a cause.
+fn base64_values(obj: &Value, field: &str, causes: &mut Vec<Cause>) -> usize {
+    let mut size = 0;
+    for (k, v) in obj
+        .get(field)
+        .and_then(Value::as_object)
+        .into_iter()
+        .flatten()
+    {
+        match v
+            .as_str()
+            .map(|s| base64::engine::general_purpose::STANDARD.decode(s))
+        {
+            Some(Ok(bytes)) => size += bytes.len(),
+            _ if v.is_null() => {}
+            _ => causes.push(Cause::invalid(
+                &format!("{field}[{k}]"),
+                v,
+                "must be a base64-encoded string",
+            )),
+        }
+    }
+    size
+}
+
+/// Kubernetes' bound on a ConfigMap's or Secret's data (`core.MaxSecretSize`), enforced with its
+/// cause at `field`.
+const MAX_DATA_SIZE: usize = 1 << 20;
+
+fn data_size_limit(size: usize, field: &str, causes: &mut Vec<Cause>) {
+    if size > MAX_DATA_SIZE {
+        causes.push(Cause::new(
+            "FieldValueTooLong",
+            field,
+            format!("Too long: may not be more than {MAX_DATA_SIZE} bytes"),
+        ));
     }
 }
 
@@ -62,6 +106,15 @@ impl Strategy for ConfigMapStrategy {
         let mut causes = Vec::new();
         validate_keys(obj, "data", &mut causes);
         validate_keys(obj, "binaryData", &mut causes);
+        let text: usize = (obj
+            .get("data")
+            .and_then(Value::as_object)
+            .into_iter()
+            .flatten())
+        .map(|(_, v)| v.as_str().map_or(0, str::len))
+        .sum();
+        let binary = base64_values(obj, "binaryData", &mut causes);
+        data_size_limit(text + binary, "", &mut causes);
         if let (Some(data), Some(binary)) = (
             obj.get("data").and_then(Value::as_object),
             obj.get("binaryData").and_then(Value::as_object),
@@ -132,20 +185,8 @@ impl Strategy for SecretStrategy {
     fn validate(&self, obj: &Value) -> Vec<Cause> {
         let mut causes = Vec::new();
         validate_keys(obj, "data", &mut causes);
-        if let Some(data) = obj.get("data").and_then(Value::as_object) {
-            for (k, v) in data {
-                let ok = v
-                    .as_str()
-                    .is_some_and(|s| base64::engine::general_purpose::STANDARD.decode(s).is_ok());
-                if !ok && !v.is_null() {
-                    causes.push(Cause::invalid(
-                        &format!("data[{k}]"),
-                        v,
-                        "must be a base64-encoded string",
-                    ));
-                }
-            }
-        }
+        let size = base64_values(obj, "data", &mut causes);
+        data_size_limit(size, "data", &mut causes);
         causes
     }
 
@@ -330,6 +371,29 @@ mod tests {
         let old = json!({"immutable": true, "data": {"a": "1"}});
         let new = json!({"immutable": true, "data": {"a": "2"}});
         assert_eq!(ConfigMapStrategy.validate_update(&new, &old).len(), 1);
+        // binaryData is base64 (Go's []byte), which typed clients decode.
+        let bad = ConfigMapStrategy.validate(&json!({"binaryData": {"z": "@@"}}));
+        assert_eq!(bad.len(), 1);
+        assert_eq!(bad[0].field, "binaryData[z]");
+        assert!(
+            ConfigMapStrategy
+                .validate(&json!({"binaryData": {"z": "aGk="}}))
+                .is_empty()
+        );
+        // At most 1 MiB of data, text and bytes together; a Secret's counted decoded.
+        let half = "a".repeat(600 << 10);
+        let big = json!({"data": {"a": half}, "binaryData": {"b": base64::engine::general_purpose::STANDARD.encode(&half)}});
+        let too_long = ConfigMapStrategy.validate(&big);
+        assert_eq!(too_long.len(), 1, "{too_long:?}");
+        assert_eq!(too_long[0].reason, "FieldValueTooLong");
+        let secret =
+            json!({"data": {"a": base64::engine::general_purpose::STANDARD.encode(&half)}});
+        assert!(SecretStrategy.validate(&secret).is_empty());
+        let secret = json!({"data": {
+            "a": base64::engine::general_purpose::STANDARD.encode(&half),
+            "b": base64::engine::general_purpose::STANDARD.encode(&half),
+        }});
+        assert_eq!(SecretStrategy.validate(&secret)[0].field, "data");
     }
 
     #[test]

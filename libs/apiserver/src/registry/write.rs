@@ -3,8 +3,9 @@
 use std::collections::HashSet;
 
 use bytes::Bytes;
-use kcp_api_types::{ResourceDef, StrategyContext};
+use kcp_api_types::{Requester, ResourceDef, StrategyContext};
 use kcp_apimachinery::status::{ApiError, Cause};
+use kcp_auth::UserInfo;
 use kcp_store::{Revision, StoreError};
 use serde_json::{Value, json};
 
@@ -233,10 +234,16 @@ fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> ApiError {
 }
 
 impl Registry {
-    fn ctx<'a>(&'a self, cluster: &'a str) -> StrategyContext<'a> {
+    fn ctx<'a>(&'a self, cluster: &'a str, user: Option<&'a UserInfo>) -> StrategyContext<'a> {
         StrategyContext {
             cluster,
             external_url: &self.external_url,
+            requester: user.map(|u| Requester {
+                name: &u.name,
+                uid: &u.uid,
+                groups: &u.groups,
+                extra: &u.extra,
+            }),
         }
     }
 
@@ -574,7 +581,8 @@ impl Registry {
         {
             m.remove("status");
         }
-        def.strategy.prepare_for_create(&self.ctx(cluster), obj);
+        def.strategy
+            .prepare_for_create(&self.ctx(cluster, opts.user), obj);
         def.strategy.follow_status(obj);
         Ok(generate)
     }
@@ -740,7 +748,7 @@ impl Registry {
         let mut causes = metadata::prepare_update(def, &mut new, old, at.cluster);
         if matches!(kind, UpdateKind::Main | UpdateKind::Whole) {
             def.strategy
-                .prepare_for_update(&self.ctx(at.cluster), &mut new, old);
+                .prepare_for_update(&self.ctx(at.cluster, opts.user), &mut new, old);
         }
         def.strategy.follow_status(&mut new);
         causes.extend(metadata::validate_metadata(def, &new));
