@@ -313,7 +313,9 @@ impl ApiServer {
             }
         };
         let mut pending = VecDeque::new();
-        let mut last_rev = 0;
+        // Nothing at or before the revision asked for is sent, even when it is ahead of this
+        // shard (Kubernetes' watchers send only events newer than it).
+        let mut last_rev = after.unwrap_or(0);
         if let Some(at) = snapshot_rev {
             last_rev = at;
             let list_prefix = match (cluster, &scope.namespace) {
@@ -334,7 +336,10 @@ impl ApiServer {
             }
         }
         for ev in std::mem::take(&mut sub.backlog) {
-            last_rev = last_rev.max(ev.revision);
+            if ev.revision <= last_rev {
+                continue;
+            }
+            last_rev = ev.revision;
             if let Some(kind) = filter.visible(&ev) {
                 pending.extend(encoder.event(kind, &ev));
             }
