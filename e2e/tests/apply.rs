@@ -233,6 +233,18 @@ fn dry_run_writes_nothing(store: StoreKind) {
         "--from-literal=a=1",
         "--dry-run=server",
     ]);
+    // A dry run meets what a real create would: the name is taken.
+    let taken = shard.kubectl_fails(&[
+        "create",
+        "configmap",
+        "real",
+        "--from-literal=a=1",
+        "--dry-run=server",
+    ]);
+    assert!(
+        taken.contains(r#"configmaps "real" already exists"#),
+        "{taken}"
+    );
     shard.kubectl_ok(&["label", "cm", "real", "x=y", "--dry-run=server"]);
     shard.kubectl_ok(&[
         "patch",

@@ -1,11 +1,39 @@
 //! Kind-specific rules of built-in kinds that bad or hostile input meets, on both stores: a
 //! CertificateSigningRequest records its real requester and keeps its spec; ConfigMap
-//! `binaryData` must be base64 and data at most 1 MiB.
+//! `binaryData` must be base64 and data at most 1 MiB; namespaces carry their name as a label and
+//! a phase that follows their lifecycle; owner references and finalizers are validated; Leases
+//! and custom resources need a resourceVersion to be replaced, Leases and Events may be created by
+//! PUT; RBAC objects are validated; invalid write options are Kubernetes' 422s.
 
 use kcp_e2e::{Shard, StoreKind, on_both_stores};
 use serde_json::Value;
 
-on_both_stores!(certificate_signing_requests, configmap_data_rules);
+on_both_stores!(
+    certificate_signing_requests,
+    configmap_data_rules,
+    namespaces_carry_their_name,
+    metadata_rules,
+    update_policies,
+    rbac_objects_are_validated,
+    write_options,
+);
+
+/// `(code, body)` of a JSON write.
+fn send(shard: &Shard, method: &str, path: &str, body: &str) -> (u16, String) {
+    let ct = match method {
+        "PATCH" => "application/merge-patch+json",
+        _ => "application/json",
+    };
+    shard.curl(method, path, Some((ct, body)))
+}
+
+fn assert_invalid(code: u16, body: &str, field: &str) {
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body.contains(&format!(r#""field":"{field}""#)),
+        "{field}: {body}"
+    );
+}
 
 /// A CSR (CN=test, P-256) made with openssl, base64 as the API carries it.
 const REQUEST: &str = "LS0tLS1CRUdJTiBDRVJUSUZJQ0FURSBSRVFVRVNULS0tLS0KTUlISk1IRUNBUUF3RHpFTk1Bc0dBMVVFQXd3RWRHVnpkREJaTUJNR0J5cUdTTTQ5QWdFR0NDcUdTTTQ5QXdFSApBMElBQlBXT3k5ZU4vN0Yrd1piSkd6TU03VTNCU2lKK2NYTjEyNi9UcFZYZUI3c0pLeEZuMjlFN2dtR2pUTU5zCkh4OElmTFAybFNNOU84TC8vWEF0MWRkelVLR2dBREFLQmdncWhrak9QUVFEQWdOSUFEQkZBaUVBdkNIYTkyR1oKdUFnZkRKcy9DWFcrR2FIcTA1b2FxTTlwZEJNakFsVU5zaTBDSUdGSHBWMUpvNEptZU4rVTlCZTh1VFNTMit1agpTeE5ZMUNUU3IwazFNSDd4Ci0tLS0tRU5EIENFUlRJRklDQVRFIFJFUVVFU1QtLS0tLQo=";
@@ -89,6 +117,214 @@ fn configmap_data_rules(store: StoreKind) {
     assert_eq!(code, 422, "{}", &body[..body.len().min(400)]);
     assert!(
         body.contains("Too long: may not be more than 1048576 bytes"),
+        "{body}"
+    );
+}
+
+fn namespaces_carry_their_name(store: StoreKind) {
+    let shard = Shard::start(store);
+    shard.kubectl_ok(&["create", "namespace", "n3"]);
+    let ns = shard.kubectl_json(&["get", "namespace", "n3", "-o", "json"]);
+    assert_eq!(
+        ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "n3",
+        "{ns}"
+    );
+    let (code, body) = send(
+        &shard,
+        "POST",
+        "/clusters/root/api/v1/namespaces",
+        r#"{"metadata":{"generateName":"gen-"}}"#,
+    );
+    assert_eq!(code, 201, "{body}");
+    let made: Value = serde_json::from_str(&body).expect("a Namespace");
+    assert_eq!(
+        made["metadata"]["labels"]["kubernetes.io/metadata.name"], made["metadata"]["name"],
+        "{made}"
+    );
+    // The label follows the name whatever a client writes.
+    let (code, body) = send(
+        &shard,
+        "PATCH",
+        "/clusters/root/api/v1/namespaces/n3",
+        r#"{"metadata":{"labels":{"kubernetes.io/metadata.name":"other"}}}"#,
+    );
+    assert_eq!(code, 200, "{body}");
+    assert!(
+        body.contains(r#""kubernetes.io/metadata.name":"n3""#),
+        "{body}"
+    );
+    // The phase is the lifecycle's.
+    for phase in ["Bogus", "Terminating"] {
+        let (code, body) = send(
+            &shard,
+            "PATCH",
+            "/clusters/root/api/v1/namespaces/n3/status",
+            &format!(r#"{{"status":{{"phase":"{phase}"}}}}"#),
+        );
+        assert_invalid(code, &body, "status.Phase");
+    }
+}
+
+fn metadata_rules(store: StoreKind) {
+    let shard = Shard::start(store);
+    const CMS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
+    let cm = |name: &str, meta: &str| {
+        format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"{name}",{meta}}}}}"#)
+    };
+    let owner = |uid: &str, controller: bool| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"ConfigMap","name":"o-{uid}","uid":"{uid}","controller":{controller}}}"#
+        )
+    };
+    let (code, body) = send(
+        &shard,
+        "POST",
+        CMS,
+        &cm("a", &format!(r#""ownerReferences":[{}]"#, owner("", false))),
+    );
+    assert_invalid(code, &body, "metadata.ownerReferences.uid");
+    let two = format!(
+        r#""ownerReferences":[{},{}]"#,
+        owner("u1", true),
+        owner("u2", true)
+    );
+    let (code, body) = send(&shard, "POST", CMS, &cm("b", &two));
+    assert_invalid(code, &body, "metadata.ownerReferences");
+    assert!(
+        body.contains("Only one reference can have Controller set to true"),
+        "{body}"
+    );
+    let (code, body) = send(&shard, "POST", CMS, &cm("c", r#""finalizers":["plain"]"#));
+    assert_invalid(code, &body, "metadata.finalizers[0]");
+    let (code, body) = send(
+        &shard,
+        "POST",
+        CMS,
+        &cm("d", r#""finalizers":["orphan","foregroundDeletion"]"#),
+    );
+    assert_invalid(code, &body, "metadata.finalizers");
+    let (code, body) = send(
+        &shard,
+        "POST",
+        CMS,
+        &cm("e", r#""finalizers":["example.com/hold"]"#),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = shard.curl("GET", &format!("{CMS}/c"), None);
+    assert_eq!(code, 404, "nothing written: {body}");
+}
+
+fn update_policies(store: StoreKind) {
+    let shard = Shard::start(store);
+    const LEASES: &str = "/clusters/root/apis/coordination.k8s.io/v1/namespaces/default/leases";
+    let lease = |holder: &str| {
+        format!(
+            r#"{{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{{"name":"l1"}},"spec":{{"holderIdentity":"{holder}"}}}}"#
+        )
+    };
+    // A PUT may create a Lease (201), but not replace one without saying which version.
+    let (code, body) = send(&shard, "PUT", &format!("{LEASES}/l1"), &lease("me"));
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = send(&shard, "PUT", &format!("{LEASES}/l1"), &lease("you"));
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body.contains(
+            "metadata.resourceVersion: Invalid value: 0x0: must be specified for an update"
+        ),
+        "{body}"
+    );
+    let (code, body) = shard.curl("GET", &format!("{LEASES}/l1"), None);
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains(r#""holderIdentity":"me""#), "{body}");
+    // Events too may be created by PUT.
+    let event = r#"{"apiVersion":"v1","kind":"Event","metadata":{"name":"ev1"},"involvedObject":{"kind":"ConfigMap","name":"x","namespace":"default"},"reason":"Test","message":"hi","type":"Normal"}"#;
+    let (code, body) = send(
+        &shard,
+        "PUT",
+        "/clusters/root/api/v1/namespaces/default/events/ev1",
+        event,
+    );
+    assert_eq!(code, 201, "{body}");
+    // Other kinds: a PUT of a missing object is 404.
+    let (code, body) = send(
+        &shard,
+        "PUT",
+        "/clusters/root/api/v1/namespaces/default/configmaps/none",
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"none"}}"#,
+    );
+    assert_eq!(code, 404, "{body}");
+}
+
+fn rbac_objects_are_validated(store: StoreKind) {
+    let shard = Shard::start(store);
+    const RBAC: &str = "/clusters/root/apis/rbac.authorization.k8s.io/v1";
+    let (code, body) = send(
+        &shard,
+        "POST",
+        &format!("{RBAC}/clusterrolebindings"),
+        r#"{"metadata":{"name":"b"},"roleRef":{"apiGroup":"rbac.authorization.k8s.io","kind":"Role","name":"view"},"subjects":[{"kind":"User","name":"u"}]}"#,
+    );
+    assert_invalid(code, &body, "roleRef.kind");
+    let (code, body) = send(
+        &shard,
+        "POST",
+        &format!("{RBAC}/namespaces/default/roles"),
+        r#"{"metadata":{"name":"r"},"rules":[{"verbs":["get"],"nonResourceURLs":["/foo"]}]}"#,
+    );
+    assert_invalid(code, &body, "rules[0].nonResourceURLs");
+    let (code, body) = send(
+        &shard,
+        "POST",
+        &format!("{RBAC}/clusterroles"),
+        r#"{"metadata":{"name":"c"},"rules":[{"verbs":["get"],"resources":["pods"]}]}"#,
+    );
+    assert_invalid(code, &body, "rules[0].apiGroups");
+    assert!(
+        body.contains("resource rules must supply at least one api group"),
+        "{body}"
+    );
+}
+
+fn write_options(store: StoreKind) {
+    let shard = Shard::start(store);
+    const CMS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
+    let (code, body) = send(
+        &shard,
+        "POST",
+        &format!("{CMS}?dryRun=Foo"),
+        r#"{"metadata":{"name":"x"}}"#,
+    );
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body.contains(r#"CreateOptions.meta.k8s.io \"\" is invalid"#),
+        "{body}"
+    );
+    let (code, body) = send(
+        &shard,
+        "POST",
+        &format!("{CMS}?fieldValidation=Bogus"),
+        r#"{"metadata":{"name":"x"}}"#,
+    );
+    assert_eq!(code, 422, "{body}");
+    // Server-side apply that creates answers 201, as any create; then 200.
+    let apply =
+        r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"applied"},"data":{"a":"1"}}"#;
+    for expected in [201, 200] {
+        let (code, body) = shard.curl(
+            "PATCH",
+            &format!("{CMS}/applied?fieldManager=me"),
+            Some(("application/apply-patch+yaml", apply)),
+        );
+        assert_eq!(code, expected, "{body}");
+    }
+    let (code, body) = shard.curl(
+        "DELETE",
+        &format!("{CMS}/applied?propagationPolicy=Foo"),
+        None,
+    );
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body.contains(r#"DeleteOptions.meta.k8s.io \"\" is invalid"#),
         "{body}"
     );
 }

@@ -66,6 +66,10 @@ pub fn field_cause(cause: &kcp_schema::FieldCause) -> Cause {
 }
 
 impl Strategy for CustomResourceStrategy {
+    fn allow_unconditional_update(&self) -> bool {
+        false
+    }
+
     fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
         self.normalize(obj);
     }

@@ -131,9 +131,23 @@ pub trait Strategy: Send + Sync + 'static {
     }
     /// Called when deletion starts on an object that cannot go at once (finalizers pending).
     fn prepare_for_delete(&self, _obj: &mut Value) {}
+    /// Called once the object's name is final (a generated name included) on create, and after
+    /// [`Strategy::prepare_for_update`]: fields derived from the name (Kubernetes' Canonicalize).
+    fn canonicalize(&self, _obj: &mut Value) {}
     /// Called last in every write's preparation, status writes and the start of a deletion
     /// included: metadata the kind keeps in step with its status (kcp's LogicalCluster labels).
     fn follow_status(&self, _obj: &mut Value) {}
+    /// Whether a PUT may leave `metadata.resourceVersion` out (Kubernetes'
+    /// `AllowUnconditionalUpdate`): false for kinds whose writers must say which version they
+    /// replace (custom resources, CRDs, Leases).
+    fn allow_unconditional_update(&self) -> bool {
+        true
+    }
+    /// Whether a PUT of a missing object creates it (Kubernetes' `AllowCreateOnUpdate`: Leases and
+    /// Events).
+    fn allow_create_on_update(&self) -> bool {
+        false
+    }
     /// Whether `metadata.generation` is maintained (bumped when anything but metadata and status changes).
     fn tracks_generation(&self) -> bool {
         false

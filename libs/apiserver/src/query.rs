@@ -1,6 +1,7 @@
 //! Query parameters: percent-decoded pairs, tolerant of empty pairs such as `?&limit=500`.
 
-use kcp_apimachinery::status::ApiError;
+use kcp_apimachinery::status::{ApiError, Cause};
+use serde_json::Value;
 
 #[derive(Clone, Debug, Default)]
 pub struct Query {
@@ -56,21 +57,34 @@ impl Query {
     }
 
     /// `dryRun=All` (the only value Kubernetes accepts).
-    pub fn dry_run(&self) -> Result<bool, ApiError> {
+    /// `dryRun` of a write: `All` or nothing. Anything else is the 422 Kubernetes gives for the
+    /// write's options (`CreateOptions`, `PatchOptions`... per `verb`).
+    pub fn dry_run(&self, verb: &str) -> Result<bool, ApiError> {
         let mut dry = false;
         for v in self.all("dryRun") {
             match v {
                 "All" => dry = true,
                 "" => {}
                 other => {
-                    return Err(ApiError::bad_request(format!(
-                        "dryRun: Unsupported value: {other:?}: supported values: \"All\""
-                    )));
+                    let cause = Cause::not_supported("dryRun", &Value::from(other), &["All"]);
+                    return Err(invalid_options(verb, cause));
                 }
             }
         }
         Ok(dry)
     }
+}
+
+/// Kubernetes' 422 for invalid options of a write: `<Kind>Options.meta.k8s.io "" is invalid`.
+pub fn invalid_options(verb: &str, cause: Cause) -> ApiError {
+    let kind = match verb {
+        "create" => "CreateOptions",
+        "update" => "UpdateOptions",
+        "patch" => "PatchOptions",
+        "delete" | "deletecollection" => "DeleteOptions",
+        _ => "ListOptions",
+    };
+    ApiError::invalid("meta.k8s.io", kind, "", vec![cause])
 }
 
 #[cfg(test)]
@@ -85,6 +99,15 @@ mod tests {
         assert_eq!(q.flag("watch").ok(), Some(true));
         assert_eq!(q.number("limit").ok().flatten(), Some(500));
         assert!(Query::parse(Some("limit=x")).number("limit").is_err());
-        assert!(Query::parse(Some("dryRun=Some")).dry_run().is_err());
+        let err = Query::parse(Some("dryRun=Some"))
+            .dry_run("create")
+            .expect_err("an unknown dryRun");
+        assert_eq!(err.code, 422);
+        assert!(
+            err.message
+                .starts_with("CreateOptions.meta.k8s.io \"\" is invalid"),
+            "{}",
+            err.message
+        );
     }
 }

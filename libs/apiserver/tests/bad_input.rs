@@ -49,7 +49,7 @@ proptest! {
         let query = Query::parse(Some(&q));
         let _ = query.flag("watch");
         let _ = query.number("limit");
-        let _ = query.dry_run();
+        let _ = query.dry_run("create");
     }
 
     #[test]

@@ -13,6 +13,10 @@ pub const CLEANUP_FINALIZER: &str = "customresourcecleanup.apiextensions.k8s.io"
 pub struct CrdStrategy;
 
 impl Strategy for CrdStrategy {
+    fn allow_unconditional_update(&self) -> bool {
+        false
+    }
+
     fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
         kcp_schema::crd::apply_crd_defaults(obj);
         let stored: Vec<&str> = storage_version(obj).into_iter().collect();

@@ -7,6 +7,7 @@ mod columns;
 pub mod crd;
 mod events;
 mod logical_cluster;
+mod rbac;
 
 pub use columns::{age_column_for_crd, age_since, name_column};
 pub use logical_cluster::{
@@ -26,6 +27,7 @@ use crate::resource::{
 use certificates::CsrStrategy;
 use columns::*;
 use logical_cluster::LogicalClusterStrategy;
+use rbac::{BindingStrategy, RoleStrategy};
 use strategies::*;
 use webhook_configurations::WebhookConfigurationStrategy;
 use workspace::WorkspaceStrategy;
@@ -259,6 +261,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
             .strategy(ConfigMapStrategy)
             .0,
         core("Event", "events", true)
+            .strategy(EventStrategy)
             .short(&["ev"])
             .columns(event_columns())
             .fields(event_fields())
@@ -416,6 +419,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
             true,
             "io.k8s.api.coordination.v1.Lease",
         )
+        .strategy(LeaseStrategy)
         .columns(vec![
             name_column(),
             path_column("Holder", "The holder of the lease", ".spec.holderIdentity"),
@@ -528,20 +532,25 @@ pub fn catalogue() -> Vec<ResourceDef> {
             true,
             "io.k8s.api.events.v1.Event",
         )
+        .strategy(EventStrategy)
         .short(&["ev"])
         .columns(event_columns())
         .fields(regarding_fields())
         .stored_as("", "events", events::EventsConversion)
         .0,
-        rbac("ClusterRole", "clusterroles", false).0,
+        rbac("ClusterRole", "clusterroles", false)
+            .strategy(RoleStrategy { namespaced: false })
+            .0,
         rbac("ClusterRoleBinding", "clusterrolebindings", false)
             .columns(binding_columns())
-            .strategy(BindingStrategy)
+            .strategy(BindingStrategy { namespaced: false })
             .0,
-        rbac("Role", "roles", true).0,
+        rbac("Role", "roles", true)
+            .strategy(RoleStrategy { namespaced: true })
+            .0,
         rbac("RoleBinding", "rolebindings", true)
             .columns(binding_columns())
-            .strategy(BindingStrategy)
+            .strategy(BindingStrategy { namespaced: true })
             .0,
     ]
 }

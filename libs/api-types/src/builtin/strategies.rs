@@ -206,6 +206,9 @@ impl Strategy for SecretStrategy {
 
 pub struct NamespaceStrategy;
 
+/// Kubernetes' `kubernetes.io/metadata.name` label of every namespace.
+const NAME_LABEL: &str = "kubernetes.io/metadata.name";
+
 impl Strategy for NamespaceStrategy {
     fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
         let Some(map) = obj.as_object_mut() else {
@@ -245,6 +248,47 @@ impl Strategy for NamespaceStrategy {
         }
     }
 
+    /// Every namespace carries its name as a label, for namespace selectors (webhooks, policies,
+    /// NetworkPolicies) to match it by.
+    fn canonicalize(&self, obj: &mut Value) {
+        let name = obj
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+            return;
+        };
+        let labels = meta.entry("labels").or_insert_with(|| json!({}));
+        if !labels.is_object() {
+            *labels = json!({});
+        }
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert(NAME_LABEL.into(), json!(name));
+        }
+    }
+
+    /// The phase is the lifecycle's: Active until deletion starts, Terminating after.
+    fn validate_update(&self, new: &Value, _old: &Value) -> Vec<Cause> {
+        let phase = new.pointer("/status/phase").unwrap_or(&Value::Null);
+        let deleting = new
+            .pointer("/metadata/deletionTimestamp")
+            .is_some_and(|t| !t.is_null());
+        match (deleting, phase.as_str()) {
+            (false, Some("Active")) | (true, Some("Terminating")) => Vec::new(),
+            (false, _) => vec![Cause::invalid(
+                "status.Phase",
+                phase,
+                "may only be in active status if it does not have a deletion timestamp.",
+            )],
+            (true, _) => vec![Cause::invalid(
+                "status.Phase",
+                phase,
+                "may only be in terminating status if it has a deletion timestamp.",
+            )],
+        }
+    }
+
     fn prepare_for_update(&self, _ctx: &StrategyContext<'_>, new: &mut Value, old: &Value) {
         // spec.finalizers change only through the finalize subresource.
         if let (Some(map), Some(old_fin)) = (new.as_object_mut(), old.pointer("/spec/finalizers")) {
@@ -253,23 +297,6 @@ impl Strategy for NamespaceStrategy {
                 spec.insert("finalizers".into(), old_fin.clone());
             }
         }
-    }
-}
-
-/// RoleBinding and ClusterRoleBinding: the role a binding grants is fixed once created.
-pub struct BindingStrategy;
-
-impl Strategy for BindingStrategy {
-    fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut causes = self.validate(new);
-        if new.get("roleRef") != old.get("roleRef") {
-            causes.push(Cause::invalid(
-                "roleRef",
-                new.get("roleRef").unwrap_or(&Value::Null),
-                "cannot change roleRef",
-            ));
-        }
-        causes
     }
 }
 
@@ -325,6 +352,29 @@ impl Strategy for SchemaStrategy {
     }
 
     fn tracks_generation(&self) -> bool {
+        true
+    }
+}
+
+/// Leases: a holder says which version it renews (no unconditional update), and a PUT may
+/// create one (leader election's first write), as Kubernetes' lease strategy allows.
+pub struct LeaseStrategy;
+
+impl Strategy for LeaseStrategy {
+    fn allow_unconditional_update(&self) -> bool {
+        false
+    }
+
+    fn allow_create_on_update(&self) -> bool {
+        true
+    }
+}
+
+/// Events: a PUT may create one (event recorders update-or-create).
+pub struct EventStrategy;
+
+impl Strategy for EventStrategy {
+    fn allow_create_on_update(&self) -> bool {
         true
     }
 }

@@ -42,6 +42,17 @@ pub struct RequestContext {
     pub deep_review: bool,
 }
 
+impl RequestContext {
+    /// The write's `dryRun`, refused as its options kind (per the request's verb) when invalid.
+    pub fn dry_run(&self) -> Result<bool, ApiError> {
+        let verb = match &self.info.target {
+            Target::Resource(r) => r.verb.as_str(),
+            _ => "",
+        };
+        self.query.dry_run(verb)
+    }
+}
+
 impl ApiServer {
     /// Serves one request and logs it.
     pub async fn handle(
@@ -226,7 +237,7 @@ impl ApiServer {
                     body,
                 ))
                 .await;
-                if resp.is_ok() && !is_read && is_rbac(&ctx.info) && !ctx.query.dry_run()? {
+                if resp.is_ok() && !is_read && is_rbac(&ctx.info) && !ctx.dry_run()? {
                     // Answer only once the cache (and so the RBAC index) holds the change: a
                     // client that was told its binding exists must be authorized by it. A dry run
                     // wrote nothing to wait for.

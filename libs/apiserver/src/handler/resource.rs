@@ -168,7 +168,7 @@ impl ApiServer {
                 let obj = codec::decode_object(ctx.content_type.as_deref(), &raw)?;
                 let (obj, warnings) = self.field_validation(ctx, &def, obj, &raw)?;
                 let opts = WriteOptions {
-                    dry_run: ctx.query.dry_run()?,
+                    dry_run: ctx.dry_run()?,
                     user: Some(&ctx.user),
                     ..Default::default()
                 };
@@ -194,15 +194,36 @@ impl ApiServer {
                 let obj = codec::decode_object(ctx.content_type.as_deref(), &raw)?;
                 let (obj, warnings) = self.field_validation(ctx, &def, obj, &raw)?;
                 let opts = WriteOptions {
-                    dry_run: ctx.query.dry_run()?,
+                    dry_run: ctx.dry_run()?,
                     user: Some(&ctx.user),
                     ..Default::default()
                 };
                 let at = object_ref(cluster, req)?;
+                let unconditional = obj
+                    .pointer("/metadata/resourceVersion")
+                    .and_then(Value::as_str)
+                    .is_none_or(str::is_empty);
+                let must_name_version = unconditional && !def.strategy.allow_unconditional_update();
                 let manager = self.field_manager(ctx, &def)?;
-                let written = self
+                let updated = self
                     .registry
                     .update(&def, at, update_kind, opts, |old| {
+                        // Only a replacement needs the version (a PUT that creates does not).
+                        // Kubernetes names the resource where the kind would be, and shows the
+                        // missing version as Go prints a zero uint64.
+                        if must_name_version {
+                            let cause = Cause::new(
+                                "FieldValueInvalid",
+                                "metadata.resourceVersion",
+                                "Invalid value: 0x0: must be specified for an update",
+                            );
+                            return Err(ApiError::invalid(
+                                &def.group,
+                                &def.plural,
+                                at.name,
+                                vec![cause],
+                            ));
+                        }
                         Ok(apply::track_write(
                             &def,
                             update_kind,
@@ -211,18 +232,44 @@ impl ApiServer {
                             obj.clone(),
                         ))
                     })
-                    .await?;
-                let mut resp = encode_object(ctx, &def, &written.json()?, output, StatusCode::OK)?;
+                    .await;
+                let (written, status) = match updated {
+                    Err(err)
+                        if err.code == 404
+                            && update_kind == UpdateKind::Main
+                            && def.strategy.allow_create_on_update() =>
+                    {
+                        let named = obj
+                            .pointer("/metadata/name")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        if named != at.name {
+                            return Err(ApiError::bad_request(format!(
+                                "the name of the object ({named}) does not match the name on the URL ({})",
+                                at.name
+                            )));
+                        }
+                        let obj = apply::track_write(&def, UpdateKind::Main, &manager, None, obj);
+                        let written = self
+                            .registry
+                            .create(&def, at.cluster, at.namespace, obj, opts)
+                            .await?;
+                        self.after_create(&def, at.cluster, &written).await;
+                        (written, StatusCode::CREATED)
+                    }
+                    other => (other?, StatusCode::OK),
+                };
+                let mut resp = encode_object(ctx, &def, &written.json()?, output, status)?;
                 response::add_warnings(&mut resp, &warnings);
                 Ok(resp)
             }
             "patch" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let raw = codec::read_body(body).await?;
-                let (written, warnings) = self
+                let (written, warnings, status) = self
                     .patch(ctx, &def, object_ref(cluster, req)?, update_kind, &raw)
                     .await?;
-                let mut resp = encode_object(ctx, &def, &written.json()?, output, StatusCode::OK)?;
+                let mut resp = encode_object(ctx, &def, &written.json()?, output, status)?;
                 response::add_warnings(&mut resp, &warnings);
                 Ok(resp)
             }
@@ -298,7 +345,7 @@ impl ApiServer {
         at: ObjectRef<'_>,
         kind: UpdateKind,
         raw: &[u8],
-    ) -> Result<(Written, Vec<String>), ApiError> {
+    ) -> Result<(Written, Vec<String>, StatusCode), ApiError> {
         let ct = codec::essence(ctx.content_type.as_deref());
         let patch_type = match ct.as_str() {
             "application/json-patch+json" => PatchType::Json,
@@ -345,14 +392,14 @@ impl ApiServer {
         }
         let manager = self.field_manager(ctx, def)?;
         let opts = WriteOptions {
-            dry_run: ctx.query.dry_run()?,
+            dry_run: ctx.dry_run()?,
             user: Some(&ctx.user),
             ..Default::default()
         };
         if patch_type == PatchType::Apply {
             let config = codec::decode_yaml(raw)?;
             let (config, warnings) = self.field_validation(ctx, def, config, raw)?;
-            let written = self
+            let (written, created) = self
                 .server_side_apply(
                     def,
                     at,
@@ -363,7 +410,11 @@ impl ApiServer {
                     config,
                 )
                 .await?;
-            return Ok((written, warnings));
+            let status = match created {
+                true => StatusCode::CREATED,
+                false => StatusCode::OK,
+            };
+            return Ok((written, warnings, status));
         }
         let patch: Value = serde_json::from_slice(raw)
             .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
@@ -384,11 +435,12 @@ impl ApiServer {
                 Ok(apply::track_write(def, kind, &manager, Some(old), patched))
             })
             .await
-            .map(|written| (written, Vec::new()))
+            .map(|written| (written, Vec::new(), StatusCode::OK))
     }
 
     /// `application/apply-patch+yaml`: merges the applied configuration into the live object
-    /// (creating it when absent) with field ownership; conflicts are 409 unless forced.
+    /// (creating it when absent: then `true`) with field ownership; conflicts are 409 unless
+    /// forced.
     #[allow(clippy::too_many_arguments)]
     async fn server_side_apply(
         &self,
@@ -399,7 +451,7 @@ impl ApiServer {
         manager: &str,
         force: bool,
         config: Value,
-    ) -> Result<Written, ApiError> {
+    ) -> Result<(Written, bool), ApiError> {
         if !config.is_object() {
             return Err(ApiError::bad_request(
                 "the applied configuration must be an object",
@@ -432,9 +484,9 @@ impl ApiServer {
                     .create(def, at.cluster, at.namespace, obj, opts)
                     .await?;
                 self.after_create(def, at.cluster, &written).await;
-                Ok(written)
+                Ok((written, true))
             }
-            other => other,
+            other => other.map(|written| (written, false)),
         }
     }
 
@@ -455,9 +507,16 @@ impl ApiServer {
     ) -> Result<(Value, Vec<String>), ApiError> {
         let mode = ctx.query.get("fieldValidation").unwrap_or("Warn");
         if !matches!(mode, "Strict" | "Warn" | "Ignore" | "") {
-            return Err(ApiError::bad_request(format!(
-                "fieldValidation: Unsupported value: {mode:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
-            )));
+            let cause = Cause::not_supported(
+                "fieldValidation",
+                &Value::from(mode),
+                &["Ignore", "Strict", "Warn"],
+            );
+            let verb = match &ctx.info.target {
+                Target::Resource(r) => r.verb.as_str(),
+                _ => "",
+            };
+            return Err(crate::query::invalid_options(verb, cause));
         }
         let Some(schema) = def.schema() else {
             return Ok((obj, Vec::new()));
@@ -585,7 +644,7 @@ fn delete_options(ctx: &RequestContext, raw: &[u8]) -> Result<DeleteOptions, Api
         )?;
         DeleteOptions::from_body(&body)?
     };
-    if ctx.query.dry_run()? {
+    if ctx.dry_run()? {
         opts.dry_run = true;
     }
     opts.user = Some(ctx.user.clone());

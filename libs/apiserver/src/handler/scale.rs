@@ -155,7 +155,7 @@ impl ApiServer {
             .unwrap_or_default()
             .to_string();
         let opts = WriteOptions {
-            dry_run: ctx.query.dry_run()?,
+            dry_run: ctx.dry_run()?,
             user: Some(&ctx.user),
             ..Default::default()
         };

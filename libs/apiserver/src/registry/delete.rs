@@ -2,7 +2,7 @@
 //! compare-and-swap removal.
 
 use kcp_api_types::ResourceDef;
-use kcp_apimachinery::status::ApiError;
+use kcp_apimachinery::status::{ApiError, Cause};
 use kcp_store::{Revision, StoreError};
 use serde_json::{Value, json};
 
@@ -56,12 +56,15 @@ pub fn propagation_finalizers(obj: &Value, opts: &DeleteOptions) -> Option<Vec<S
 }
 
 impl DeleteOptions {
-    /// `Orphan`, `Background` or `Foreground`; anything else is 400.
+    /// `Orphan`, `Background` or `Foreground`; anything else is Kubernetes' 422 for the options.
     pub fn set_propagation_policy(&mut self, policy: &str) -> Result<(), ApiError> {
         if !matches!(policy, "Orphan" | "Background" | "Foreground") {
-            return Err(ApiError::bad_request(format!(
-                "propagationPolicy: Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
-            )));
+            let cause = Cause::not_supported(
+                "propagationPolicy",
+                &Value::from(policy),
+                &["Foreground", "Background", "Orphan"],
+            );
+            return Err(crate::query::invalid_options("delete", cause));
         }
         self.propagation_policy = Some(policy.to_string());
         Ok(())
@@ -75,9 +78,12 @@ impl DeleteOptions {
         }
         if let Some(orphan) = body.get("orphanDependents").and_then(Value::as_bool) {
             if opts.propagation_policy.is_some() {
-                return Err(ApiError::bad_request(
-                    "orphanDependents and propagationPolicy cannot be both set",
-                ));
+                let cause = Cause::invalid(
+                    "propagationPolicy",
+                    &Value::from(opts.propagation_policy.clone()),
+                    "orphanDependents and deletionPropagation cannot be both set",
+                );
+                return Err(crate::query::invalid_options("delete", cause));
             }
             opts.propagation_policy = Some(if orphan { "Orphan" } else { "Background" }.into());
         }

@@ -138,14 +138,18 @@ pub fn validate_metadata(def: &ResourceDef, obj: &Value) -> Vec<Cause> {
             )),
         }
     }
-    if let Some(f) = m.get("finalizers").filter(|f| !f.is_null())
-        && !f.as_array().is_some_and(|a| a.iter().all(Value::is_string))
-    {
-        causes.push(Cause::invalid(
-            "metadata.finalizers",
-            f,
-            "must be a list of strings",
-        ));
+    if let Some(f) = m.get("finalizers").filter(|f| !f.is_null()) {
+        match f.as_array().filter(|a| a.iter().all(Value::is_string)) {
+            Some(list) => finalizer_causes(def, list, &mut causes),
+            None => causes.push(Cause::invalid(
+                "metadata.finalizers",
+                f,
+                "must be a list of strings",
+            )),
+        }
+    }
+    if let Some(refs) = m.get("ownerReferences").and_then(Value::as_array) {
+        owner_reference_causes(refs, &mut causes);
     }
     causes
 }
@@ -340,6 +344,79 @@ pub fn same_content(a: &Value, b: &Value) -> bool {
                 })
         }
         _ => a == b,
+    }
+}
+
+/// Finalizer names are qualified names; on Kubernetes' own kinds (not custom resources, CRDs or
+/// kcp's kinds, whose validation is apiextensions') one without a `/` must be a standard one. The
+/// orphan and foreground finalizers exclude each other.
+fn finalizer_causes(def: &ResourceDef, finalizers: &[Value], causes: &mut Vec<Cause>) {
+    const STANDARD: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
+    let kubes_own = def.custom_schema.is_none()
+        && def.group != "apiextensions.k8s.io"
+        && !def.group.ends_with(".kcp.io");
+    for (i, name) in finalizers.iter().filter_map(Value::as_str).enumerate() {
+        for msg in names::is_qualified_name(name) {
+            causes.push(Cause::invalid("metadata.finalizers", &json!(name), &msg));
+        }
+        if kubes_own && !name.contains('/') && !STANDARD.contains(&name) {
+            causes.push(Cause::invalid(
+                &format!("metadata.finalizers[{i}]"),
+                &json!(name),
+                "name is neither a standard finalizer name nor is it fully qualified",
+            ));
+        }
+    }
+    let has = |f: &str| finalizers.iter().any(|v| v == f);
+    if has("orphan") && has("foregroundDeletion") {
+        causes.push(Cause::invalid(
+            "metadata.finalizers",
+            &Value::from(finalizers.to_vec()),
+            "finalizer orphan and foregroundDeletion cannot be both set",
+        ));
+    }
+}
+
+/// Kubernetes' `ValidateOwnerReferences`: each reference names its owner whole, and at most one
+/// is the controller. Causes are at `metadata.ownerReferences` (no index), as Kubernetes puts them.
+fn owner_reference_causes(refs: &[Value], causes: &mut Vec<Cause>) {
+    const PATH: &str = "metadata.ownerReferences";
+    let mut controller: Option<String> = None;
+    for r in refs {
+        let text = |f: &str| r.get(f).and_then(Value::as_str).unwrap_or_default();
+        // The version is what follows the group's `/` (or the whole apiVersion of the core group).
+        let version = text("apiVersion").rsplit('/').next().unwrap_or_default();
+        for (field, empty, detail) in [
+            (
+                "apiVersion",
+                version.is_empty(),
+                "version must not be empty",
+            ),
+            ("kind", text("kind").is_empty(), "kind must not be empty"),
+            ("name", text("name").is_empty(), "name must not be empty"),
+            ("uid", text("uid").is_empty(), "uid must not be empty"),
+        ] {
+            if empty {
+                causes.push(Cause::invalid(
+                    &format!("{PATH}.{field}"),
+                    &json!(text(field)),
+                    detail,
+                ));
+            }
+        }
+        if r.get("controller").and_then(Value::as_bool) == Some(true) {
+            let this = format!("{}/{}", text("kind"), text("name"));
+            match &controller {
+                Some(first) => causes.push(Cause::invalid(
+                    PATH,
+                    &Value::from(refs.to_vec()),
+                    &format!(
+                        "Only one reference can have Controller set to true. Found \"true\" in references for {first} and {this}"
+                    ),
+                )),
+                None => controller = Some(this),
+            }
+        }
     }
 }
 

@@ -275,6 +275,9 @@ impl Registry {
                     json!(kcp_apimachinery::names::generate_name(&prefix, seed)),
                 );
             }
+            if generate {
+                def.strategy.canonicalize(&mut obj);
+            }
             let name = meta_str(&obj, "name").to_string();
             self.admit_named(def, cluster, namespace, &obj, opts)
                 .await?;
@@ -289,10 +292,15 @@ impl Registry {
                 );
                 quota_reservation = Some(admitted.await?);
             }
+            let key = keyspace(def).object(cluster, namespace, &name);
             if opts.dry_run {
+                // As a real create would find it (Kubernetes' dry-run storage asks the same).
+                if self.cache.get(&key).is_some() {
+                    let err = StoreError::AlreadyExists { key };
+                    return Err(store_error(def, &name, err));
+                }
                 return served(obj, None);
             }
-            let key = keyspace(def).object(cluster, namespace, &name);
             let value = stored_bytes(def, &obj)?;
             let mut taken = HashSet::from([resource_of(def)]);
             let companions = self.companions_of(def, cluster, &obj, &mut taken);
@@ -583,6 +591,9 @@ impl Registry {
         }
         def.strategy
             .prepare_for_create(&self.ctx(cluster, opts.user), obj);
+        if !generate {
+            def.strategy.canonicalize(obj);
+        }
         def.strategy.follow_status(obj);
         Ok(generate)
     }
@@ -749,6 +760,7 @@ impl Registry {
         if matches!(kind, UpdateKind::Main | UpdateKind::Whole) {
             def.strategy
                 .prepare_for_update(&self.ctx(at.cluster, opts.user), &mut new, old);
+            def.strategy.canonicalize(&mut new);
         }
         def.strategy.follow_status(&mut new);
         causes.extend(metadata::validate_metadata(def, &new));
