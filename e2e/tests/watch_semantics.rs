@@ -1,10 +1,16 @@
-//! Watch semantics at their edges, on both stores: a watch from a resourceVersion ahead of the
-//! shard (one read from another shard, say) sends nothing at or before it.
+//! List, watch and get semantics at their edges, on both stores: a watch from a resourceVersion
+//! ahead of the shard (one read from another shard, say) sends nothing at or before it; invalid
+//! list and watch options are Kubernetes' 422 with every cause; a get or list from a
+//! resourceVersion the shard has not reached waits, then is 504 with the cause clients know.
 
 use kcp_e2e::{Shard, StoreKind, on_both_stores};
 use serde_json::Value;
 
-on_both_stores!(nothing_at_or_before_the_resource_version);
+on_both_stores!(
+    nothing_at_or_before_the_resource_version,
+    invalid_options_are_422,
+    versions_not_reached_are_504,
+);
 
 const CMS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
 
@@ -60,4 +66,61 @@ fn nothing_at_or_before_the_resource_version(store: StoreKind) {
         revisions.iter().all(|rv| *rv > from),
         "from {from}: {revisions:?}"
     );
+}
+
+fn invalid_options_are_422(store: StoreKind) {
+    let shard = Shard::start(store);
+    for (query, message) in [
+        (
+            "resourceVersionMatch=Exact",
+            "resourceVersionMatch is forbidden unless resourceVersion is provided",
+        ),
+        (
+            "resourceVersion=0&resourceVersionMatch=Exact",
+            r#"resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\""#,
+        ),
+        (
+            "resourceVersion=1&resourceVersionMatch=Newest",
+            "resourceVersionMatch: Unsupported value",
+        ),
+        (
+            "sendInitialEvents=true",
+            "sendInitialEvents is forbidden for list",
+        ),
+        (
+            "watch=true&resourceVersion=1&resourceVersionMatch=NotOlderThan",
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+        ),
+    ] {
+        let (code, body) = shard.curl("GET", &format!("{CMS}?{query}"), None);
+        assert_eq!(code, 422, "{query}: {body}");
+        assert!(
+            body.contains(r#"ListOptions.meta.k8s.io \"\" is invalid"#),
+            "{query}: {body}"
+        );
+        assert!(body.contains(message), "{query}: {body}");
+    }
+}
+
+fn versions_not_reached_are_504(store: StoreKind) {
+    let shard = Shard::start(store);
+    shard.kubectl_ok(&["create", "configmap", "cm", "--from-literal=k=v"]);
+    for path in [
+        format!("{CMS}/cm?resourceVersion=999999999"),
+        format!("{CMS}?resourceVersion=999999999"),
+    ] {
+        let (code, body) = shard.curl("GET", &path, None);
+        assert_eq!(code, 504, "{path}: {body}");
+        let status: Value = serde_json::from_str(&body).expect("a Status");
+        assert_eq!(status["reason"], "Timeout", "{body}");
+        assert_eq!(
+            status["details"]["causes"][0]["reason"], "ResourceVersionTooLarge",
+            "{body}"
+        );
+        assert_eq!(status["details"]["retryAfterSeconds"], 1, "{body}");
+    }
+    let (code, body) = shard.curl("GET", &format!("{CMS}/cm?resourceVersion=abc"), None);
+    assert_eq!(code, 400, "{body}");
+    let (code, body) = shard.curl("GET", &format!("{CMS}/cm?resourceVersion=0"), None);
+    assert_eq!(code, 200, "{body}");
 }

@@ -407,7 +407,14 @@ impl ApiError {
             let causes: Vec<Value> = d
                 .causes
                 .iter()
-                .map(|c| json!({"reason": c.reason, "message": c.message, "field": c.field}))
+                .map(|c| {
+                    // Kubernetes omits an empty field (`omitempty`).
+                    let mut cause = json!({"reason": c.reason, "message": c.message});
+                    if !c.field.is_empty() {
+                        cause["field"] = json!(c.field);
+                    }
+                    cause
+                })
                 .collect();
             details.insert("causes".into(), Value::Array(causes));
         }

@@ -67,7 +67,7 @@ impl Query {
                 "" => {}
                 other => {
                     let cause = Cause::not_supported("dryRun", &Value::from(other), &["All"]);
-                    return Err(invalid_options(verb, cause));
+                    return Err(invalid_options(verb, vec![cause]));
                 }
             }
         }
@@ -76,7 +76,7 @@ impl Query {
 }
 
 /// Kubernetes' 422 for invalid options of a write: `<Kind>Options.meta.k8s.io "" is invalid`.
-pub fn invalid_options(verb: &str, cause: Cause) -> ApiError {
+pub fn invalid_options(verb: &str, causes: Vec<Cause>) -> ApiError {
     let kind = match verb {
         "create" => "CreateOptions",
         "update" => "UpdateOptions",
@@ -84,7 +84,7 @@ pub fn invalid_options(verb: &str, cause: Cause) -> ApiError {
         "delete" | "deletecollection" => "DeleteOptions",
         _ => "ListOptions",
     };
-    ApiError::invalid("meta.k8s.io", kind, "", vec![cause])
+    ApiError::invalid("meta.k8s.io", kind, "", causes)
 }
 
 #[cfg(test)]

@@ -130,11 +130,31 @@ impl ApiServer {
         match req.verb.as_str() {
             "get" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
+                // A resourceVersion asks for a state not older than it ("0": any).
+                if let Some(v) = ctx
+                    .query
+                    .get("resourceVersion")
+                    .filter(|v| !v.is_empty() && *v != "0")
+                {
+                    let rev = crate::registry::parse_rv(v)?;
+                    self.registry
+                        .cache()
+                        .wait_for(rev)
+                        .await
+                        .map_err(crate::registry::cache_error)?;
+                }
                 let obj = self.registry.get(&def, object_ref(cluster, req)?).await?;
                 encode_object(ctx, &def, &obj.json.to_bytes(), output, StatusCode::OK)
             }
             "list" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
+                if ctx.query.get("sendInitialEvents").is_some() {
+                    let cause = Cause::forbidden(
+                        "sendInitialEvents",
+                        "sendInitialEvents is forbidden for list",
+                    );
+                    return Err(crate::query::invalid_options("list", vec![cause]));
+                }
                 let opts = list_options(ctx, &def, None)?;
                 let scope = ListScope {
                     cluster,
@@ -516,7 +536,7 @@ impl ApiServer {
                 Target::Resource(r) => r.verb.as_str(),
                 _ => "",
             };
-            return Err(crate::query::invalid_options(verb, cause));
+            return Err(crate::query::invalid_options(verb, vec![cause]));
         }
         let Some(schema) = def.schema() else {
             return Ok((obj, Vec::new()));

@@ -12,7 +12,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
 use kcp_api_types::ResourceDef;
-use kcp_apimachinery::status::ApiError;
+use kcp_apimachinery::status::{ApiError, Cause};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -236,19 +236,7 @@ impl ApiServer {
         };
         let include = IncludeObject::parse(q.get("includeObject"))?;
         let rv = opts.resource_version.as_deref().filter(|v| !v.is_empty());
-        if send_initial == Some(true)
-            && opts.resource_version_match.as_deref() != Some("NotOlderThan")
-        {
-            return Err(ApiError::invalid(
-                "meta.k8s.io",
-                "ListOptions",
-                "",
-                vec![kcp_apimachinery::status::Cause::forbidden(
-                    "resourceVersionMatch",
-                    "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-                )],
-            ));
-        }
+        watch_options_valid(&opts, send_initial)?;
         let ks = keyspace(&def);
         let prefix = ks.all_clusters().to_string();
         let cache = self.registry.cache().clone();
@@ -365,6 +353,45 @@ impl ApiServer {
             st.next_frame().await.map(|frame| (frame, st))
         });
         Ok(watch_response(stream, output))
+    }
+}
+
+/// Kubernetes' validation of a watch's options (422 `ListOptions.meta.k8s.io` with every cause):
+/// `resourceVersionMatch` only as `NotOlderThan` with `sendInitialEvents`, never with `continue`.
+fn watch_options_valid(opts: &ListOptions, send_initial: Option<bool>) -> Result<(), ApiError> {
+    let mut causes = Vec::new();
+    let rv_match = opts
+        .resource_version_match
+        .as_deref()
+        .filter(|m| !m.is_empty());
+    let forbidden = |detail: &str| Cause::forbidden("resourceVersionMatch", detail);
+    if send_initial.is_some() && rv_match != Some("NotOlderThan") {
+        causes.push(forbidden(
+            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
+        ));
+    }
+    if let Some(m) = rv_match {
+        if send_initial.is_none() {
+            causes.push(forbidden(
+                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
+            ));
+        }
+        if m != "NotOlderThan" {
+            causes.push(Cause::not_supported(
+                "resourceVersionMatch",
+                &Value::from(m),
+                &["NotOlderThan"],
+            ));
+        }
+        if opts.continue_token.is_some() {
+            causes.push(forbidden(
+                "resourceVersionMatch is forbidden when continue is provided",
+            ));
+        }
+    }
+    match causes.is_empty() {
+        true => Ok(()),
+        false => Err(crate::query::invalid_options("watch", causes)),
     }
 }
 

@@ -64,7 +64,7 @@ impl DeleteOptions {
                 &Value::from(policy),
                 &["Foreground", "Background", "Orphan"],
             );
-            return Err(crate::query::invalid_options("delete", cause));
+            return Err(crate::query::invalid_options("delete", vec![cause]));
         }
         self.propagation_policy = Some(policy.to_string());
         Ok(())
@@ -83,7 +83,7 @@ impl DeleteOptions {
                     &Value::from(opts.propagation_policy.clone()),
                     "orphanDependents and deletionPropagation cannot be both set",
                 );
-                return Err(crate::query::invalid_options("delete", cause));
+                return Err(crate::query::invalid_options("delete", vec![cause]));
             }
             opts.propagation_policy = Some(if orphan { "Orphan" } else { "Background" }.into());
         }

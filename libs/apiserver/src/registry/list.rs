@@ -10,7 +10,7 @@ use std::sync::Arc;
 use base64::Engine;
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::selector::{FieldSelector, Selector};
-use kcp_apimachinery::status::ApiError;
+use kcp_apimachinery::status::{ApiError, Cause};
 use kcp_store::{RangeRequest, Revision};
 use serde_json::{Value, json};
 
@@ -129,7 +129,7 @@ fn decode_continue(token: &str, prefix: &str) -> Result<(Revision, String), ApiE
     Ok((rv, start.to_string()))
 }
 
-fn parse_rv(rv: &str) -> Result<Revision, ApiError> {
+pub(crate) fn parse_rv(rv: &str) -> Result<Revision, ApiError> {
     rv.parse::<Revision>()
         .ok()
         .filter(|r| *r >= 0)
@@ -183,22 +183,40 @@ impl Registry {
             .resource_version_match
             .as_deref()
             .filter(|s| !s.is_empty());
-        if rv_match.is_some() && rv.is_none() {
-            return Err(ApiError::bad_request(
-                "resourceVersionMatch is forbidden unless resourceVersion is provided",
-            ));
+        // Kubernetes' ListOptions validation: 422 with every cause.
+        if let Some(m) = rv_match {
+            let mut causes = Vec::new();
+            let forbidden = |detail: &str| Cause::forbidden("resourceVersionMatch", detail);
+            if rv.is_none() {
+                causes.push(forbidden(
+                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
+                ));
+            }
+            if opts.continue_token.is_some() {
+                causes.push(forbidden(
+                    "resourceVersionMatch is forbidden when continue is provided",
+                ));
+            }
+            if !matches!(m, "NotOlderThan" | "Exact") {
+                causes.push(Cause::not_supported(
+                    "resourceVersionMatch",
+                    &Value::from(m),
+                    &["Exact", "NotOlderThan", ""],
+                ));
+            }
+            if m == "Exact" && rv == Some("0") {
+                causes.push(forbidden(
+                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
+                ));
+            }
+            if !causes.is_empty() {
+                return Err(crate::query::invalid_options("list", causes));
+            }
         }
         if opts.continue_token.is_some() && rv.is_some_and(|v| v != "0") {
             return Err(ApiError::bad_request(
                 "specifying resource version is not allowed when using continue",
             ));
-        }
-        if let Some(m) = rv_match
-            && !matches!(m, "NotOlderThan" | "Exact")
-        {
-            return Err(ApiError::bad_request(format!(
-                "resourceVersionMatch: Unsupported value: {m:?}: supported values: \"Exact\", \"NotOlderThan\""
-            )));
         }
 
         let (snapshot, start_after) = match &opts.continue_token {

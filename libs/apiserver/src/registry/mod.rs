@@ -11,7 +11,7 @@ mod write;
 use std::sync::Arc;
 
 use kcp_api_types::ResourceDef;
-use kcp_apimachinery::status::ApiError;
+use kcp_apimachinery::status::{ApiError, Cause};
 use kcp_store::keys::ResourceKeyspace;
 use kcp_store::{Store, StoreError};
 
@@ -22,6 +22,7 @@ pub use delete::{
     DeleteOptions, DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Release, marked_deleting,
     propagation_finalizers,
 };
+pub(crate) use list::parse_rv;
 pub use list::{ListOptions, ListResult, ListScope, Selectors};
 pub use metadata::now_rfc3339;
 pub use write::{
@@ -114,7 +115,7 @@ pub fn store_error(def: &ResourceDef, name: &str, err: StoreError) -> ApiError {
         } => ApiError::expired(format!(
             "too old resource version: {requested} ({compacted})"
         )),
-        StoreError::FutureRevision { requested, current } => ApiError::timeout(format!(
+        StoreError::FutureRevision { requested, current } => too_large_resource_version(format!(
             "Too large resource version: {requested}, current: {current}"
         )),
         StoreError::TooLarge { .. } => ApiError::too_large(crate::codec::MAX_BODY_BYTES),
@@ -132,10 +133,23 @@ fn retries_exhausted(def: &ResourceDef, name: &str) -> ApiError {
     )
 }
 
+/// Kubernetes' 504 for a resourceVersion the server has not reached: with the cause clients
+/// recognise it by and a retry hint.
+fn too_large_resource_version(message: String) -> ApiError {
+    let mut err = ApiError::timeout(message);
+    err.details.causes = vec![Cause::new(
+        "ResourceVersionTooLarge",
+        "",
+        "Too large resource version",
+    )];
+    err.details.retry_after_seconds = Some(1);
+    err
+}
+
 pub fn cache_error(err: CacheError) -> ApiError {
     match err {
         CacheError::TooOld { .. } => ApiError::expired(err.to_string()),
-        CacheError::TooNew { .. } => ApiError::timeout(err.to_string()),
+        CacheError::TooNew { .. } => too_large_resource_version(err.to_string()),
         CacheError::Stopped => ApiError::internal(err),
     }
 }
