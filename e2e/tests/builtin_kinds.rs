@@ -3,7 +3,8 @@
 //! `binaryData` must be base64 and data at most 1 MiB; namespaces carry their name as a label and
 //! a phase that follows their lifecycle; owner references and finalizers are validated; Leases
 //! and custom resources need a resourceVersion to be replaced, Leases and Events may be created by
-//! PUT; RBAC objects are validated; invalid write options are Kubernetes' 422s.
+//! PUT; RBAC objects are validated, and aggregated ClusterRoles show the rules they aggregate;
+//! invalid write options are Kubernetes' 422s.
 
 use kcp_e2e::{Shard, StoreKind, on_both_stores};
 use serde_json::Value;
@@ -16,6 +17,7 @@ on_both_stores!(
     update_policies,
     rbac_objects_are_validated,
     write_options,
+    aggregated_cluster_roles_show_their_rules,
 );
 
 /// `(code, body)` of a JSON write.
@@ -327,4 +329,51 @@ fn write_options(store: StoreKind) {
         body.contains(r#"DeleteOptions.meta.k8s.io \"\" is invalid"#),
         "{body}"
     );
+}
+
+fn aggregated_cluster_roles_show_their_rules(store: StoreKind) {
+    let shard = Shard::start(store);
+    let file = shard.write_file(
+        "agg.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: my-agg\n\
+         aggregationRule:\n  clusterRoleSelectors:\n  - matchLabels: {myagg: \"yes\"}\nrules: []\n\
+         ---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: my-agg-part\n\
+         \x20 labels: {myagg: \"yes\"}\nrules:\n- {apiGroups: [\"\"], resources: [secrets], verbs: [list]}\n",
+    );
+    shard.kubectl_ok(&["create", "-f", file.to_str().expect("utf-8")]);
+    let rules_of = |name: &str| {
+        shard.kubectl_json(&["get", "clusterrole", name, "-o", "json"])["rules"].clone()
+    };
+    shard.eventually("my-agg shows the part's rule", || {
+        let rules = rules_of("my-agg");
+        (rules == serde_json::json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["list"]}]))
+            .then_some(())
+    });
+    // A change of the part follows; rules written by hand into the aggregate are replaced.
+    shard.kubectl_ok(&[
+        "patch",
+        "clusterrole",
+        "my-agg-part",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/rules/0/verbs/-","value":"get"}]"#,
+    ]);
+    shard.eventually("my-agg follows the part", || {
+        let rules = rules_of("my-agg");
+        (rules[0]["verbs"] == serde_json::json!(["list", "get"])).then_some(())
+    });
+    // The bootstrap admin/edit/view chain of system:admin shows what it grants too.
+    shard.eventually("admin shows its rules", || {
+        let admin = shard.kubectl_cmd().context("system:admin").json(&[
+            "get",
+            "clusterrole",
+            "admin",
+            "-o",
+            "json",
+        ]);
+        admin["rules"]
+            .as_array()
+            .is_some_and(|r| r.len() > 3)
+            .then_some(())
+    });
 }

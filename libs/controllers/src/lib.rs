@@ -2,6 +2,7 @@
 //! cluster of the shard (never one per cluster), fed by the API server's watch cache and writing
 //! through its registry, so they see the same validation and revisions as requests.
 
+pub mod clusterrole_aggregation;
 mod feed;
 pub mod gc;
 mod per_namespace;
@@ -26,6 +27,7 @@ pub struct ControllerConfig {
 /// Starts every controller; they stop when the API server shuts down.
 pub fn start(server: Arc<ApiServer>, config: ControllerConfig) {
     gc::spawn(server.clone());
+    clusterrole_aggregation::spawn(server.clone());
     serviceaccounts::spawn(server.clone());
     root_ca::spawn(server.clone(), config.root_ca_pem);
     quota::spawn(server.clone());
