@@ -106,6 +106,20 @@ fn configmap_data_rules(store: StoreKind) {
     assert_eq!(code, 422, "{body}");
     // Typed clients still read every ConfigMap.
     shard.kubectl_ok(&["describe", "configmaps"]);
+    // A Secret's stringData is owned where it lands: in data.
+    let (code, body) = shard.curl(
+        "POST",
+        "/clusters/root/api/v1/namespaces/default/secrets",
+        Some((
+            "application/json",
+            r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"s"},"stringData":{"a":"hello"}}"#,
+        )),
+    );
+    assert_eq!(code, 201, "{body}");
+    let secret: Value = serde_json::from_str(&body).expect("a Secret");
+    let fields = secret["metadata"]["managedFields"][0]["fieldsV1"].to_string();
+    assert!(fields.contains(r#""f:data":{".":{},"f:a":{}}"#), "{fields}");
+    assert!(!fields.contains("stringData"), "{fields}");
     let big = format!(
         r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"big"}},"data":{{"a":"{}"}}}}"#,
         "a".repeat((1 << 20) + 100)

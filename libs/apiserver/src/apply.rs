@@ -179,6 +179,7 @@ pub fn track_write(
     old: Option<&Value>,
     mut new: Value,
 ) -> Value {
+    def.strategy.decode(&mut new);
     let base = mf::managed_fields_for_update(old, &new, kind != UpdateKind::Main);
     // Replaced below anyway; without them the tracker need not copy `new` to ignore them.
     mf::strip_managed_fields(&mut new);

@@ -174,6 +174,10 @@ impl SecretStrategy {
 }
 
 impl Strategy for SecretStrategy {
+    fn decode(&self, obj: &mut Value) {
+        Self::fold_string_data(obj);
+    }
+
     fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
         Self::fold_string_data(obj);
     }
