@@ -204,6 +204,9 @@ pub struct Details {
     pub kind: Option<String>,
     pub causes: Vec<Cause>,
     pub retry_after_seconds: Option<u32>,
+    /// A continue token for the rest of a list (the Status's `metadata.continue`): what an expired
+    /// one may still do, inconsistently.
+    pub list_continue: Option<String>,
 }
 
 /// `configmaps` for the core group, `roles.rbac.authorization.k8s.io` otherwise.
@@ -388,7 +391,11 @@ impl ApiError {
         let mut status = Map::new();
         status.insert("kind".into(), json!("Status"));
         status.insert("apiVersion".into(), json!("v1"));
-        status.insert("metadata".into(), json!({}));
+        let metadata = match &self.details.list_continue {
+            Some(token) => json!({ "continue": token }),
+            None => json!({}),
+        };
+        status.insert("metadata".into(), metadata);
         status.insert("status".into(), json!("Failure"));
         status.insert("message".into(), json!(self.message));
         status.insert("reason".into(), json!(self.reason.as_str()));

@@ -359,8 +359,43 @@ async fn continued_lists_read_the_store_only_after_a_change(h: &Harness) {
         .list(&cms, scope, &page(Some(token)))
         .await
         .err()
-        .map(|e| (e.code, e.reason.as_str().to_string()));
-    assert_eq!(err, Some((410, "Expired".to_string())));
+        .expect("expired");
+    assert_eq!((err.code, err.reason.as_str()), (410, "Expired"));
+    // Kubernetes' inconsistent continue: a token for the rest of the list as it is now.
+    let rest = err
+        .details
+        .list_continue
+        .clone()
+        .expect("a token for the rest");
+    assert_eq!(
+        err.to_status()["metadata"]["continue"],
+        json!(rest),
+        "the token is the Status's metadata.continue"
+    );
+    let next = reg
+        .list(&cms, scope, &page(Some(rest)))
+        .await
+        .expect("the rest, at the latest revision");
+    assert_eq!(
+        next.items
+            .iter()
+            .map(|o| o.name.as_str())
+            .collect::<Vec<_>>(),
+        ["q2", "q3"]
+    );
+    assert_eq!(next.revision, now);
+    // An exact list at a compacted revision is simply too old.
+    let exact = ListOptions {
+        resource_version: Some(first.revision.to_string()),
+        resource_version_match: Some("Exact".into()),
+        ..Default::default()
+    };
+    let err = reg.list(&cms, scope, &exact).await.err().expect("expired");
+    assert_eq!(err.code, 410);
+    assert_eq!(
+        err.message,
+        "The resourceVersion for the provided list is too old."
+    );
 }
 
 async fn watch_resumes_from_a_revision(h: &Harness) {

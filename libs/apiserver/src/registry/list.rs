@@ -99,6 +99,13 @@ pub struct ListScope<'a> {
     pub namespace: Option<&'a str>,
 }
 
+/// A continue token's revision meaning "the latest one", as Kubernetes encodes it.
+const LATEST: Revision = -1;
+
+/// Kubernetes' words for a continue token whose revision is compacted away.
+const CONTINUE_EXPIRED: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.";
+const CONTINUE_INCONSISTENT: &str = "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter, or use the continue token in this response to retrieve the remainder of the results. Continuing with the provided token results in an inconsistent list - objects that were created, modified, or deleted between the time the first chunk was returned and now may show up in the list.";
+
 fn encode_continue(revision: Revision, last_key: &str) -> String {
     let token = json!({"v": "meta.k8s.io/v1", "rv": revision, "start": last_key});
     base64::engine::general_purpose::URL_SAFE.encode(token.to_string())
@@ -113,10 +120,11 @@ fn decode_continue(token: &str, prefix: &str) -> Result<(Revision, String), ApiE
     if v.get("v").and_then(Value::as_str) != Some("meta.k8s.io/v1") {
         return Err(bad("server does not recognize this encoded version"));
     }
+    // -1: go on at the latest revision (what an expired token's answer hands out).
     let rv = v
         .get("rv")
         .and_then(Value::as_i64)
-        .filter(|rv| *rv > 0)
+        .filter(|rv| *rv > 0 || *rv == LATEST)
         .ok_or_else(|| bad("incorrect encoded start resourceVersion"))?;
     let start = v
         .get("start")
@@ -127,6 +135,20 @@ fn decode_continue(token: &str, prefix: &str) -> Result<(Revision, String), ApiE
         return Err(bad("the continue token does not belong to this collection"));
     }
     Ok((rv, start.to_string()))
+}
+
+/// 410 for a list at a compacted revision. A continued list gets a token for the rest at the
+/// latest revision (Kubernetes' inconsistent continue); an exact list is simply too old.
+fn compacted(continued: bool, resume_after: Option<&str>) -> ApiError {
+    match (continued, resume_after) {
+        (true, Some(key)) => {
+            let mut err = ApiError::expired(CONTINUE_INCONSISTENT);
+            err.details.list_continue = Some(encode_continue(LATEST, key));
+            err
+        }
+        (true, None) => ApiError::expired(CONTINUE_EXPIRED),
+        (false, _) => ApiError::expired("The resourceVersion for the provided list is too old."),
+    }
 }
 
 pub(crate) fn parse_rv(rv: &str) -> Result<Revision, ApiError> {
@@ -222,7 +244,8 @@ impl Registry {
         let (snapshot, start_after) = match &opts.continue_token {
             Some(token) => {
                 let (rev, start) = decode_continue(token, &prefix)?;
-                (Some(rev), Some(start))
+                // LATEST: the rest of the list as it is now.
+                ((rev != LATEST).then_some(rev), Some(start))
             }
             None => {
                 let exact = rv_match == Some("Exact")
@@ -275,6 +298,7 @@ impl Registry {
         mut start_after: Option<String>,
         opts: &ListOptions,
     ) -> Result<ListResult, ApiError> {
+        let resume_after = start_after.clone();
         let mut items = Vec::new();
         let want = if opts.limit == 0 {
             usize::MAX
@@ -285,12 +309,17 @@ impl Registry {
         loop {
             let page = self
                 .store
-                .range(RangeRequest { prefix: prefix.to_string(), start_after: start_after.clone(), limit: want.clamp(1, 1000), revision: Some(revision) })
+                .range(RangeRequest {
+                    prefix: prefix.to_string(),
+                    start_after: start_after.clone(),
+                    limit: want.clamp(1, 1000),
+                    revision: Some(revision),
+                })
                 .await
                 .map_err(|e| match e {
-                    kcp_store::StoreError::Compacted { .. } => ApiError::expired(
-                        "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-                    ),
+                    kcp_store::StoreError::Compacted { .. } => {
+                        compacted(opts.continue_token.is_some(), resume_after.as_deref())
+                    }
                     other => store_error(def, "", other),
                 })?;
             for kv in &page.kvs {
