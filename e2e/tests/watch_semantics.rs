@@ -1,7 +1,8 @@
 //! List, watch and get semantics at their edges, on both stores: a watch from a resourceVersion
 //! ahead of the shard (one read from another shard, say) sends nothing at or before it; invalid
 //! list and watch options are Kubernetes' 422 with every cause; a get or list from a
-//! resourceVersion the shard has not reached waits, then is 504 with the cause clients know.
+//! resourceVersion the shard has not reached waits, then is 504 with the cause clients know; a
+//! watch with bookmarks gets one shortly before its timeout.
 
 use kcp_e2e::{Shard, StoreKind, on_both_stores};
 use serde_json::Value;
@@ -10,6 +11,7 @@ on_both_stores!(
     nothing_at_or_before_the_resource_version,
     invalid_options_are_422,
     versions_not_reached_are_504,
+    a_bookmark_before_the_timeout,
 );
 
 const CMS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
@@ -123,4 +125,27 @@ fn versions_not_reached_are_504(store: StoreKind) {
     assert_eq!(code, 400, "{body}");
     let (code, body) = shard.curl("GET", &format!("{CMS}/cm?resourceVersion=0"), None);
     assert_eq!(code, 200, "{body}");
+}
+
+fn a_bookmark_before_the_timeout(store: StoreKind) {
+    let shard = Shard::start(store);
+    let (code, body) = shard.curl("GET", CMS, None);
+    assert_eq!(code, 200, "{body}");
+    let rv = serde_json::from_str::<Value>(&body).expect("a list")["metadata"]["resourceVersion"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    // A quiet collection: the only frame is the bookmark 2 s before the 4 s timeout.
+    let (code, body) = shard.curl(
+        "GET",
+        &format!("{CMS}?watch=true&resourceVersion={rv}&allowWatchBookmarks=true&timeoutSeconds=4"),
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let kinds: Vec<String> = body
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|e| e["type"].as_str().unwrap_or_default().to_string())
+        .collect();
+    assert_eq!(kinds, ["BOOKMARK"], "{body}");
 }

@@ -151,7 +151,8 @@ struct WatchStream {
     /// Events at or below this revision were already sent.
     last_rev: i64,
     deadline: Pin<Box<tokio::time::Sleep>>,
-    bookmarks: Option<tokio::time::Interval>,
+    /// When the next bookmark is due, if bookmarks were asked for (see [`next_bookmark`]).
+    bookmark: Option<Pin<Box<tokio::time::Sleep>>>,
     /// Resolves when the watch must end before its time (see [`ending`]).
     ending: Pin<Box<dyn Future<Output = ()> + Send + Sync>>,
     cache: Arc<WatchCache>,
@@ -186,9 +187,10 @@ impl WatchStream {
             if let Some(frame) = self.pending.pop_front() {
                 return Some(frame);
             }
+            let deadline = self.deadline.deadline();
             let bookmark = async {
-                match self.bookmarks.as_mut() {
-                    Some(t) => t.tick().await,
+                match self.bookmark.as_mut() {
+                    Some(t) => t.as_mut().await,
                     None => std::future::pending().await,
                 }
             };
@@ -206,7 +208,10 @@ impl WatchStream {
                     }
                     WatchItem::Progress(_) => {}
                 },
-                _ = bookmark => return Some(self.encoder.bookmark(self.cache.revision().max(self.last_rev), false)),
+                _ = bookmark => {
+                    self.bookmark = next_bookmark(tokio::time::Instant::now(), deadline);
+                    return Some(self.encoder.bookmark(self.cache.revision().max(self.last_rev), false));
+                }
                 _ = &mut self.deadline => return None,
                 _ = &mut self.ending => return None,
             }
@@ -332,12 +337,10 @@ impl ApiServer {
                 pending.extend(encoder.event(kind, &ev));
             }
         }
-        let bookmarks = bookmarks.then(|| {
-            tokio::time::interval_at(
-                tokio::time::Instant::now() + BOOKMARK_INTERVAL,
-                BOOKMARK_INTERVAL,
-            )
-        });
+        let now = tokio::time::Instant::now();
+        let bookmark = bookmarks
+            .then(|| next_bookmark(now, now + timeout))
+            .flatten();
         let state = WatchStream {
             sub,
             encoder,
@@ -345,7 +348,7 @@ impl ApiServer {
             pending,
             last_rev,
             deadline: Box::pin(tokio::time::sleep(timeout)),
-            bookmarks,
+            bookmark,
             ending: ending(self.shutdown.clone(), cluster.map(str::to_string), inactive),
             cache,
         };
@@ -354,6 +357,18 @@ impl ApiServer {
         });
         Ok(watch_response(stream, output))
     }
+}
+
+/// When the bookmark after `now` is due, as Kubernetes' watchers schedule them: every
+/// [`BOOKMARK_INTERVAL`], and one 2 s before the watch's deadline, so a client resumes from a
+/// recent revision when its watch times out; none once that one is past.
+fn next_bookmark(
+    now: tokio::time::Instant,
+    deadline: tokio::time::Instant,
+) -> Option<Pin<Box<tokio::time::Sleep>>> {
+    let last_call = deadline.checked_sub(Duration::from_secs(2))?;
+    let at = (now + BOOKMARK_INTERVAL).min(last_call);
+    (at > now).then(|| Box::pin(tokio::time::sleep_until(at)))
 }
 
 /// Kubernetes' validation of a watch's options (422 `ListOptions.meta.k8s.io` with every cause):
