@@ -261,6 +261,33 @@ fn update_policies(store: StoreKind) {
         event,
     );
     assert_eq!(code, 201, "{body}");
+    // kubectl's wide view of events has Kubernetes' extra columns.
+    let sourced = r#"{"apiVersion":"v1","kind":"Event","metadata":{"name":"ev2"},"involvedObject":{"kind":"ConfigMap","name":"x","namespace":"default","fieldPath":"data.k"},"reason":"Test","message":"hi","type":"Normal","source":{"component":"tester","host":"node1"},"count":3}"#;
+    let (code, body) = send(
+        &shard,
+        "POST",
+        "/clusters/root/api/v1/namespaces/default/events",
+        sourced,
+    );
+    assert_eq!(code, 201, "{body}");
+    let wide = shard.kubectl_ok(&[
+        "get",
+        "events",
+        "-o",
+        "wide",
+        "--field-selector",
+        "metadata.name=ev2",
+    ]);
+    for text in [
+        "SUBOBJECT",
+        "SOURCE",
+        "FIRST SEEN",
+        "COUNT",
+        "data.k",
+        "tester, node1",
+    ] {
+        assert!(wide.contains(text), "{text}: {wide}");
+    }
     // Other kinds: a PUT of a missing object is 404.
     let (code, body) = send(
         &shard,

@@ -176,6 +176,37 @@ pub fn event_columns() -> Vec<Column> {
             }),
         },
         Column {
+            name: "Subobject".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "If referring to a piece of an object instead of an entire object, this string should contain a valid JSON/Go field access statement, such as desiredState.manifest.containers[2].".into(),
+            priority: 1,
+            value: ColumnValue::Computed(|o| {
+                json!(first_of(o, &["/involvedObject/fieldPath", "/regarding/fieldPath"]))
+            }),
+        },
+        Column {
+            name: "Source".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "The source of the event".into(),
+            priority: 1,
+            value: ColumnValue::Computed(|o| {
+                let component = first_of(
+                    o,
+                    &["/source/component", "/deprecatedSource/component", "/reportingController"],
+                );
+                let instance = first_of(
+                    o,
+                    &["/source/host", "/deprecatedSource/host", "/reportingInstance"],
+                );
+                json!(match instance {
+                    "" => component.to_string(),
+                    host => format!("{component}, {host}"),
+                })
+            }),
+        },
+        Column {
             name: "Message".into(),
             type_: "string".into(),
             format: "".into(),
@@ -186,7 +217,37 @@ pub fn event_columns() -> Vec<Column> {
                     str_of(o, "/note")
                 } else {
                     str_of(o, "/message")
-                })
+                }
+                .trim())
+            }),
+        },
+        Column {
+            name: "First Seen".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "The time at which the event was first recorded. (Time of server receipt is in TypeMeta.)".into(),
+            priority: 1,
+            value: ColumnValue::Computed(|o| {
+                let first = first_of(
+                    o,
+                    &["/firstTimestamp", "/deprecatedFirstTimestamp", "/eventTime"],
+                );
+                json!(crate::builtin::columns::age_since(first))
+            }),
+        },
+        Column {
+            name: "Count".into(),
+            type_: "string".into(),
+            format: "".into(),
+            description: "The number of times this event has occurred.".into(),
+            priority: 1,
+            value: ColumnValue::Computed(|o| {
+                let count = ["/series/count", "/count", "/deprecatedCount"]
+                    .iter()
+                    .find_map(|p| o.pointer(p).and_then(Value::as_i64))
+                    .filter(|c| *c > 0)
+                    .unwrap_or(1);
+                json!(count)
             }),
         },
         Column {
@@ -194,6 +255,15 @@ pub fn event_columns() -> Vec<Column> {
             ..name_column()
         },
     ]
+}
+
+/// The first non-empty string among `pointers` (an event's core and events.k8s.io views).
+fn first_of<'a>(o: &'a Value, pointers: &[&str]) -> &'a str {
+    pointers
+        .iter()
+        .map(|p| str_of(o, p))
+        .find(|s| !s.is_empty())
+        .unwrap_or_default()
 }
 
 pub fn binding_columns() -> Vec<Column> {
