@@ -264,7 +264,7 @@ fn crd_then_custom_resources_with_kubectl(store: StoreKind) {
     let c = shard.write_file("c.yaml", &crontab("c", "img-c", "1"));
     let err = shard.kubectl_fails(&["create", "-f", c.to_str().expect("utf-8")]);
     assert!(
-        err.contains("MethodNotAllowed") || err.contains("not allow"),
+        err.contains("create not allowed while custom resource definition is terminating"),
         "{err}"
     );
     shard.kubectl_ok(&["get", "ct", "a"]);

@@ -207,6 +207,9 @@ pub struct Details {
     /// A continue token for the rest of a list (the Status's `metadata.continue`): what an expired
     /// one may still do, inconsistently.
     pub list_continue: Option<String>,
+    /// The Status's `reason` as someone else wrote it (an admission webhook's denial, passed on
+    /// as Kubernetes does: any string, or none), instead of the error's [`Reason`].
+    pub reason_as_sent: Option<String>,
 }
 
 /// `configmaps` for the core group, `roles.rbac.authorization.k8s.io` otherwise.
@@ -398,7 +401,15 @@ impl ApiError {
         status.insert("metadata".into(), metadata);
         status.insert("status".into(), json!("Failure"));
         status.insert("message".into(), json!(self.message));
-        status.insert("reason".into(), json!(self.reason.as_str()));
+        match &self.details.reason_as_sent {
+            Some(reason) if reason.is_empty() => {}
+            Some(reason) => {
+                status.insert("reason".into(), json!(reason));
+            }
+            None => {
+                status.insert("reason".into(), json!(self.reason.as_str()));
+            }
+        }
         let mut details = Map::new();
         let d = &self.details;
         if let Some(name) = &d.name {

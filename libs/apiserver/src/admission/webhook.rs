@@ -65,6 +65,8 @@ fn denial(hook: &Webhook, status: Option<&Value>) -> ApiError {
         .unwrap_or_else(|| reason_for_code(code));
     let mut err = ApiError::new(reason, message);
     err.code = code;
+    // The client sees the webhook's own reason, whatever it is (none if it gave none).
+    err.details.reason_as_sent = Some(text("reason").unwrap_or_default().to_string());
     err
 }
 
@@ -360,6 +362,11 @@ mod tests {
         );
         let err = denial(&hook(), Some(&json!({"code": 200, "reason": "Invalid"})));
         assert_eq!((err.code, err.reason), (400, Reason::Invalid));
+        // The webhook's reason reaches the client as it is, or none.
+        let err = denial(&hook(), Some(&json!({"message": "nope", "reason": "Nope"})));
+        assert_eq!(err.to_status()["reason"], "Nope");
+        let err = denial(&hook(), Some(&json!({"code": 403, "message": "no"})));
+        assert_eq!(err.to_status().get("reason"), None);
     }
 
     #[test]

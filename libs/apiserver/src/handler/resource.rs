@@ -107,6 +107,12 @@ impl ApiServer {
             )));
         }
         if !def.verbs.contains(&req.verb) {
+            // A custom resource takes no create only while its CRD is being deleted.
+            if req.verb == "create" && def.custom_schema.is_some() {
+                return Err(ApiError::method_not_allowed(
+                    "create not allowed while custom resource definition is terminating",
+                ));
+            }
             return Err(ApiError::method_not_allowed(format!(
                 "the server does not allow this method on the requested resource: {method}"
             )));
