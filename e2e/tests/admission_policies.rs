@@ -1,11 +1,13 @@
 //! ValidatingAdmissionPolicies and their bindings in a logical cluster, through the real binary
 //! with kubectl, on both stores: CEL validations with and without messages, a binding's
-//! namespaceSelector, Deny vs Warn (a `Warning` header), failurePolicy on expression errors, and isolation between LCs.
+//! namespaceSelector, Deny vs Warn (a `Warning` header), failurePolicy on expression errors, and isolation between LCs;
+//! params (`paramKind` + a binding's `paramRef`, by name or selector, with parameterNotFoundAction)
+//! and `variables`.
 
 use kcp_e2e::{Shard, StoreKind, on_both_stores};
 use serde_json::{Value, json};
 
-on_both_stores!(validating_admission_policies);
+on_both_stores!(validating_admission_policies, params_and_variables);
 
 fn apply(shard: &Shard, cluster: &str, file: &str, obj: &Value) {
     let path = shard.write_file(file, &obj.to_string());
@@ -244,4 +246,123 @@ fn validating_admission_policies(store: StoreKind) {
     let path = shard.write_file("both.json", &both.to_string());
     let out = k().fails(&["create", "-f", path.to_str().expect("utf-8")]);
     assert!(out.contains("must not contain both Deny and Warn"), "{out}");
+}
+
+/// Secrets in namespace `limited` may hold at most `params.data.max` keys, read from a ConfigMap
+/// param; the count is a variable.
+fn params_and_variables(store: StoreKind) {
+    let shard = Shard::start(store);
+    let k = || shard.kubectl_cmd().cluster("root");
+    k().ok(&["create", "namespace", "limited"]);
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "key-limit"},
+        "spec": {
+            "failurePolicy": "Fail",
+            "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["secrets"]}]},
+            "variables": [
+                {"name": "keys", "expression": "has(object.data) ? size(object.data) : 0"},
+                {"name": "allowed", "expression": "int(params.data.max)"},
+            ],
+            "validations": [{"expression": "variables.keys <= variables.allowed", "message": "too many keys"}],
+        },
+    });
+    apply(&shard, "root", "policy.json", &policy);
+    let binding = |name: &str, param_ref: Value| {
+        json!({
+            "apiVersion": "admissionregistration.k8s.io/v1",
+            "kind": "ValidatingAdmissionPolicyBinding",
+            "metadata": {"name": name},
+            "spec": {
+                "policyName": "key-limit",
+                "validationActions": ["Deny"],
+                "paramRef": param_ref,
+                "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "limited"}}},
+            },
+        })
+    };
+    apply(
+        &shard,
+        "root",
+        "binding.json",
+        &binding(
+            "by-name",
+            json!({"name": "limits", "parameterNotFoundAction": "Deny"}),
+        ),
+    );
+    let secret = |name: &str, keys: &[&str]| {
+        let mut args = vec!["-n", "limited", "create", "secret", "generic", name];
+        let literals: Vec<String> = keys
+            .iter()
+            .map(|k| format!("--from-literal={k}=v"))
+            .collect();
+        args.extend(literals.iter().map(String::as_str));
+        let out = k().run(&args);
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    // No param yet: Deny says so.
+    let (ok, err) = shard.eventually("the binding is in force", || {
+        let (ok, err) = secret("s0", &["a"]);
+        (!ok).then_some((ok, err))
+    });
+    assert!(!ok);
+    assert!(
+        err.contains("no params found for policy binding with `Deny` parameterNotFoundAction"),
+        "{err}"
+    );
+    // With the param (in the request's namespace), the variables decide.
+    k().ok(&[
+        "-n",
+        "limited",
+        "create",
+        "configmap",
+        "limits",
+        "--from-literal=max=1",
+    ]);
+    let (ok, err) = shard.eventually("one key allowed", || {
+        let (ok, err) = secret("s1", &["a"]);
+        ok.then_some((ok, err))
+    });
+    assert!(ok, "{err}");
+    let (ok, err) = secret("s2", &["a", "b"]);
+    assert!(!ok, "two keys must be refused");
+    assert!(
+        err.contains("ValidatingAdmissionPolicy 'key-limit' with binding 'by-name' denied request: too many keys"),
+        "{err}"
+    );
+    // A selector picks params too; a binding that allows a missing param lets requests through.
+    k().ok(&["delete", "validatingadmissionpolicybinding", "by-name"]);
+    apply(
+        &shard,
+        "root",
+        "binding2.json",
+        &binding(
+            "by-label",
+            json!({"selector": {"matchLabels": {"role": "limit"}}, "parameterNotFoundAction": "Allow"}),
+        ),
+    );
+    let (ok, err) = shard.eventually("no labelled param: allowed", || {
+        let (ok, err) = secret("s3", &["a", "b"]);
+        ok.then_some((ok, err))
+    });
+    assert!(ok, "{err}");
+    k().ok(&[
+        "-n",
+        "limited",
+        "label",
+        "configmap",
+        "limits",
+        "role=limit",
+    ]);
+    let (ok, err) = shard.eventually("the labelled param applies", || {
+        let (ok, err) = secret("s4", &["a", "b"]);
+        (!ok).then_some((ok, err))
+    });
+    assert!(!ok);
+    assert!(err.contains("too many keys"), "{err}");
 }

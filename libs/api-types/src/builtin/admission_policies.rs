@@ -13,12 +13,50 @@ const VARIABLES: &[&str] = &[
     "request",
     "params",
     "namespaceObject",
+    "variables",
 ];
 const ACTIONS: &[&str] = &["Audit", "Deny", "Warn"];
 
 pub struct PolicyStrategy;
 
+/// Kubernetes' defaults of a policy's spec (admissionregistration/v1 `SetDefaults_*`).
+fn default_policy(obj: &mut Value) {
+    let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if spec.get("failurePolicy").is_none_or(Value::is_null) {
+        spec.insert("failurePolicy".into(), json!("Fail"));
+    }
+    if let Some(constraints) = spec
+        .get_mut("matchConstraints")
+        .and_then(Value::as_object_mut)
+    {
+        for (field, default) in [
+            ("matchPolicy", json!("Equivalent")),
+            ("namespaceSelector", json!({})),
+            ("objectSelector", json!({})),
+        ] {
+            if constraints.get(field).is_none_or(Value::is_null) {
+                constraints.insert(field.into(), default);
+            }
+        }
+    }
+}
+
 impl Strategy for PolicyStrategy {
+    fn prepare_for_create(&self, _ctx: &crate::resource::StrategyContext<'_>, obj: &mut Value) {
+        default_policy(obj);
+    }
+
+    fn prepare_for_update(
+        &self,
+        _ctx: &crate::resource::StrategyContext<'_>,
+        new: &mut Value,
+        _old: &Value,
+    ) {
+        default_policy(new);
+    }
+
     fn validate(&self, obj: &Value) -> Vec<Cause> {
         let mut causes = Vec::new();
         let spec = obj.get("spec").unwrap_or(&Value::Null);
@@ -34,7 +72,22 @@ impl Strategy for PolicyStrategy {
                 &["Fail", "Ignore"],
             ));
         }
-        for list in ["validations", "matchConditions"] {
+        for (i, variable) in (spec
+            .get("variables")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten())
+        .enumerate()
+        {
+            if variable
+                .get("name")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
+            {
+                causes.push(Cause::required(&format!("spec.variables[{i}].name"), ""));
+            }
+        }
+        for list in ["validations", "matchConditions", "variables"] {
             let items = spec.get(list).and_then(Value::as_array);
             for (i, item) in items.into_iter().flatten().enumerate() {
                 let expression = item.get("expression").and_then(Value::as_str).unwrap_or("");

@@ -22,6 +22,7 @@ mod logical_cluster;
 mod matching;
 mod namespace_lifecycle;
 pub mod policy;
+mod policy_params;
 pub mod quantity;
 pub mod quota;
 pub mod rbac_escalation;

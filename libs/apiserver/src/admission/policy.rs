@@ -1,11 +1,12 @@
 //! ValidatingAdmissionPolicy: CEL `validations` of the policies bound (by a
 //! ValidatingAdmissionPolicyBinding) in the write's logical cluster.
 //!
-//! Policies and bindings are read from the watch cache and compiled once per revision. Known
-//! differences from kube-apiserver: `paramKind` is not supported (a policy asking for params fails
-//! under its failurePolicy), nor are `variables`, `auditAnnotations` or `messageExpression`;
-//! `Audit` is ignored; expression
-//! values are untyped JSON; `matchPolicy: Equivalent` matches every version of a resource.
+//! Policies and bindings are read from the watch cache and compiled once per revision. A policy
+//! with `paramKind` is evaluated once per param its binding's `paramRef` names
+//! ([`super::policy_params`]); `variables` are evaluated in order, each seeing the ones before it,
+//! and read as `variables.<name>`. Known differences from kube-apiserver: `auditAnnotations` and
+//! `messageExpression` are not supported; `Audit` is ignored; expression values are untyped JSON;
+//! `matchPolicy: Equivalent` matches every version of a resource.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,6 +21,7 @@ use parking_lot::Mutex;
 use serde_json::Value;
 
 use super::matching::{self, Conditions, compile_conditions};
+use super::policy_params::{self, ParamKind, ParamRef};
 use super::rules::{Rule, strings};
 use super::{Admission, Attributes};
 use crate::watch_cache::WatchCache;
@@ -31,6 +33,7 @@ const VARIABLES: &[&str] = &[
     "request",
     "params",
     "namespaceObject",
+    "variables",
 ];
 
 /// `matchConstraints` of a policy or `matchResources` of a binding.
@@ -124,8 +127,10 @@ struct Policy {
     fail_open: bool,
     constraints: MatchResources,
     conditions: Conditions,
+    /// `variables`, in order: each expression sees the ones before it.
+    variables: Vec<(String, Result<Arc<kcp_schema::cel::Expression>, String>)>,
     validations: Vec<Validation>,
-    wants_params: bool,
+    param_kind: Option<ParamKind>,
 }
 
 struct Binding {
@@ -133,6 +138,49 @@ struct Binding {
     policy: String,
     actions: Vec<String>,
     resources: Option<MatchResources>,
+    param_ref: Option<ParamRef>,
+}
+
+fn compile(source: &str) -> Result<Arc<kcp_schema::cel::Expression>, String> {
+    kcp_schema::cel::Expression::compile(source, VARIABLES)
+        .map(Arc::new)
+        .map_err(|e| format!("compilation failed: {e}"))
+}
+
+/// The values of a policy's `variables` (as the JSON object `variables`), and the error of each
+/// that failed: an expression reading one of those fails with its error.
+fn evaluate_variables(
+    policy: &Policy,
+    values: &mut Vec<(&'static str, Value)>,
+) -> Vec<(String, String)> {
+    let mut computed = serde_json::Map::new();
+    let mut failed = Vec::new();
+    for (name, expression) in &policy.variables {
+        values.retain(|(n, _)| *n != "variables");
+        values.push(("variables", Value::Object(computed.clone())));
+        let refs: Vec<(&str, &Value)> = values.iter().map(|(n, v)| (*n, v)).collect();
+        let result = expression
+            .as_ref()
+            .map_err(Clone::clone)
+            .and_then(|e| e.evaluate(&refs));
+        match result {
+            Ok(value) => {
+                computed.insert(name.clone(), value);
+            }
+            Err(e) => failed.push((name.clone(), e)),
+        }
+    }
+    values.retain(|(n, _)| *n != "variables");
+    values.push(("variables", Value::Object(computed)));
+    failed
+}
+
+/// The error of a failed variable that `source` reads, if any.
+fn failed_variable<'a>(source: &str, failed: &'a [(String, String)]) -> Option<&'a str> {
+    failed
+        .iter()
+        .find(|(name, _)| source.contains(&format!("variables.{name}")))
+        .map(|(_, e)| e.as_str())
 }
 
 fn parse_policy(v: &Value) -> Policy {
@@ -146,12 +194,7 @@ fn parse_policy(v: &Value) -> Policy {
                     let text = |k: &str| val.get(k).and_then(Value::as_str).unwrap_or("").trim();
                     Validation {
                         source: text("expression").to_string(),
-                        compiled: kcp_schema::cel::Expression::compile(
-                            text("expression"),
-                            VARIABLES,
-                        )
-                        .map(Arc::new)
-                        .map_err(|e| format!("compilation failed: {e}")),
+                        compiled: compile(text("expression")),
                         message: text("message").to_string(),
                         reason: Some(text("reason"))
                             .filter(|r| !r.is_empty())
@@ -168,8 +211,18 @@ fn parse_policy(v: &Value) -> Policy {
             false,
         ),
         conditions: compile_conditions(spec.get("matchConditions"), VARIABLES),
+        variables: (spec
+            .get("variables")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten())
+        .map(|v| {
+            let text = |k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").trim();
+            (text("name").to_string(), compile(text("expression")))
+        })
+        .collect(),
         validations,
-        wants_params: spec.get("paramKind").is_some_and(|p| !p.is_null()),
+        param_kind: ParamKind::parse(spec.get("paramKind")),
     }
 }
 
@@ -200,6 +253,7 @@ fn parse_binding(v: &Value) -> Binding {
             .get("matchResources")
             .filter(|m| !m.is_null())
             .map(|m| MatchResources::parse(m, true)),
+        param_ref: ParamRef::parse(spec.get("paramRef")),
     }
 }
 
@@ -308,11 +362,52 @@ impl PolicyAdmission {
                 vec![denial(message, Reason::Invalid)]
             }
         };
-        if policy.wants_params {
-            return Ok(failed("paramKind is not supported by this server".into()));
+        // One evaluation per param (one with `params` null for a policy without paramKind).
+        let params = match (&policy.param_kind, &binding.param_ref) {
+            (None, _) => vec![Value::Null],
+            (Some(_), None) => {
+                return Ok(failed(
+                    "failed to configure binding: paramKind set but binding has no paramRef".into(),
+                ));
+            }
+            (Some(kind), Some(param_ref)) => {
+                match policy_params::resolve(
+                    &self.cache,
+                    attrs.cluster,
+                    kind,
+                    param_ref,
+                    attrs.namespace,
+                ) {
+                    Err(e) => return Ok(failed(format!("failed to configure binding: {e}"))),
+                    Ok(found) if found.is_empty() && param_ref.deny_when_missing => {
+                        return Ok(vec![denial(
+                            policy_params::NOT_FOUND.into(),
+                            Reason::Invalid,
+                        )]);
+                    }
+                    Ok(found) => found,
+                }
+            }
+        };
+        let mut denials = Vec::new();
+        for param in params {
+            denials.extend(self.evaluate_with(policy, attrs, object, param, &denial, &failed));
         }
+        Ok(denials)
+    }
+
+    /// The denials of one policy for one param.
+    fn evaluate_with(
+        &self,
+        policy: &Policy,
+        attrs: &Attributes<'_>,
+        object: Option<&Value>,
+        param: Value,
+        denial: &dyn Fn(String, Reason) -> Denial,
+        failed: &dyn Fn(String) -> Vec<Denial>,
+    ) -> Vec<Denial> {
         let mut values = matching::variables(attrs, object);
-        values.push(("params", Value::Null));
+        values.push(("params", param));
         let namespace_object = attrs
             .namespace
             .and_then(|ns| {
@@ -326,17 +421,19 @@ impl PolicyAdmission {
             .and_then(|o| o.value().ok())
             .unwrap_or(Value::Null);
         values.push(("namespaceObject", namespace_object));
+        let variable_errors = evaluate_variables(policy, &mut values);
         let refs: Vec<(&str, &Value)> = values.iter().map(|(n, v)| (*n, v)).collect();
         match matching::conditions_hold(&policy.conditions, &refs) {
             Ok(true) => {}
-            Ok(false) => return Ok(Vec::new()),
-            Err(e) => return Ok(failed(e)),
+            Ok(false) => return Vec::new(),
+            Err(e) => return failed(e),
         }
         let mut denials = Vec::new();
         for v in &policy.validations {
-            let outcome = match &v.compiled {
-                Ok(expression) => expression.evaluate_bool(&refs),
-                Err(e) => Err(e.clone()),
+            let outcome = match (&v.compiled, failed_variable(&v.source, &variable_errors)) {
+                (_, Some(e)) => Err(e.to_string()),
+                (Ok(expression), None) => expression.evaluate_bool(&refs),
+                (Err(e), None) => Err(e.clone()),
             };
             match outcome {
                 Ok(true) => {}
@@ -354,7 +451,7 @@ impl PolicyAdmission {
                 ))),
             }
         }
-        Ok(denials)
+        denials
     }
 }
 
@@ -504,7 +601,7 @@ mod tests {
             ],
         }}));
         assert!(
-            policy.wants_params && !policy.fail_open,
+            policy.param_kind.is_some() && !policy.fail_open,
             "failurePolicy defaults to Fail"
         );
         assert_eq!(policy.validations[0].source, "object.x == 1");

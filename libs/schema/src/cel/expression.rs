@@ -30,6 +30,18 @@ impl Expression {
     /// Evaluates with the given values (a declared variable left out is `null`); an error for a
     /// non-boolean result, a runtime error or an exhausted cost limit.
     pub fn evaluate_bool(&self, values: &[(&str, &Json)]) -> Result<bool, String> {
+        match self.run(values)? {
+            Value::Bool(b) => Ok(b),
+            other => Err(format!("expected a bool, got {}", other.type_of())),
+        }
+    }
+
+    /// Evaluates to a JSON value (a policy's `variables`, which later expressions read).
+    pub fn evaluate(&self, values: &[(&str, &Json)]) -> Result<Json, String> {
+        super::value::to_json(&self.run(values)?)
+    }
+
+    fn run(&self, values: &[(&str, &Json)]) -> Result<Value, String> {
         let mut scope = program::base().new_inner_scope();
         for name in &self.variables {
             let value = values
@@ -44,11 +56,7 @@ impl Expression {
         if spent.exceeded {
             return Err("operation cancelled: actual cost limit exceeded".into());
         }
-        match result {
-            Ok(Value::Bool(b)) => Ok(b),
-            Ok(other) => Err(format!("expected a bool, got {}", other.type_of())),
-            Err(e) => Err(e.to_string()),
-        }
+        result.map_err(|e| e.to_string())
     }
 }
 
@@ -72,6 +80,16 @@ mod expression_tests {
             Ok(Ok(false))
         );
         assert!(Expression::compile("request.operation == 'CREATE'", &["object"]).is_err());
+    }
+
+    #[test]
+    fn values_come_back_as_json() {
+        let e = Expression::compile("{'n': object.metadata.name, 'l': [1, 2.5]}", &["object"]);
+        let obj = json!({"metadata": {"name": "abc"}});
+        assert_eq!(
+            e.map(|e| e.evaluate(&[("object", &obj)])),
+            Ok(Ok(json!({"n": "abc", "l": [1, 2.5]})))
+        );
     }
 
     #[test]

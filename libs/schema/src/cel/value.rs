@@ -124,6 +124,33 @@ pub(super) fn untyped(value: &Json) -> Value {
     }
 }
 
+/// A CEL value back as JSON (a ValidatingAdmissionPolicy variable's result, given to later
+/// expressions): maps need string keys; timestamps and durations are not carried.
+pub(super) fn to_json(value: &Value) -> Result<Json, String> {
+    Ok(match value {
+        Value::Null => Json::Null,
+        Value::Bool(b) => Json::Bool(*b),
+        Value::Int(i) => Json::from(*i),
+        Value::UInt(u) => Json::from(*u),
+        Value::Float(f) => serde_json::Number::from_f64(*f)
+            .map(Json::Number)
+            .ok_or_else(|| format!("{f} is not a JSON number"))?,
+        Value::String(s) => Json::String(s.to_string()),
+        Value::List(items) => Json::Array(items.iter().map(to_json).collect::<Result<_, _>>()?),
+        Value::Map(map) => {
+            let mut out = serde_json::Map::new();
+            for (k, v) in map.map.iter() {
+                let Key::String(k) = k else {
+                    return Err("a map with non-string keys".into());
+                };
+                out.insert(k.to_string(), to_json(v)?);
+            }
+            Json::Object(out)
+        }
+        other => return Err(format!("unsupported value of type {}", other.type_of())),
+    })
+}
+
 fn key(name: &str) -> Key {
     Key::String(Arc::new(name.to_owned()))
 }
