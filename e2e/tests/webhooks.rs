@@ -289,6 +289,32 @@ fn webhooks_mutate_validate_and_stay_in_their_cluster(store: StoreKind) {
         json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}),
     );
     apply(&shard, "root", "label.json", &label);
+    // Stored with Kubernetes' defaults, so JSON patches can address them.
+    let stored = shard.kubectl_cmd().cluster("root").json(&[
+        "get",
+        "mutatingwebhookconfiguration",
+        "label.example.com",
+        "-o",
+        "json",
+    ]);
+    let hook = &stored["webhooks"][0];
+    assert_eq!(
+        (
+            &hook["timeoutSeconds"],
+            &hook["failurePolicy"],
+            &hook["reinvocationPolicy"],
+            &hook["matchPolicy"],
+            &hook["objectSelector"]
+        ),
+        (
+            &json!(10),
+            &json!("Fail"),
+            &json!("Never"),
+            &json!("Equivalent"),
+            &json!({})
+        ),
+        "{stored}"
+    );
     let probe = configmap("probe", "labelled", json!({}), json!({}));
     shard.eventually("the mutating webhook is in effect", || {
         let (ok, out) = create(

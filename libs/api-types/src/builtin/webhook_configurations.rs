@@ -170,7 +170,45 @@ impl WebhookConfigurationStrategy {
     }
 }
 
+impl WebhookConfigurationStrategy {
+    /// Kubernetes' defaults of each webhook (admissionregistration/v1 `SetDefaults_*Webhook`), so
+    /// the stored shape is theirs (JSON patches and diffs address these fields).
+    fn default_webhooks(&self, obj: &mut Value) {
+        let hooks = obj.get_mut("webhooks").and_then(Value::as_array_mut);
+        for hook in hooks.into_iter().flatten().filter_map(Value::as_object_mut) {
+            let mut defaults = vec![
+                ("failurePolicy", json!("Fail")),
+                ("matchPolicy", json!("Equivalent")),
+                ("namespaceSelector", json!({})),
+                ("objectSelector", json!({})),
+                ("timeoutSeconds", json!(10)),
+            ];
+            if self.mutating {
+                defaults.push(("reinvocationPolicy", json!("Never")));
+            }
+            for (field, default) in defaults {
+                if hook.get(field).is_none_or(Value::is_null) {
+                    hook.insert(field.into(), default);
+                }
+            }
+        }
+    }
+}
+
 impl Strategy for WebhookConfigurationStrategy {
+    fn prepare_for_create(&self, _ctx: &crate::resource::StrategyContext<'_>, obj: &mut Value) {
+        self.default_webhooks(obj);
+    }
+
+    fn prepare_for_update(
+        &self,
+        _ctx: &crate::resource::StrategyContext<'_>,
+        new: &mut Value,
+        _old: &Value,
+    ) {
+        self.default_webhooks(new);
+    }
+
     fn validate(&self, obj: &Value) -> Vec<Cause> {
         self.check(obj, V1_SIDE_EFFECTS)
     }
@@ -195,6 +233,22 @@ mod tests {
 
     fn fields(causes: &[Cause]) -> Vec<String> {
         causes.iter().map(|c| c.full_message()).collect()
+    }
+
+    #[test]
+    fn webhooks_get_kubernetes_defaults() {
+        let mut obj = config(json!({"name": "a.example.com", "timeoutSeconds": 5}));
+        WebhookConfigurationStrategy { mutating: true }.default_webhooks(&mut obj);
+        assert_eq!(
+            obj["webhooks"][0],
+            json!({"name": "a.example.com", "timeoutSeconds": 5, "failurePolicy": "Fail",
+                   "matchPolicy": "Equivalent", "namespaceSelector": {}, "objectSelector": {},
+                   "reinvocationPolicy": "Never"})
+        );
+        let mut obj = config(json!({"name": "v.example.com"}));
+        WebhookConfigurationStrategy { mutating: false }.default_webhooks(&mut obj);
+        assert_eq!(obj["webhooks"][0]["timeoutSeconds"], 10);
+        assert!(obj["webhooks"][0].get("reinvocationPolicy").is_none());
     }
 
     #[test]
