@@ -91,14 +91,20 @@ impl Strategy for CustomResourceStrategy {
     }
 }
 
-/// How a custom resource read from storage becomes the served version: with conversion strategy
-/// `None` only `apiVersion` changes; then the served version's defaults are applied, as
-/// Kubernetes applies them when decoding from storage (a default added to a schema later shows on
-/// objects stored before it).
+/// How a custom resource moves between the served version and the storage version, with
+/// conversion strategy `None`, as Kubernetes does it: only `apiVersion` changes, and the object
+/// is pruned to the schema of the version it becomes (so a field the other version lacks does
+/// not survive the move); on read, the storage version's defaults are applied first, as when
+/// Kubernetes decodes from storage (a default added to a schema later shows on objects stored
+/// before it).
 struct StoredToServed {
     served: String,
     storage: String,
-    /// Set when the schema has defaults to apply on read.
+    /// The served version's schema, to prune to on read (when it is not the storage version).
+    served_schema: Option<Arc<Schema>>,
+    /// The storage version's schema, to prune to on write (when it is not the served version).
+    storage_schema: Option<Arc<Schema>>,
+    /// The storage version's schema, when it has defaults to apply on read.
     defaults: Option<Arc<Schema>>,
 }
 
@@ -107,17 +113,23 @@ impl Conversion for StoredToServed {
         if let Some(m) = api.as_object_mut() {
             m.insert("apiVersion".into(), json!(self.storage));
         }
-        api
+        match &self.storage_schema {
+            Some(schema) => kcp_schema::prune(schema, api),
+            None => api,
+        }
     }
 
     fn to_api(&self, mut stored: Value) -> Value {
-        if let Some(m) = stored.as_object_mut() {
-            m.insert("apiVersion".into(), json!(self.served));
-        }
         if let Some(schema) = &self.defaults {
             kcp_schema::apply_defaults(schema, &mut stored);
         }
-        stored
+        if let Some(m) = stored.as_object_mut() {
+            m.insert("apiVersion".into(), json!(self.served));
+        }
+        match &self.served_schema {
+            Some(schema) => kcp_schema::prune(schema, stored),
+            None => stored,
+        }
     }
 }
 
@@ -181,7 +193,14 @@ pub fn component_name(group: &str, version: &str, kind: &str) -> String {
 
 /// The resource definition of one served version of an established CRD. `names` is the CRD's
 /// accepted names (`status.acceptedNames`, falling back to `spec.names`).
-pub fn version_def(crd: &Value, version: &Value, compiled: Arc<CompiledVersion>) -> ResourceDef {
+/// The resource of one served `version` of `crd`; `stored_as` is the storage version's compiled
+/// schema when that is another version (objects move between the two on every write and read).
+pub fn version_def(
+    crd: &Value,
+    version: &Value,
+    compiled: Arc<CompiledVersion>,
+    stored_as: Option<Arc<CompiledVersion>>,
+) -> ResourceDef {
     let group = str_at(crd, "/spec/group").to_string();
     let names = match crd.pointer("/status/acceptedNames/plural") {
         Some(Value::String(p)) if !p.is_empty() => "/status/acceptedNames",
@@ -235,18 +254,27 @@ pub fn version_def(crd: &Value, version: &Value, compiled: Arc<CompiledVersion>)
         .pointer("/spec/versions")
         .and_then(Value::as_array)
         .map_or(0, Vec::len);
-    // Reads go through a conversion only when there is something to do: another stored version,
-    // or defaults; plain single-version CRDs serve the cached JSON as it is.
-    let defaults = has_defaults(&compiled.openapi).then(|| compiled.schema.clone());
-    let shared_storage = (versions > 1 || defaults.is_some()).then(|| SharedStorage {
-        group: group.clone(),
-        plural: plural.clone(),
-        conversion: Arc::new(StoredToServed {
-            served: api_version(&name),
-            storage: api_version(&storage),
-            defaults,
-        }),
-    });
+    // Objects may still be stored in a version no longer served (status.storedVersions).
+    let stored_elsewhere = (crd
+        .pointer("/status/storedVersions")
+        .and_then(Value::as_array))
+    .is_some_and(|stored| stored.iter().any(|v| v.as_str() != Some(storage.as_str())));
+    // Reads go through a conversion only when there is something to do: another version, or
+    // defaults; plain single-version CRDs serve the cached JSON as it is.
+    let storage_compiled = stored_as.as_ref().unwrap_or(&compiled);
+    let defaults = has_defaults(&storage_compiled.openapi).then(|| storage_compiled.schema.clone());
+    let shared_storage =
+        (versions > 1 || defaults.is_some() || stored_elsewhere).then(|| SharedStorage {
+            group: group.clone(),
+            plural: plural.clone(),
+            conversion: Arc::new(StoredToServed {
+                served: api_version(&name),
+                storage: api_version(&storage),
+                served_schema: stored_as.as_ref().map(|_| compiled.schema.clone()),
+                storage_schema: stored_as.as_ref().map(|s| s.schema.clone()),
+                defaults,
+            }),
+        });
     ResourceDef {
         schema_name: component_name(&group, &name, &kind),
         group,

@@ -602,10 +602,22 @@ async fn cel_rules_are_enforced(h: &Harness) {
 
 async fn versions_share_storage_with_conversion_none(h: &Harness) {
     let mut crd = widget_crd("integer");
-    let v1 = crd["spec"]["versions"][0].clone();
+    let mut v1 = crd["spec"]["versions"][0].clone();
     let mut beta = v1.clone();
     beta["name"] = json!("v1beta1");
     beta["storage"] = json!(false);
+    // Each version has a field of its own with a default, and beta one more field.
+    let spec = "/schema/openAPIV3Schema/properties/spec/properties";
+    if let Some(props) = v1.pointer_mut(spec).and_then(Value::as_object_mut) {
+        props.insert("d1".into(), json!({"type": "string", "default": "from-v1"}));
+    }
+    if let Some(props) = beta.pointer_mut(spec).and_then(Value::as_object_mut) {
+        props.insert(
+            "d2".into(),
+            json!({"type": "string", "default": "from-beta"}),
+        );
+        props.insert("extra".into(), json!({"type": "string"}));
+    }
     crd["spec"]["versions"] = json!([beta, v1]);
     create_crd(h, "root", crd).await;
     let v1_def = served(h, "root").await;
@@ -622,6 +634,7 @@ async fn versions_share_storage_with_conversion_none(h: &Harness) {
     let reg = h.server.registry();
     let mut obj = widget("w", json!(2));
     obj["apiVersion"] = json!("example.com/v1beta1");
+    obj["spec"]["extra"] = json!("y");
     let created = reg
         .create(
             &beta_def,
@@ -638,15 +651,23 @@ async fn versions_share_storage_with_conversion_none(h: &Harness) {
         .get(&v1_def, in_default("root", "w"))
         .await
         .expect("read as v1");
-    assert_eq!(as_v1.value().expect("json")["apiVersion"], "example.com/v1");
+    let as_v1 = as_v1.value().expect("json");
+    assert_eq!(as_v1["apiVersion"], "example.com/v1");
+    // As Kubernetes moves it: pruned to v1 on its way into storage (beta's fields are gone),
+    // v1's defaults applied when read from storage.
+    assert_eq!(
+        as_v1["spec"],
+        json!({"size": 2, "d1": "from-v1"}),
+        "{as_v1}"
+    );
     let as_beta = reg
         .get(&beta_def, in_default("root", "w"))
         .await
         .expect("read as v1beta1");
-    assert_eq!(
-        as_beta.value().expect("json")["apiVersion"],
-        "example.com/v1beta1"
-    );
+    let as_beta = as_beta.value().expect("json");
+    assert_eq!(as_beta["apiVersion"], "example.com/v1beta1");
+    // ...and pruned to beta on its way out: v1's default field is not beta's.
+    assert_eq!(as_beta["spec"], json!({"size": 2}), "{as_beta}");
     // Discovery prefers v1 (GA before beta).
     let group = h.server.apis_of("root");
     let versions: Vec<&str> = group

@@ -84,6 +84,10 @@ impl CrdApis {
                     c.crd
                         .pointer("/status/acceptedNames")
                         .unwrap_or(&Value::Null),
+                    // Versions objects may be stored in shape the served conversion.
+                    c.crd
+                        .pointer("/status/storedVersions")
+                        .unwrap_or(&Value::Null),
                     if is_terminating(c.crd) {
                         &terminating
                     } else {
@@ -116,11 +120,21 @@ impl CrdApis {
                     &version_priority(a.get("name").and_then(Value::as_str).unwrap_or_default()),
                 )
             });
+            // Objects move between each served version and the storage one (pruned to each).
+            let storage_name = custom::storage_version(served.crd).unwrap_or_default();
+            let storage_version = (served.crd.pointer("/spec/versions"))
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .find(|v| v.get("name").and_then(Value::as_str) == Some(storage_name));
+            let storage_compiled = storage_version.and_then(|v| self.compile(v));
             for version in versions {
                 let Some(compiled) = self.compile(version) else {
                     continue;
                 };
-                let mut def = custom::version_def(served.crd, version, compiled);
+                let is_storage = version.get("name").and_then(Value::as_str) == Some(storage_name);
+                let storage = (!is_storage).then(|| storage_compiled.clone()).flatten();
+                let mut def = custom::version_def(served.crd, version, compiled, storage);
                 // A CRD being deleted still serves its objects (so they can be listed and
                 // deleted) but takes no new ones, as in Kubernetes.
                 if is_terminating(served.crd) {
