@@ -18,6 +18,7 @@ on_both_stores!(
     rbac_objects_are_validated,
     write_options,
     aggregated_cluster_roles_show_their_rules,
+    resource_quotas_are_validated,
 );
 
 /// `(code, body)` of a JSON write.
@@ -417,4 +418,21 @@ fn aggregated_cluster_roles_show_their_rules(store: StoreKind) {
             .is_some_and(|r| r.len() > 3)
             .then_some(())
     });
+}
+
+fn resource_quotas_are_validated(store: StoreKind) {
+    let shard = Shard::start(store);
+    for (hard, field) in [
+        ("configmaps=-1", "spec.hard[configmaps]"),
+        ("foo=1", "spec.hard[foo]"),
+    ] {
+        let out = shard.kubectl_fails(&["create", "quota", "q", &format!("--hard={hard}")]);
+        assert!(out.contains(field), "{hard}: {out}");
+    }
+    shard.kubectl_ok(&[
+        "create",
+        "quota",
+        "q",
+        "--hard=configmaps=5,count/secrets=3,requests.cpu=1",
+    ]);
 }

@@ -282,6 +282,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
         core("ResourceQuota", "resourcequotas", true)
             .short(&["quota"])
             .status()
+            .strategy(ResourceQuotaStrategy)
             .columns(vec![
                 name_column(),
                 age_column(),

@@ -383,6 +383,71 @@ impl Strategy for EventStrategy {
     }
 }
 
+/// ResourceQuotas: each `spec.hard` entry names a resource quota can count (a standard name, or a
+/// qualified one such as `count/configmaps`) and a quantity that is not negative.
+pub struct ResourceQuotaStrategy;
+
+/// Kubernetes' standard quota resource names (`IsStandardQuotaResourceName`), beside the
+/// `hugepages-` and `requests.hugepages-` families.
+const QUOTA_RESOURCES: [&str; 19] = [
+    "pods",
+    "services",
+    "replicationcontrollers",
+    "resourcequotas",
+    "secrets",
+    "configmaps",
+    "persistentvolumeclaims",
+    "services.nodeports",
+    "services.loadbalancers",
+    "cpu",
+    "memory",
+    "ephemeral-storage",
+    "requests.cpu",
+    "requests.memory",
+    "requests.storage",
+    "requests.ephemeral-storage",
+    "limits.cpu",
+    "limits.memory",
+    "limits.ephemeral-storage",
+];
+
+fn quota_resource_ok(name: &str) -> bool {
+    name.contains('/')
+        || QUOTA_RESOURCES.contains(&name)
+        || name.starts_with("hugepages-")
+        || name.starts_with("requests.hugepages-")
+        || name.starts_with("limits.hugepages-")
+}
+
+impl Strategy for ResourceQuotaStrategy {
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        let hard = obj.pointer("/spec/hard").and_then(Value::as_object);
+        for (name, value) in hard.into_iter().flatten() {
+            let path = format!("spec.hard[{name}]");
+            if !quota_resource_ok(name) {
+                causes.push(Cause::invalid(
+                    &path,
+                    &json!(name),
+                    "must be a standard resource for quota",
+                ));
+            }
+            let text = match value {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            if text.trim_start().starts_with('-') {
+                causes.push(Cause::invalid(
+                    &path,
+                    &json!(text),
+                    "must be greater than or equal to 0",
+                ));
+            }
+        }
+        causes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
