@@ -267,6 +267,44 @@ async fn conflicting_names_are_not_accepted(h: &Harness) {
             .find("example.com", "v1", "gadgets")
             .is_none()
     );
+    // A short name already in use: reason ShortNamesConflict, the free names still accepted.
+    let mut short = widget_crd("integer");
+    short["metadata"]["name"] = json!("doodads.example.com");
+    short["spec"]["names"] = json!({"plural": "doodads", "kind": "Doodad", "shortNames": ["wd"]});
+    create_crd(h, "root", short).await;
+    let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
+    let at = ObjectRef {
+        cluster: "root",
+        namespace: None,
+        name: "doodads.example.com",
+    };
+    let mut status = Value::Null;
+    for _ in 0..3000 {
+        if let Ok(crd) = h.server.registry().get(&crds, at).await {
+            status = crd.value().expect("json")["status"].clone();
+            if status["acceptedNames"]["plural"] == "doodads" {
+                break;
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let names_accepted = (status["conditions"].as_array().into_iter().flatten())
+        .find(|c| c["type"] == "NamesAccepted")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(names_accepted["reason"], "ShortNamesConflict", "{status}");
+    assert_eq!(
+        names_accepted["message"], r#""wd" is already in use"#,
+        "{status}"
+    );
+    assert_eq!(
+        (
+            &status["acceptedNames"]["plural"],
+            &status["acceptedNames"]["kind"]
+        ),
+        (&json!("doodads"), &json!("Doodad")),
+        "{status}"
+    );
 }
 
 async fn deleting_a_crd_deletes_its_objects(h: &Harness) {

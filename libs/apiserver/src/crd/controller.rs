@@ -64,6 +64,80 @@ fn claimed_names(crd: &Value) -> (Vec<String>, Vec<String>) {
     (resources, kinds)
 }
 
+/// Kubernetes' naming check of one CRD against the names other CRDs of its group hold: each
+/// requested name that is free is accepted (onto what was accepted before); the condition names
+/// the last conflict found, in Kubernetes' order (plural, singular, short names, kind, list kind).
+fn check_names(
+    crd: &Value,
+    resources: &HashSet<String>,
+    kinds: &HashSet<String>,
+) -> (Option<(&'static str, String)>, Value) {
+    let names = crd.pointer("/spec/names").cloned().unwrap_or_default();
+    let mut accepted = match crd.pointer("/status/acceptedNames") {
+        Some(Value::Object(m)) => m.clone(),
+        _ => serde_json::Map::from_iter([
+            ("plural".to_string(), json!("")),
+            ("kind".to_string(), json!("")),
+        ]),
+    };
+    let mut conflict = None;
+    for (field, reason, taken) in [
+        ("plural", "PluralConflict", resources),
+        ("singular", "SingularConflict", resources),
+    ] {
+        claim(&names, field, reason, taken, &mut accepted, &mut conflict);
+    }
+    let short: Vec<&str> = (names.get("shortNames").and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let clashes: Vec<String> = short
+        .iter()
+        .filter(|s| resources.contains(**s))
+        .map(|s| in_use(s))
+        .collect();
+    match clashes.len() {
+        0 if !short.is_empty() => {
+            accepted.insert("shortNames".into(), json!(short));
+        }
+        0 => {}
+        1 => conflict = Some(("ShortNamesConflict", clashes[0].clone())),
+        _ => conflict = Some(("ShortNamesConflict", format!("[{}]", clashes.join(", ")))),
+    }
+    for (field, reason) in [("kind", "KindConflict"), ("listKind", "ListKindConflict")] {
+        claim(&names, field, reason, kinds, &mut accepted, &mut conflict);
+    }
+    if let Some(categories) = names.get("categories") {
+        accepted.insert("categories".into(), categories.clone());
+    }
+    (conflict, Value::Object(accepted))
+}
+
+fn in_use(name: &str) -> String {
+    format!("{name:?} is already in use")
+}
+
+/// One requested name of `field`: accepted when free, else the conflict `reason`.
+fn claim(
+    names: &Value,
+    field: &str,
+    reason: &'static str,
+    taken: &HashSet<String>,
+    accepted: &mut serde_json::Map<String, Value>,
+    conflict: &mut Option<(&'static str, String)>,
+) {
+    let name = str_at(names, &format!("/{field}"));
+    if name.is_empty() {
+        return;
+    }
+    if taken.contains(name) {
+        *conflict = Some((reason, in_use(name)));
+    } else {
+        accepted.insert(field.into(), json!(name));
+    }
+}
+
 fn condition(type_: &str, status: bool, reason: &str, message: &str) -> Value {
     json!({
         "type": type_,
@@ -137,29 +211,14 @@ impl ApiServer {
             let group = str_at(crd, "/spec/group").to_string();
             let (resources, kinds) = claimed_names(crd);
             let (used_resources, used_kinds) = taken.entry(group).or_default();
-            let resource_clash = resources.iter().find(|r| used_resources.contains(*r));
-            let kind_clash = kinds.iter().find(|k| used_kinds.contains(*k));
+            let (conflict, partly_accepted) = check_names(crd, used_resources, used_kinds);
             let mut conditions = Vec::new();
-            let names_ok = match (resource_clash, kind_clash) {
-                (Some(r), _) => {
-                    conditions.push(condition(
-                        "NamesAccepted",
-                        false,
-                        "PluralConflict",
-                        &format!("{r:?} is already in use"),
-                    ));
+            let names_ok = match conflict {
+                Some((reason, message)) => {
+                    conditions.push(condition("NamesAccepted", false, reason, &message));
                     false
                 }
-                (None, Some(k)) => {
-                    conditions.push(condition(
-                        "NamesAccepted",
-                        false,
-                        "KindConflict",
-                        &format!("{k:?} is already in use"),
-                    ));
-                    false
-                }
-                (None, None) => {
+                None => {
                     conditions.push(condition(
                         "NamesAccepted",
                         true,
@@ -200,9 +259,7 @@ impl ApiServer {
             let accepted_names = if names_ok {
                 crd.pointer("/spec/names").cloned().unwrap_or_default()
             } else {
-                crd.pointer("/status/acceptedNames")
-                    .cloned()
-                    .unwrap_or_else(|| json!({"plural": "", "kind": ""}))
+                partly_accepted
             };
             let old_conditions: Vec<Value> = crd
                 .pointer("/status/conditions")
