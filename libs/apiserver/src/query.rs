@@ -35,15 +35,12 @@ impl Query {
             .map(|(_, v)| v.as_str())
     }
 
-    /// Kubernetes' boolean query values: `true`/`1` (and a bare key) are true.
-    pub fn flag(&self, key: &str) -> Result<bool, ApiError> {
+    /// A boolean query parameter as Kubernetes decodes one: absent, `0` or `false` (any case) is
+    /// false, anything else (a bare key included) is true.
+    pub fn flag(&self, key: &str) -> bool {
         match self.get(key) {
-            None => Ok(false),
-            Some("" | "true" | "1" | "True") => Ok(true),
-            Some("false" | "0" | "False") => Ok(false),
-            Some(other) => Err(ApiError::bad_request(format!(
-                "{key}: invalid boolean value {other:?}"
-            ))),
+            None => false,
+            Some(v) => v != "0" && !v.eq_ignore_ascii_case("false"),
         }
     }
 
@@ -96,7 +93,16 @@ mod tests {
         let q = Query::parse(Some("&limit=500&labelSelector=a%3Db%2Cc%21%3Dd&watch=1"));
         assert_eq!(q.get("limit"), Some("500"));
         assert_eq!(q.get("labelSelector"), Some("a=b,c!=d"));
-        assert_eq!(q.flag("watch").ok(), Some(true));
+        assert!(q.flag("watch"));
+        for (raw, want) in [
+            ("w=maybe", true),
+            ("w", true),
+            ("w=FALSE", false),
+            ("w=0", false),
+        ] {
+            assert_eq!(Query::parse(Some(raw)).flag("w"), want, "{raw}");
+        }
+        assert!(!q.flag("absent"));
         assert_eq!(q.number("limit").ok().flatten(), Some(500));
         assert!(Query::parse(Some("limit=x")).number("limit").is_err());
         let err = Query::parse(Some("dryRun=Some"))

@@ -169,7 +169,7 @@ impl ApiServer {
     ) -> Result<Response<Body>, ApiError> {
         let (mut parts, body) = req.into_parts();
         let query = Query::parse(parts.uri.query());
-        let watch = query.flag("watch")?;
+        let watch = query.flag("watch");
         let info = request_info::parse(&parts.method, parts.uri.path(), VerbHints { watch });
         if let Target::Health(_) = info.target {
             // Health endpoints need no credentials.

@@ -230,7 +230,7 @@ impl ApiServer {
         output: Output,
     ) -> Result<Response<Body>, ApiError> {
         let q = &ctx.query;
-        let bookmarks = q.flag("allowWatchBookmarks")?;
+        let bookmarks = q.flag("allowWatchBookmarks");
         let send_initial = q.get("sendInitialEvents").map(|v| v == "true" || v == "1");
         let timeout = match q.number("timeoutSeconds")? {
             Some(secs) if secs > 0 => Duration::from_secs(secs as u64),
