@@ -10,6 +10,7 @@ mod cache_snapshot;
 pub mod codec;
 pub mod crd;
 pub mod discovery;
+mod first_bytes;
 mod handler;
 pub mod inactive;
 mod lifecycle;

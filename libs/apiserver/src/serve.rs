@@ -34,6 +34,11 @@ const H2_MAX_CONCURRENT_STREAMS: u32 = 1000;
 /// Pings detect dead peers whose watches would otherwise stay open forever.
 const H2_KEEP_ALIVE_INTERVAL: Duration = Duration::from_secs(30);
 const H2_KEEP_ALIVE_TIMEOUT: Duration = Duration::from_secs(20);
+/// kube-apiserver's: a client must send a request's headers within this long of connecting (or of
+/// its previous request); idle connections go too.
+const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(32);
+/// kube-apiserver's `MaxHeaderBytes` (large OIDC tokens, impersonation headers).
+const MAX_HEADER_BYTES: usize = 1 << 20;
 /// Backoff after a failed `accept` (e.g. out of file descriptors) so the loop does not spin.
 const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
 
@@ -201,10 +206,32 @@ where
                 let response = handler(req, peer.clone());
                 async move { Ok::<_, Infallible>(response.await) }
             });
-            let conn = builder.serve_connection(TokioIo::new(tls), service);
-            if let Err(err) = watcher.watch(conn.into_owned()).await {
-                // Clients hanging up mid-request are routine; not worth more than debug.
-                tracing::debug!(remote = %remote_addr, error = %err, "connection ended with an error");
+            // The protocol is the one TLS agreed on. Left to sniff the first bytes, hyper waits for
+            // them without a deadline, and a client that sends nothing holds its socket forever.
+            let builder = match tls.get_ref().1.alpn_protocol() {
+                Some(b"h2") => builder.http2_only(),
+                _ => builder.http1_only(),
+            };
+            let (io, heard) = crate::first_bytes::FirstBytes::new(tls);
+            let conn = builder.serve_connection(TokioIo::new(io), service);
+            let conn = watcher.watch(conn.into_owned());
+            tokio::pin!(conn);
+            // A client that has said nothing by the header deadline goes (kube-apiserver's
+            // ReadHeaderTimeout runs from the accept).
+            let silent = async {
+                tokio::time::sleep(HEADER_READ_TIMEOUT).await;
+                if heard.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::future::pending::<()>().await;
+                }
+            };
+            tokio::select! {
+                ended = &mut conn => if let Err(err) = ended {
+                    // Clients hanging up mid-request are routine; not worth more than debug.
+                    tracing::debug!(remote = %remote_addr, error = %err, "connection ended with an error");
+                },
+                _ = silent => {
+                    tracing::debug!(remote = %remote_addr, "client sent nothing; connection dropped");
+                }
             }
         });
     }
@@ -222,11 +249,18 @@ where
 
 fn http_builder() -> auto::Builder<TokioExecutor> {
     let mut builder = auto::Builder::new(TokioExecutor::new());
-    // hyper's h1 header-read timeout (on by default) needs a timer to take effect.
-    builder.http1().timer(TokioTimer::new()).keep_alive(true);
+    // The h1 header-read timeout needs a timer to take effect; it also ends idle keep-alive
+    // connections. Headers may be as large as kube-apiserver allows.
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .keep_alive(true)
+        .header_read_timeout(HEADER_READ_TIMEOUT)
+        .max_buf_size(MAX_HEADER_BYTES);
     builder
         .http2()
         .timer(TokioTimer::new())
+        .max_header_list_size(MAX_HEADER_BYTES as u32)
         .max_concurrent_streams(H2_MAX_CONCURRENT_STREAMS)
         .keep_alive_interval(H2_KEEP_ALIVE_INTERVAL)
         .keep_alive_timeout(H2_KEEP_ALIVE_TIMEOUT);

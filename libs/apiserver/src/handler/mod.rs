@@ -12,7 +12,7 @@ mod token_review;
 mod watch;
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use http::{Method, Request, Response, StatusCode, header};
 use kcp_apimachinery::status::ApiError;
@@ -42,6 +42,46 @@ pub struct RequestContext {
     pub deep_review: bool,
 }
 
+/// kube-apiserver's default request timeout for requests that are not long-running.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// How long a request may take: `None` for a watch (long-running), else the request timeout or
+/// the shorter one its `timeout` parameter asks for (a Go duration such as `30s`).
+fn request_deadline(uri: &http::Uri) -> Option<Duration> {
+    let query = Query::parse(uri.query());
+    if query.flag("watch") || uri.path().contains("/watch/") {
+        return None;
+    }
+    let asked = query.get("timeout").and_then(go_duration);
+    Some(asked.map_or(REQUEST_TIMEOUT, |d| d.min(REQUEST_TIMEOUT)))
+}
+
+/// A Go duration made of numbers with units (`1m30s`, `500ms`); `None` when it is not one.
+fn go_duration(text: &str) -> Option<Duration> {
+    let mut total = Duration::ZERO;
+    let mut rest = text;
+    while !rest.is_empty() {
+        let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.')?;
+        let number: f64 = rest[..digits].parse().ok()?;
+        rest = &rest[digits..];
+        let unit_len = rest
+            .find(|c: char| c.is_ascii_digit())
+            .unwrap_or(rest.len());
+        let seconds = match &rest[..unit_len] {
+            "h" => 3600.0,
+            "m" => 60.0,
+            "s" => 1.0,
+            "ms" => 1e-3,
+            "us" | "µs" => 1e-6,
+            "ns" => 1e-9,
+            _ => return None,
+        };
+        total += Duration::try_from_secs_f64(number * seconds).ok()?;
+        rest = &rest[unit_len..];
+    }
+    (!text.is_empty()).then_some(total)
+}
+
 impl RequestContext {
     /// The write's `dryRun`, refused as its options kind (per the request's verb) when invalid.
     pub fn dry_run(&self) -> Result<bool, ApiError> {
@@ -63,10 +103,32 @@ impl ApiServer {
         let started = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
+        let deadline = request_deadline(req.uri());
         let req = req.map(crate::request_body::RequestBody::new);
-        let resp = match self.serve(req, &peer).await {
-            Ok(resp) => resp,
-            Err(err) => response::error(&err),
+        let served = self.serve(req, &peer);
+        let resp = match deadline {
+            // A request that is not done by its deadline (a client sending its body slowly, or
+            // not at all) is answered 504 and dropped, as kube-apiserver's timeout filter does.
+            Some(deadline) => match tokio::time::timeout(deadline, served).await {
+                Ok(Ok(resp)) => resp,
+                Ok(Err(err)) => response::error(&err),
+                Err(_) => response::error(&ApiError::timeout(
+                    "Timeout: request did not complete within requested timeout - context deadline exceeded",
+                )),
+            },
+            None => match served.await {
+                Ok(resp) => resp,
+                Err(err) => response::error(&err),
+            },
+        };
+        // A HEAD answer has the GET's headers and no body (HTTP/2 refuses one as a protocol error).
+        let resp = if method == Method::HEAD {
+            resp.map(|_| {
+                use http_body_util::BodyExt;
+                http_body_util::Empty::new().boxed_unsync()
+            })
+        } else {
+            resp
         };
         tracing::info!(
             method = %method,
@@ -442,5 +504,37 @@ fn forbidden(user: &UserInfo, attrs: &Attributes<'_>, reason: &str) -> ApiError 
         ApiError::forbidden(attrs.api_group, attrs.resource, attrs.name, &detail)
     } else {
         ApiError::forbidden_path(&detail)
+    }
+}
+
+#[cfg(test)]
+mod deadline_tests {
+    use super::*;
+
+    #[test]
+    fn watches_have_no_deadline_others_the_shorter() {
+        let uri = |s: &str| s.parse::<http::Uri>().expect("a URI");
+        assert_eq!(
+            request_deadline(&uri("/clusters/root/api/v1/configmaps?watch=true")),
+            None
+        );
+        assert_eq!(
+            request_deadline(&uri("/clusters/root/api/v1/watch/configmaps")),
+            None
+        );
+        assert_eq!(
+            request_deadline(&uri("/clusters/root/api/v1/configmaps")),
+            Some(REQUEST_TIMEOUT)
+        );
+        assert_eq!(
+            request_deadline(&uri("/clusters/root/api/v1/configmaps?timeout=1m30s")),
+            Some(REQUEST_TIMEOUT)
+        );
+        assert_eq!(
+            request_deadline(&uri("/x?timeout=1500ms")),
+            Some(Duration::from_millis(1500))
+        );
+        assert_eq!(go_duration("10x"), None);
+        assert_eq!(go_duration(""), None);
     }
 }
