@@ -327,6 +327,17 @@ fn rbac_objects_are_validated(store: StoreKind) {
         body.contains("resource rules must supply at least one api group"),
         "{body}"
     );
+    // RBAC names may hold a space: the path's %20 is decoded, so the object can be read and
+    // deleted by name.
+    shard.kubectl_ok(&[
+        "create",
+        "clusterrole",
+        "foo bar",
+        "--verb=get",
+        "--resource=configmaps",
+    ]);
+    shard.kubectl_ok(&["get", "clusterrole", "foo bar"]);
+    shard.kubectl_ok(&["delete", "clusterrole", "foo bar"]);
 }
 
 fn write_options(store: StoreKind) {

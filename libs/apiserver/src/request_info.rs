@@ -112,7 +112,29 @@ pub struct VerbHints {
     pub watch: bool,
 }
 
-/// Parses `path` (already percent-decoded segments are not needed: Kubernetes names never need escaping).
+/// A request path percent-decoded, as Go's `URL.Path` is before Kubernetes routes it (a name
+/// such as `foo bar` arrives as `foo%20bar`); `None` for a bad escape or bytes that are not UTF-8.
+pub fn decode_path(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
+    if !raw.contains('%') {
+        return Some(std::borrow::Cow::Borrowed(raw));
+    }
+    let bytes = raw.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok().map(std::borrow::Cow::Owned)
+}
+
+/// Parses a percent-decoded `path` (see [`decode_path`]).
 pub fn parse(method: &Method, path: &str, hints: VerbHints) -> RequestInfo {
     let (cluster, rest) = split_cluster(path);
     let trimmed = rest.trim_end_matches('/');
@@ -338,6 +360,19 @@ mod tests {
             p(Method::GET, "/clusters/root/nonsense").target,
             Target::Unknown
         );
+    }
+
+    #[test]
+    fn paths_are_percent_decoded() {
+        assert_eq!(decode_path("/a/foo%20bar").as_deref(), Some("/a/foo bar"));
+        assert_eq!(
+            decode_path("/clusters/%2A/x").as_deref(),
+            Some("/clusters/*/x")
+        );
+        assert_eq!(decode_path("/plain").as_deref(), Some("/plain"));
+        assert_eq!(decode_path("/bad%2"), None);
+        assert_eq!(decode_path("/bad%zz"), None);
+        assert_eq!(decode_path("/bad%ff"), None);
     }
 
     #[test]

@@ -46,7 +46,10 @@ impl ApiServer {
         let Some([cluster]) = user.extra.get(CLUSTER_NAME_EXTRA).map(Vec::as_slice) else {
             return info;
         };
-        let path = format!("/clusters/{cluster}{}", parts.uri.path());
+        let Some(decoded) = request_info::decode_path(parts.uri.path()) else {
+            return info;
+        };
+        let path = format!("/clusters/{cluster}{decoded}");
         request_info::parse(&parts.method, &path, hints)
     }
 }

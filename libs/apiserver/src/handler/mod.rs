@@ -232,7 +232,10 @@ impl ApiServer {
         let (mut parts, body) = req.into_parts();
         let query = Query::parse(parts.uri.query());
         let watch = query.flag("watch");
-        let info = request_info::parse(&parts.method, parts.uri.path(), VerbHints { watch });
+        let path = request_info::decode_path(parts.uri.path()).ok_or_else(|| {
+            ApiError::bad_request("the request path is not valid percent-encoded UTF-8")
+        })?;
+        let info = request_info::parse(&parts.method, &path, VerbHints { watch });
         if let Target::Health(_) = info.target {
             // Health endpoints need no credentials.
             return Ok(response::text(StatusCode::OK, "ok"));

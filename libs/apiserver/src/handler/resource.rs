@@ -225,6 +225,16 @@ impl ApiServer {
                     ..Default::default()
                 };
                 let at = object_ref(cluster, req)?;
+                let named = obj
+                    .pointer("/metadata/name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default();
+                if named != at.name {
+                    return Err(ApiError::bad_request(format!(
+                        "the name of the object ({named}) does not match the name on the URL ({})",
+                        at.name
+                    )));
+                }
                 let unconditional = obj
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str)
@@ -265,16 +275,6 @@ impl ApiServer {
                             && update_kind == UpdateKind::Main
                             && def.strategy.allow_create_on_update() =>
                     {
-                        let named = obj
-                            .pointer("/metadata/name")
-                            .and_then(Value::as_str)
-                            .unwrap_or_default();
-                        if named != at.name {
-                            return Err(ApiError::bad_request(format!(
-                                "the name of the object ({named}) does not match the name on the URL ({})",
-                                at.name
-                            )));
-                        }
                         let obj = apply::track_write(&def, UpdateKind::Main, &manager, None, obj);
                         let written = self
                             .registry
