@@ -97,19 +97,23 @@ pub struct Attributes<'a> {
 #[async_trait]
 pub trait Admission: Send + Sync + 'static {
     /// May change `object` (absent for deletes); answers whether it may have changed, so the
-    /// registry redoes what depends on the object only then.
+    /// registry redoes what depends on the object only then. By default changes nothing.
     async fn mutate(
         &self,
-        attrs: &Attributes<'_>,
-        object: Option<&mut Value>,
-    ) -> Result<bool, ApiError>;
+        _attrs: &Attributes<'_>,
+        _object: Option<&mut Value>,
+    ) -> Result<bool, ApiError> {
+        Ok(false)
+    }
 
-    /// May only refuse.
+    /// May only refuse. By default refuses nothing.
     async fn validate(
         &self,
-        attrs: &Attributes<'_>,
-        object: Option<&Value>,
-    ) -> Result<(), ApiError>;
+        _attrs: &Attributes<'_>,
+        _object: Option<&Value>,
+    ) -> Result<(), ApiError> {
+        Ok(())
+    }
 }
 
 /// Webhook configurations and admission policies are never admitted by webhooks or policies, as

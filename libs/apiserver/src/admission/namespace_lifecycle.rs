@@ -35,14 +35,6 @@ impl NamespaceLifecycle {
 
 #[async_trait]
 impl Admission for NamespaceLifecycle {
-    async fn mutate(
-        &self,
-        _attrs: &Attributes<'_>,
-        _object: Option<&mut Value>,
-    ) -> Result<bool, ApiError> {
-        Ok(false)
-    }
-
     async fn validate(
         &self,
         attrs: &Attributes<'_>,

@@ -457,10 +457,6 @@ impl PolicyAdmission {
 
 #[async_trait]
 impl Admission for PolicyAdmission {
-    async fn mutate(&self, _: &Attributes<'_>, _: Option<&mut Value>) -> Result<bool, ApiError> {
-        Ok(false)
-    }
-
     async fn validate(
         &self,
         attrs: &Attributes<'_>,

@@ -211,14 +211,6 @@ impl RbacEscalationAdmission {
 
 #[async_trait]
 impl Admission for RbacEscalationAdmission {
-    async fn mutate(
-        &self,
-        _attrs: &Attributes<'_>,
-        _object: Option<&mut Value>,
-    ) -> Result<bool, ApiError> {
-        Ok(false)
-    }
-
     async fn validate(
         &self,
         attrs: &Attributes<'_>,

@@ -202,14 +202,6 @@ impl Admission for WorkspaceClusterName {
         }
         Ok(true)
     }
-
-    async fn validate(
-        &self,
-        _attrs: &Attributes<'_>,
-        _object: Option<&Value>,
-    ) -> Result<(), ApiError> {
-        Ok(())
-    }
 }
 
 #[async_trait]
