@@ -12,6 +12,7 @@ pub mod crd;
 pub mod discovery;
 mod first_bytes;
 mod handler;
+mod in_flight;
 pub mod inactive;
 mod lifecycle;
 pub mod object_json;
@@ -106,6 +107,8 @@ pub struct ApiServer {
     paths: Arc<paths::PathIndex>,
     /// LCs marked inactive (fed by the watch cache).
     inactive: Arc<inactive::InactiveClusters>,
+    /// Requests in flight, bounded as kube-apiserver bounds them.
+    in_flight: in_flight::InFlight,
 }
 
 impl ApiServer {
@@ -184,6 +187,7 @@ impl ApiServer {
             authorizers,
             paths,
             inactive,
+            in_flight: in_flight::InFlight::default(),
         });
         lifecycle::spawn_namespace_finalizer(server.clone(), queue);
         lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);

@@ -42,6 +42,26 @@ pub struct RequestContext {
     pub deep_review: bool,
 }
 
+/// kube-apiserver's answer when too many requests are in flight: plain text, retried by clients.
+fn too_many_requests() -> Response<Body> {
+    let mut resp = response::text(
+        StatusCode::TOO_MANY_REQUESTS,
+        "Too many requests, please try again later.\n",
+    );
+    resp.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    resp
+}
+
+fn is_health(path: &str) -> bool {
+    matches!(
+        path.trim_end_matches('/'),
+        "/healthz" | "/livez" | "/readyz"
+    )
+}
+
 /// kube-apiserver's default request timeout for requests that are not long-running.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -104,6 +124,14 @@ impl ApiServer {
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let deadline = request_deadline(req.uri());
+        // Watches are long-running and not counted; health checks must answer under load.
+        let place = match deadline {
+            Some(_) if !is_health(&path) => match self.in_flight.admit(&method) {
+                Some(place) => Some(place),
+                None => return too_many_requests(),
+            },
+            _ => None,
+        };
         let req = req.map(crate::request_body::RequestBody::new);
         let served = self.serve(req, &peer);
         let resp = match deadline {
@@ -120,6 +148,10 @@ impl ApiServer {
                 Ok(resp) => resp,
                 Err(err) => response::error(&err),
             },
+        };
+        let resp = match place {
+            Some(place) => resp.map(|body| crate::in_flight::holding(body, place)),
+            None => resp,
         };
         // A HEAD answer has the GET's headers and no body (HTTP/2 refuses one as a protocol error).
         let resp = if method == Method::HEAD {
