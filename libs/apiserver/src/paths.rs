@@ -76,7 +76,8 @@ impl Graph {
         }
         self.unlink(parent, name);
         let parent = self.key(parent);
-        let child: Arc<str> = child.into();
+        // Shared with the LC's own entry when it is known already.
+        let child = self.key(child);
         self.children
             .entry(parent.clone())
             .or_default()
