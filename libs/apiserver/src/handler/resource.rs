@@ -218,23 +218,15 @@ impl ApiServer {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let raw = codec::read_body(body).await?;
                 let obj = codec::decode_object(ctx.content_type.as_deref(), &raw)?;
-                let (obj, warnings) = self.field_validation(ctx, &def, obj, &raw)?;
+                let (mut obj, warnings) = self.field_validation(ctx, &def, obj, &raw)?;
                 let opts = WriteOptions {
                     dry_run: ctx.dry_run()?,
                     user: Some(&ctx.user),
                     ..Default::default()
                 };
                 let at = object_ref(cluster, req)?;
-                let named = obj
-                    .pointer("/metadata/name")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default();
-                if named != at.name {
-                    return Err(ApiError::bad_request(format!(
-                        "the name of the object ({named}) does not match the name on the URL ({})",
-                        at.name
-                    )));
-                }
+                // Before anything else is judged (a create by PUT needs the name too).
+                crate::registry::metadata::check_url_name(&mut obj, at.name)?;
                 let unconditional = obj
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str)
@@ -483,16 +475,7 @@ impl ApiServer {
                 "the applied configuration must be an object",
             ));
         }
-        let config_name = config
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        if !config_name.is_empty() && config_name != at.name {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({config_name}) does not match the name on the URL ({})",
-                at.name
-            )));
-        }
+        crate::registry::metadata::same_name_as_url(&config, at.name)?;
         let result = self
             .registry
             .update(def, at, kind, opts, |old| {

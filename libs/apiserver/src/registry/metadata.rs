@@ -200,6 +200,29 @@ pub fn check_type(def: &ResourceDef, obj: &mut Value) -> Result<(), ApiError> {
 }
 
 /// The namespace in the body must agree with the URL; an absent one is filled in.
+/// An object written to `url_name` names it too, or names nothing; another name is Kubernetes'
+/// 400.
+pub fn same_name_as_url(obj: &Value, url_name: &str) -> Result<(), ApiError> {
+    match meta_str(obj, "name") {
+        "" => Ok(()),
+        name if name == url_name => Ok(()),
+        name => Err(ApiError::bad_request(format!(
+            "the name of the object ({name}) does not match the name on the URL ({url_name})"
+        ))),
+    }
+}
+
+/// [`same_name_as_url`], then an object that names nothing is named after the URL.
+pub fn check_url_name(obj: &mut Value, url_name: &str) -> Result<(), ApiError> {
+    same_name_as_url(obj, url_name)?;
+    if meta_str(obj, "name").is_empty()
+        && let Some(m) = meta_mut(obj)
+    {
+        m.insert("name".into(), json!(url_name));
+    }
+    Ok(())
+}
+
 pub fn check_namespace(
     def: &ResourceDef,
     obj: &mut Value,

@@ -839,17 +839,7 @@ impl Registry {
     ) -> Result<Value, ApiError> {
         metadata::check_type(def, &mut desired)?;
         metadata::check_namespace(def, &mut desired, at.namespace)?;
-        let body_name = meta_str(&desired, "name").to_string();
-        if body_name.is_empty() {
-            if let Some(m) = meta_mut(&mut desired) {
-                m.insert("name".into(), json!(at.name));
-            }
-        } else if body_name != at.name {
-            return Err(ApiError::bad_request(format!(
-                "the name of the object ({body_name}) does not match the name on the URL ({})",
-                at.name
-            )));
-        }
+        metadata::check_url_name(&mut desired, at.name)?;
         Ok(match kind {
             UpdateKind::Main => {
                 if def.status_subresource
