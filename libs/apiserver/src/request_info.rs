@@ -168,11 +168,23 @@ fn split_cluster(path: &str) -> (ClusterTarget, &str) {
     (ClusterTarget::None, path)
 }
 
+fn is_health_segment(segment: &str) -> bool {
+    matches!(segment, "healthz" | "livez" | "readyz")
+}
+
+/// Whether a (decoded) path is a health check, which [`parse`] makes a [`Target::Health`].
+pub fn is_health(path: &str) -> bool {
+    let (_, rest) = split_cluster(path);
+    rest.split('/')
+        .find(|s| !s.is_empty())
+        .is_some_and(is_health_segment)
+}
+
 fn classify(method: &Method, seg: &[&str], hints: &VerbHints) -> Target {
     match seg {
         [] => Target::Unknown,
         ["version"] => Target::Version,
-        [h, ..] if matches!(*h, "healthz" | "livez" | "readyz") => Target::Health(seg.join("/")),
+        [h, ..] if is_health_segment(h) => Target::Health(seg.join("/")),
         ["openapi", "v2"] => Target::OpenApiV2,
         ["openapi", "v3"] => Target::OpenApiV3Root,
         ["openapi", "v3", "api", version] => Target::OpenApiV3 {

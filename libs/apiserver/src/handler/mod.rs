@@ -55,21 +55,13 @@ fn too_many_requests() -> Response<Body> {
     resp
 }
 
-fn is_health(path: &str) -> bool {
-    matches!(
-        path.trim_end_matches('/'),
-        "/healthz" | "/livez" | "/readyz"
-    )
-}
-
 /// kube-apiserver's default request timeout for requests that are not long-running.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// How long a request may take: `None` for a watch (long-running), else the request timeout or
 /// the shorter one its `timeout` parameter asks for (a Go duration such as `30s`).
-fn request_deadline(uri: &http::Uri) -> Option<Duration> {
-    let query = Query::parse(uri.query());
-    if query.flag("watch") || uri.path().contains("/watch/") {
+fn request_deadline(path: &str, query: &Query) -> Option<Duration> {
+    if query.flag("watch") || path.contains("/watch/") {
         return None;
     }
     let asked = query.get("timeout").and_then(go_duration);
@@ -123,17 +115,18 @@ impl ApiServer {
         let started = Instant::now();
         let method = req.method().clone();
         let path = req.uri().path().to_string();
-        let deadline = request_deadline(req.uri());
+        let query = Query::parse(req.uri().query());
+        let deadline = request_deadline(req.uri().path(), &query);
         // Watches are long-running and not counted; health checks must answer under load.
         let place = match deadline {
-            Some(_) if !is_health(&path) => match self.in_flight.admit(&method) {
+            Some(_) if !request_info::is_health(&path) => match self.in_flight.admit(&method) {
                 Some(place) => Some(place),
                 None => return too_many_requests(),
             },
             _ => None,
         };
         let req = req.map(crate::request_body::RequestBody::new);
-        let served = self.serve(req, &peer);
+        let served = self.serve(req, query, &peer);
         let resp = match deadline {
             // A request that is not done by its deadline (a client sending its body slowly, or
             // not at all) is answered 504 and dropped, as kube-apiserver's timeout filter does.
@@ -259,10 +252,10 @@ impl ApiServer {
     async fn serve(
         self: &Arc<Self>,
         req: Request<crate::request_body::RequestBody>,
+        query: Query,
         peer: &PeerInfo,
     ) -> Result<Response<Body>, ApiError> {
         let (mut parts, body) = req.into_parts();
-        let query = Query::parse(parts.uri.query());
         let watch = query.flag("watch");
         let path = request_info::decode_path(parts.uri.path()).ok_or_else(|| {
             ApiError::bad_request("the request path is not valid percent-encoded UTF-8")
@@ -549,24 +542,26 @@ mod deadline_tests {
     #[test]
     fn watches_have_no_deadline_others_the_shorter() {
         let uri = |s: &str| s.parse::<http::Uri>().expect("a URI");
+        let request_deadline =
+            |uri: http::Uri| request_deadline(uri.path(), &Query::parse(uri.query()));
         assert_eq!(
-            request_deadline(&uri("/clusters/root/api/v1/configmaps?watch=true")),
+            request_deadline(uri("/clusters/root/api/v1/configmaps?watch=true")),
             None
         );
         assert_eq!(
-            request_deadline(&uri("/clusters/root/api/v1/watch/configmaps")),
+            request_deadline(uri("/clusters/root/api/v1/watch/configmaps")),
             None
         );
         assert_eq!(
-            request_deadline(&uri("/clusters/root/api/v1/configmaps")),
+            request_deadline(uri("/clusters/root/api/v1/configmaps")),
             Some(REQUEST_TIMEOUT)
         );
         assert_eq!(
-            request_deadline(&uri("/clusters/root/api/v1/configmaps?timeout=1m30s")),
+            request_deadline(uri("/clusters/root/api/v1/configmaps?timeout=1m30s")),
             Some(REQUEST_TIMEOUT)
         );
         assert_eq!(
-            request_deadline(&uri("/x?timeout=1500ms")),
+            request_deadline(uri("/x?timeout=1500ms")),
             Some(Duration::from_millis(1500))
         );
         assert_eq!(go_duration("10x"), None);
