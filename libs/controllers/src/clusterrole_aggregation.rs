@@ -50,13 +50,9 @@ pub fn spawn(server: Arc<ApiServer>) {
     queue.spawn_workers(1, stop.clone(), move |cluster| {
         let controller = worker.clone();
         async move {
-            match controller.reconcile(&cluster).await {
-                Ok(()) => Outcome::Done,
-                Err(err) => {
-                    tracing::warn!(%cluster, error = %err, "clusterrole aggregation failed; retrying");
-                    Outcome::Failed
-                }
-            }
+            Outcome::of(controller.reconcile(&cluster).await, |err| {
+                tracing::warn!(%cluster, error = %err, "clusterrole aggregation failed; retrying");
+            })
         }
     });
     tokio::spawn(async move {

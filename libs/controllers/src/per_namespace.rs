@@ -266,13 +266,9 @@ pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
             let Some(server) = controller.server.upgrade() else {
                 return Outcome::Done;
             };
-            match controller.reconcile(&server, &ns.0, &ns.1).await {
-                Ok(()) => Outcome::Done,
-                Err(err) => {
-                    tracing::warn!(controller = controller.object.controller(), cluster = %ns.0, namespace = %ns.1, error = %err, "reconcile failed; retrying");
-                    Outcome::Failed
-                }
-            }
+            Outcome::of(controller.reconcile(&server, &ns.0, &ns.1).await, |err| {
+                tracing::warn!(controller = controller.object.controller(), cluster = %ns.0, namespace = %ns.1, error = %err, "reconcile failed; retrying");
+            })
         }
     });
     tokio::spawn(async move {

@@ -43,6 +43,19 @@ pub(crate) enum Outcome {
     Failed,
 }
 
+impl Outcome {
+    /// `Done` for a reconcile that went through, else `Failed` once `report` has told of the error.
+    pub(crate) fn of<E>(result: Result<(), E>, report: impl FnOnce(E)) -> Outcome {
+        match result {
+            Ok(()) => Outcome::Done,
+            Err(err) => {
+                report(err);
+                Outcome::Failed
+            }
+        }
+    }
+}
+
 impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
     pub(crate) fn new(first_backoff: Duration, max_backoff: Duration) -> Arc<WorkQueue<K>> {
         Arc::new(WorkQueue {

@@ -51,13 +51,9 @@ pub fn spawn(server: Arc<ApiServer>) {
     queue.spawn_workers(2, stop.clone(), move |(cluster, name)| {
         let controller = worker.clone();
         async move {
-            match controller.reconcile(&cluster, &name).await {
-                Ok(()) => Outcome::Done,
-                Err(err) => {
-                    tracing::warn!(%cluster, %name, error = %err, "workspace type status failed; retrying");
-                    Outcome::Failed
-                }
-            }
+            Outcome::of(controller.reconcile(&cluster, &name).await, |err| {
+                tracing::warn!(%cluster, %name, error = %err, "workspace type status failed; retrying");
+            })
         }
     });
     tokio::spawn(async move {

@@ -154,13 +154,9 @@ pub fn spawn_with(server: Arc<ApiServer>, options: GcOptions) -> Arc<Collector> 
         .spawn_workers(options.workers, shutdown.clone(), move |key: String| {
             let collector = worker.clone();
             async move {
-                match collector.process(&key).await {
-                    Ok(()) => Outcome::Done,
-                    Err(err) => {
-                        tracing::warn!(%key, error = %err, "garbage collection failed; retrying");
-                        Outcome::Failed
-                    }
-                }
+                Outcome::of(collector.process(&key).await, |err| {
+                    tracing::warn!(%key, error = %err, "garbage collection failed; retrying");
+                })
             }
         });
     collector
