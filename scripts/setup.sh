@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what building and testing kcp-rs needs on a fresh Debian/Ubuntu machine, skipping whatever is
 # already there: etcd (Debian's etcd-server, for the etcd store and its tests), protoc with its well-known
-# types, curl; kubectl must be present.
+# types, curl, openssl; kubectl must be present.
 # A Rust toolchain (rustup, stable >= 1.89) must already be installed.
 set -euo pipefail
 
@@ -16,6 +16,8 @@ command -v protoc >/dev/null 2>&1 || missing+=(protobuf-compiler)
 # recommends them with protobuf-compiler, and recommendations are not installed here.
 [ -f /usr/include/google/protobuf/descriptor.proto ] || missing+=(libprotobuf-dev)
 command -v curl >/dev/null 2>&1 || missing+=(curl)
+# e2e/tests/client_certificates.rs makes client certificates as people do by hand.
+command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v diff >/dev/null 2>&1 || missing+=(diffutils)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)

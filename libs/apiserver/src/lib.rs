@@ -7,6 +7,7 @@ pub mod admission;
 pub mod apply;
 mod authorization;
 mod cache_snapshot;
+mod client_auth;
 pub mod codec;
 pub mod crd;
 pub mod discovery;

@@ -2,7 +2,7 @@
 //!
 //! `axum::serve` and friends hide the TLS connection, but Kubernetes authentication needs the client's
 //! certificate chain per connection, so the loop is written by hand: accept, handshake (in the connection's
-//! own task, with a timeout), capture the verified chain into [`PeerInfo`], then serve the stream with
+//! own task, with a timeout), capture the client's certificate chain into [`PeerInfo`], then serve the stream with
 //! hyper-util's auto (h1/h2) builder under a [`GracefulShutdown`].
 
 use std::convert::Infallible;
@@ -15,7 +15,6 @@ use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::GracefulShutdown;
-use rustls::server::WebPkiClientVerifier;
 use rustls::{RootCertStore, ServerConfig};
 use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, PrivateKeyDer};
@@ -23,6 +22,8 @@ use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 use tokio_rustls::TlsAcceptor;
 use tokio_util::sync::CancellationToken;
+
+use crate::client_auth::DeferredClientAuth;
 
 /// A client that has not finished its TLS handshake by then is dropped.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,8 +47,8 @@ const ACCEPT_ERROR_BACKOFF: Duration = Duration::from_millis(100);
 #[derive(Clone, Debug, Default)]
 pub struct PeerInfo {
     pub remote_addr: Option<SocketAddr>,
-    /// The client's certificate chain, leaf first (empty if none sent). The handshake verified it against
-    /// the union of the client CAs; authenticators check which of them issued it.
+    /// The client's certificate chain, leaf first (empty if none sent). The handshake only proved that
+    /// the client holds the leaf's key; authenticators check the chain against their own CAs.
     pub certificates: Vec<CertificateDer<'static>>,
 }
 
@@ -64,17 +65,15 @@ pub enum TlsConfigError {
     Empty(&'static str),
     #[error("invalid client CA certificate: {0}")]
     ClientCa(#[source] rustls::Error),
-    #[error("building the client certificate verifier: {0}")]
-    Verifier(#[from] rustls::server::VerifierBuilderError),
     #[error("TLS configuration: {0}")]
     Rustls(#[from] rustls::Error),
 }
 
 /// Builds the server side of TLS: the serving chain and key, TLS 1.2 and 1.3 only, ALPN `h2` then
-/// `http/1.1`, and optional client certificates verified against `client_ca_pem` — every CA whose
-/// certificates may authenticate somehow (user certificates and request-header proxies alike, one
-/// PEM bundle). Clients without a certificate still connect (they may bring a token, or be anonymous);
-/// clients with a certificate of none of these CAs fail the handshake.
+/// `http/1.1`, and optional client certificates: the handshake asks for one of the CAs of
+/// `client_ca_pem` — every CA whose certificates may authenticate somehow (user certificates and
+/// request-header proxies alike, one PEM bundle) — and proves the client holds its key; the
+/// authenticators judge the chain per request, as Kubernetes' do (see [`crate::client_auth`]).
 ///
 /// The ring provider is named explicitly so this works whether or not a process-wide default is installed.
 pub fn server_tls_config(
@@ -109,9 +108,8 @@ pub fn server_tls_config(
     if roots.is_empty() {
         return Err(TlsConfigError::Empty("client CA"));
     }
-    let verifier = WebPkiClientVerifier::builder_with_provider(Arc::new(roots), provider.clone())
-        .allow_unauthenticated()
-        .build()?;
+    let verifier =
+        DeferredClientAuth::new(roots.subjects(), provider.signature_verification_algorithms);
 
     // Naming the versions keeps anything older out whatever rustls' defaults become.
     let mut config = ServerConfig::builder_with_provider(provider)

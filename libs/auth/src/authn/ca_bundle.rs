@@ -12,6 +12,7 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, TrustAnchor, UnixTime};
 use sha2::{Digest, Sha256};
 use webpki::{EndEntityCert, KeyUsage};
+use x509_parser::prelude::{FromDer, X509Certificate, X509Version};
 
 /// How long a verdict on a chain is reused. Short, so a certificate expiring mid-connection stops
 /// authenticating soon after; long enough that a busy connection is not re-verified per request.
@@ -33,6 +34,8 @@ pub enum CaBundleError {
 #[derive(Debug)]
 pub struct CaBundle {
     anchors: Vec<TrustAnchor<'static>>,
+    /// The CAs' certificates, for X.509 v1 leaves (see [`CaBundle::verify_v1`]).
+    certificates: Vec<CertificateDer<'static>>,
     verdicts: RwLock<HashMap<[u8; 32], (bool, Instant)>>,
 }
 
@@ -57,6 +60,7 @@ impl CaBundle {
             .collect::<Result<Vec<_>, _>>()?;
         Ok(CaBundle {
             anchors,
+            certificates: certs.iter().map(|c| c.clone().into_owned()).collect(),
             verdicts: RwLock::default(),
         })
     }
@@ -91,8 +95,10 @@ impl CaBundle {
     }
 
     fn verify_now(&self, leaf: &CertificateDer<'_>, intermediates: &[CertificateDer<'_>]) -> bool {
-        let Ok(cert) = EndEntityCert::try_from(leaf) else {
-            return false;
+        let cert = match EndEntityCert::try_from(leaf) {
+            Ok(cert) => cert,
+            Err(webpki::Error::UnsupportedCertVersion) => return self.verify_v1(leaf),
+            Err(_) => return false,
         };
         cert.verify_for_usage(
             webpki::ALL_VERIFICATION_ALGS,
@@ -104,6 +110,25 @@ impl CaBundle {
             None,
         )
         .is_ok()
+    }
+
+    /// An X.509 v1 leaf, which webpki refuses but Go's verifier (so Kubernetes) accepts: `openssl x509
+    /// -req` makes one unless told to add extensions. It has no extensions, so no key usage to check;
+    /// it must be valid now and signed by one of the CAs itself (a v1 certificate cannot be an
+    /// intermediate, and v1 leaves under intermediates are not served here).
+    fn verify_v1(&self, leaf: &CertificateDer<'_>) -> bool {
+        let Ok((_, leaf)) = X509Certificate::from_der(leaf.as_ref()) else {
+            return false;
+        };
+        if leaf.version() != X509Version::V1 || !leaf.validity().is_valid() {
+            return false;
+        }
+        self.certificates.iter().any(|ca| {
+            X509Certificate::from_der(ca.as_ref()).is_ok_and(|(_, ca)| {
+                ca.subject().as_raw() == leaf.issuer().as_raw()
+                    && leaf.verify_signature(Some(ca.public_key())).is_ok()
+            })
+        })
     }
 }
 
@@ -219,5 +244,27 @@ mod tests {
     #[test]
     fn empty_pem_is_an_error() {
         assert!(matches!(CaBundle::from_pem(b""), Err(CaBundleError::Empty)));
+    }
+
+    /// Made with openssl 3.0 (`openssl x509 -req`, which writes X.509 v1): the CA `v1-test-ca`, then
+    /// `jane` (O `dev`) valid until 2126, the same expired, and the same signed by another CA that is
+    /// also named `v1-test-ca`.
+    const V1_PEM: &str = include_str!("testdata/v1_client_certs.pem");
+
+    #[test]
+    fn x509_v1_leaves_signed_by_a_ca_verify() {
+        let certs = CertificateDer::pem_slice_iter(V1_PEM.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let [ca, jane, expired, foreign] = &certs[..] else {
+            panic!("four certificates expected, got {}", certs.len());
+        };
+        let bundle = CaBundle::from_der(std::slice::from_ref(ca)).unwrap();
+        assert!(bundle.verifies(std::slice::from_ref(jane)));
+        assert!(!bundle.verifies(std::slice::from_ref(expired)));
+        // Same issuer name, another key: the signature decides.
+        assert!(!bundle.verifies(std::slice::from_ref(foreign)));
+        // A v3 leaf of another CA still fails as before.
+        assert!(!bundle.verifies(&[TestCa::new("v1-test-ca").client("jane", None)]));
     }
 }
