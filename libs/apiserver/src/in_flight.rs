@@ -23,6 +23,8 @@ pub const MAX_WRITES: usize = 200;
 pub struct InFlight {
     reads: Arc<Semaphore>,
     writes: Arc<Semaphore>,
+    /// The bounds, to tell the places taken.
+    limits: (usize, usize),
 }
 
 impl Default for InFlight {
@@ -36,6 +38,7 @@ impl InFlight {
         InFlight {
             reads: Arc::new(Semaphore::new(reads)),
             writes: Arc::new(Semaphore::new(writes)),
+            limits: (reads, writes),
         }
     }
 
@@ -47,15 +50,26 @@ impl InFlight {
         };
         pool.clone().try_acquire_owned().ok()
     }
+
+    /// Read and write places taken now.
+    pub fn in_use(&self) -> (usize, usize) {
+        (
+            self.limits.0.saturating_sub(self.reads.available_permits()),
+            self.limits
+                .1
+                .saturating_sub(self.writes.available_permits()),
+        )
+    }
 }
 
-/// A response body that keeps its request's place until it is sent or dropped.
-struct Holding {
+/// A response body that keeps something (its request's place, a metric's count) until it is sent
+/// or dropped.
+struct Holding<G> {
     inner: Body,
-    _place: OwnedSemaphorePermit,
+    _guard: G,
 }
 
-impl HttpBody for Holding {
+impl<G: Unpin> HttpBody for Holding<G> {
     type Data = Bytes;
     type Error = std::convert::Infallible;
 
@@ -75,11 +89,11 @@ impl HttpBody for Holding {
     }
 }
 
-/// `body`, holding `place` until it is done.
-pub fn holding(body: Body, place: OwnedSemaphorePermit) -> Body {
+/// `body`, holding `guard` (a place, a metric's count) until it is done.
+pub fn holding<G: Send + Unpin + 'static>(body: Body, guard: G) -> Body {
     Holding {
         inner: body,
-        _place: place,
+        _guard: guard,
     }
     .boxed_unsync()
 }
@@ -97,6 +111,7 @@ mod tests {
         let write = limits.admit(&Method::POST);
         assert!(write.is_some(), "writes count apart");
         assert!(limits.admit(&Method::DELETE).is_none());
+        assert_eq!(limits.in_use(), (1, 1));
         // A body holding the place frees it when dropped.
         let body = holding(
             http_body_util::Empty::new().boxed_unsync(),

@@ -16,6 +16,7 @@ mod handler;
 mod in_flight;
 pub mod inactive;
 mod lifecycle;
+pub mod metrics;
 pub mod object_json;
 pub mod openapi;
 pub mod paths;
@@ -110,6 +111,8 @@ pub struct ApiServer {
     inactive: Arc<inactive::InactiveClusters>,
     /// Requests in flight, bounded as kube-apiserver bounds them.
     in_flight: in_flight::InFlight,
+    /// What `/metrics` shows.
+    metrics: metrics::Metrics,
 }
 
 impl ApiServer {
@@ -177,6 +180,7 @@ impl ApiServer {
             .to_string();
         let (namespaces, queue) = lifecycle::NamespaceFinalizer::new();
         let (crd_requeue, crd_queue) = crd::controller::Requeue::new();
+        let metrics = metrics::Metrics::new(&config.shard_name);
         let server = Arc::new(ApiServer {
             config,
             registry,
@@ -189,6 +193,7 @@ impl ApiServer {
             paths,
             inactive,
             in_flight: in_flight::InFlight::default(),
+            metrics,
         });
         lifecycle::spawn_namespace_finalizer(server.clone(), queue);
         lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);

@@ -95,6 +95,8 @@ pub enum Target {
     Version,
     /// `/healthz`, `/livez`, `/readyz` and their sub-checks.
     Health(String),
+    /// `/metrics`: the shard's, served at the top level only.
+    Metrics,
     /// Anything else: answered 404.
     Unknown,
 }
@@ -184,6 +186,7 @@ fn classify(method: &Method, seg: &[&str], hints: &VerbHints) -> Target {
     match seg {
         [] => Target::Unknown,
         ["version"] => Target::Version,
+        ["metrics"] => Target::Metrics,
         [h, ..] if is_health_segment(h) => Target::Health(seg.join("/")),
         ["openapi", "v2"] => Target::OpenApiV2,
         ["openapi", "v3"] => Target::OpenApiV3Root,

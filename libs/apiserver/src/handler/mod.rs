@@ -4,6 +4,7 @@ mod authentication;
 mod home;
 mod impersonation;
 mod in_cluster;
+mod metrics;
 mod resource;
 mod review;
 mod scale;
@@ -21,6 +22,7 @@ use serde_json::json;
 
 use crate::codec::{Output, Produces, negotiate};
 use crate::discovery::{V2_CONTENT_TYPE, V2BETA1_CONTENT_TYPE};
+use crate::metrics::RequestShape;
 use crate::query::Query;
 use crate::request_info::{self, ClusterTarget, RequestInfo, Target, VerbHints};
 use crate::serve::PeerInfo;
@@ -121,12 +123,22 @@ impl ApiServer {
         let place = match deadline {
             Some(_) if !request_info::is_health(&path) => match self.in_flight.admit(&method) {
                 Some(place) => Some(place),
-                None => return too_many_requests(),
+                None => {
+                    let resp = too_many_requests();
+                    self.metrics.observe(
+                        RequestShape::of_method(&method),
+                        resp.status().as_u16(),
+                        started.elapsed(),
+                    );
+                    return resp;
+                }
             },
             _ => None,
         };
         let req = req.map(crate::request_body::RequestBody::new);
-        let served = self.serve(req, query, &peer);
+        // serve() fills in what the metrics are labelled with once it has read the path.
+        let mut shape = None;
+        let served = self.serve(req, query, &peer, &mut shape);
         let resp = match deadline {
             // A request that is not done by its deadline (a client sending its body slowly, or
             // not at all) is answered 504 and dropped, as kube-apiserver's timeout filter does.
@@ -145,6 +157,17 @@ impl ApiServer {
         let resp = match place {
             Some(place) => resp.map(|body| crate::in_flight::holding(body, place)),
             None => resp,
+        };
+        let shape = shape.unwrap_or_else(|| RequestShape::of_method(&method));
+        let code = resp.status().as_u16();
+        // A watch is counted when it starts and open until its stream ends; it is not timed.
+        let resp = if shape.is_watch() && resp.status().is_success() {
+            let open = self.metrics.long_running(&shape);
+            self.metrics.count(shape, code);
+            resp.map(|body| crate::in_flight::holding(body, open))
+        } else {
+            self.metrics.observe(shape, code, started.elapsed());
+            resp
         };
         // A HEAD answer has the GET's headers and no body (HTTP/2 refuses one as a protocol error).
         let resp = if method == Method::HEAD {
@@ -254,6 +277,7 @@ impl ApiServer {
         req: Request<crate::request_body::RequestBody>,
         query: Query,
         peer: &PeerInfo,
+        shape: &mut Option<RequestShape>,
     ) -> Result<Response<Body>, ApiError> {
         let (mut parts, body) = req.into_parts();
         let watch = query.flag("watch");
@@ -261,9 +285,27 @@ impl ApiServer {
             ApiError::bad_request("the request path is not valid percent-encoded UTF-8")
         })?;
         let info = request_info::parse(&parts.method, &path, VerbHints { watch });
-        if let Target::Health(_) = info.target {
+        *shape = Some(RequestShape::of(
+            &parts.method,
+            &info,
+            &query,
+            parts
+                .headers
+                .get(header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok()),
+        ));
+        match (&info.target, &info.cluster) {
             // Health endpoints need no credentials.
-            return Ok(response::text(StatusCode::OK, "ok"));
+            (Target::Health(_), _) => return Ok(response::text(StatusCode::OK, "ok")),
+            // kcp's answer, before any credential is looked at: the shard's metrics are not a
+            // workspace's.
+            (Target::Metrics, ClusterTarget::Name(_) | ClusterTarget::Wildcard) => {
+                return Ok(response::text(
+                    StatusCode::NOT_IMPLEMENTED,
+                    "shard-level endpoint not available at workspace scope\n",
+                ));
+            }
+            _ => {}
         }
         let (user, authenticated_by) = authentication::authenticate(
             &self.config.authenticators,
@@ -288,6 +330,9 @@ impl ApiServer {
             ));
         }
         let user = self.impersonate(&parts, user, &info)?;
+        if let Target::Metrics = info.target {
+            return self.serve_metrics(&user, &parts.method);
+        }
         if home::is_home_request(&info) {
             return self.serve_home(&user).await;
         }
@@ -389,7 +434,10 @@ impl ApiServer {
                     false => response::json_bytes(StatusCode::OK, v2.json.clone()),
                 })
             }
-            Target::Unknown | Target::Health(_) => Err(ApiError::path_not_found()),
+            // Health and metrics were answered earlier.
+            Target::Unknown | Target::Health(_) | Target::Metrics => {
+                Err(ApiError::path_not_found())
+            }
         }
     }
 

@@ -32,6 +32,8 @@ pub const WORKSPACE_TYPE_USE: &str = "system:kcp:universal-workspacetype-use";
 /// The role (and its binding in `root`) letting every authenticated user have a home workspace:
 /// `get` and `create` of `workspaces/~`.
 pub const HOME_WORKSPACE_CREATE: &str = "system:kcp:home-clusterworkspace-create";
+/// kcp's role for scraping the shard's `/metrics` (bound in `root`, whose RBAC alone decides).
+pub const METRICS_READER: &str = "system:kcp:metrics-reader";
 /// The binding that makes kcp's admin group cluster-admin in every LC.
 pub const KCP_ADMIN_BINDING: &str = "system:kcp:admin:cluster-admin";
 
@@ -156,6 +158,7 @@ pub fn cluster_roles() -> Vec<Value> {
             )],
         ),
         cluster_role(WORKSPACE_ACCESS, &[], vec![url_rule(&["access"], &["/"])]),
+        cluster_role(METRICS_READER, &[], vec![url_rule(&["get"], &["/metrics"])]),
     ]
 }
 
