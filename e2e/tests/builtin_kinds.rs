@@ -1,5 +1,6 @@
 //! Kind-specific rules of built-in kinds that bad or hostile input meets, on both stores: a
-//! CertificateSigningRequest records its real requester and keeps its spec; ConfigMap
+//! CertificateSigningRequest records its real requester and keeps its spec, and is approved through
+//! `/approval` (`kubectl certificate approve`) by those allowed to approve for its signer; ConfigMap
 //! `binaryData` must be base64 and data at most 1 MiB; namespaces carry their name as a label and
 //! a phase that follows their lifecycle; owner references and finalizers are validated; Leases
 //! and custom resources need a resourceVersion to be replaced, Leases and Events may be created by
@@ -11,6 +12,7 @@ use serde_json::Value;
 
 on_both_stores!(
     certificate_signing_requests,
+    certificate_approval,
     configmap_data_rules,
     namespaces_carry_their_name,
     metadata_rules,
@@ -80,6 +82,217 @@ fn certificate_signing_requests(store: StoreKind) {
         assert_eq!(code, 422, "{body}");
         assert!(body.contains(r#""field":"spec.request""#), "{body}");
     }
+}
+
+/// `openssl` in `dir`, failing the test when it fails.
+fn openssl(dir: &std::path::Path, args: &[&str]) {
+    let output = std::process::Command::new("openssl")
+        .current_dir(dir)
+        .args(args)
+        .output()
+        .expect("running openssl (scripts/setup.sh installs it)");
+    assert!(
+        output.status.success(),
+        "openssl {args:?}: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// A PEM file made by openssl in `dir`, base64 as the API carries bytes.
+fn pem_base64(dir: &std::path::Path, file: &str) -> String {
+    use base64::Engine;
+    let pem = std::fs::read(dir.join(file)).expect("reading what openssl wrote");
+    base64::engine::general_purpose::STANDARD.encode(pem)
+}
+
+fn certificate_approval(store: StoreKind) {
+    let shard = Shard::start(store);
+    let dir = shard.dir().to_path_buf();
+    let key = [
+        "-newkey",
+        "ec",
+        "-pkeyopt",
+        "ec_paramgen_curve:P-256",
+        "-nodes",
+    ];
+    let csr_of = |name: &str, subject: &str| {
+        let (keyfile, csrfile) = (format!("{name}.key"), format!("{name}.csr"));
+        let mut args = vec!["req", "-new"];
+        args.extend(key);
+        args.extend(["-keyout", &keyfile, "-out", &csrfile, "-subj", subject]);
+        openssl(&dir, &args);
+        pem_base64(&dir, &csrfile)
+    };
+    let body = |name: &str, signer: &str, request: &str| {
+        format!(
+            r#"{{"apiVersion":"certificates.k8s.io/v1","kind":"CertificateSigningRequest","metadata":{{"name":"{name}"}},"spec":{{"request":"{request}","signerName":"{signer}","usages":["client auth"]}}}}"#
+        )
+    };
+    let request = csr_of("dave", "/CN=dave");
+    let (code, out) = send(
+        &shard,
+        "POST",
+        CSRS,
+        &body("dave", "example.com/signer", &request),
+    );
+    assert_eq!(code, 201, "{out}");
+
+    // /status may not approve.
+    let approved =
+        r#"{"status":{"conditions":[{"type":"Approved","status":"True","reason":"R"}]}}"#;
+    let (code, out) = send(&shard, "PATCH", &format!("{CSRS}/dave/status"), approved);
+    assert_eq!(code, 422, "{out}");
+    assert!(
+        out.contains(r#"updates may not add a condition of type \"Approved\""#),
+        "{out}"
+    );
+
+    // Approving takes `approve` on the signer, beside the right to update the approval.
+    shard.kubectl_cmd().stdin(
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: csr-approval}
+rules:
+- {apiGroups: [certificates.k8s.io], resources: [certificatesigningrequests], verbs: [get, list]}
+- {apiGroups: [certificates.k8s.io], resources: [certificatesigningrequests/approval], verbs: [update]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: csr-approval}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: csr-approval}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}]
+"#,
+    ).ok(&["apply", "-f", "-"]);
+    let err = shard.kubectl_fails(&["certificate", "approve", "dave", "--as", "carol"]);
+    assert!(
+        err.contains(
+            r#"user not permitted to approve requests with signerName "example.com/signer""#
+        ),
+        "{err}"
+    );
+    shard.kubectl_cmd().stdin(
+        r#"apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: example-approver}
+rules:
+- {apiGroups: [certificates.k8s.io], resources: [signers], resourceNames: ["example.com/*"], verbs: [approve]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: example-approver}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: example-approver}
+subjects: [{apiGroup: rbac.authorization.k8s.io, kind: User, name: carol}]
+"#,
+    ).ok(&["apply", "-f", "-"]);
+    let out = shard.kubectl_ok(&["certificate", "approve", "dave", "--as", "carol"]);
+    assert!(out.contains("approved"), "{out}");
+    let table = shard.kubectl_ok(&["get", "csr", "dave"]);
+    assert!(table.contains("Approved"), "{table}");
+    let stored: Value =
+        serde_json::from_str(&shard.kubectl_ok(&["get", "csr", "dave", "-o", "json"]))
+            .expect("JSON");
+    let condition = &stored["status"]["conditions"][0];
+    assert_eq!(condition["reason"], "KubectlApprove", "{stored}");
+    assert!(condition["lastTransitionTime"].is_string(), "{stored}");
+
+    // Approved and Denied together, or an approval taken back: 422.
+    let mut both = stored.clone();
+    both["status"]["conditions"]
+        .as_array_mut()
+        .expect("conditions")
+        .push(serde_json::json!({"type": "Denied", "status": "True"}));
+    let (code, out) = send(
+        &shard,
+        "PUT",
+        &format!("{CSRS}/dave/approval"),
+        &both.to_string(),
+    );
+    assert_eq!(code, 422, "{out}");
+    assert!(
+        out.contains("Approved and Denied conditions are mutually exclusive"),
+        "{out}"
+    );
+    let mut none = stored.clone();
+    none["status"]["conditions"] = serde_json::json!([]);
+    let (code, out) = send(
+        &shard,
+        "PUT",
+        &format!("{CSRS}/dave/approval"),
+        &none.to_string(),
+    );
+    assert_eq!(code, 422, "{out}");
+    assert!(
+        out.contains(r#"updates may not remove a condition of type \"Approved\""#),
+        "{out}"
+    );
+
+    // A signer sets the certificate once, through /status; the object itself cannot.
+    let mut args = vec!["req", "-x509"];
+    args.extend(key);
+    args.extend([
+        "-keyout",
+        "issued.key",
+        "-out",
+        "issued.crt",
+        "-subj",
+        "/CN=dave",
+        "-days",
+        "1",
+    ]);
+    openssl(&dir, &args);
+    let certificate = pem_base64(&dir, "issued.crt");
+    let set = |cert: &str| format!(r#"{{"status":{{"certificate":"{cert}"}}}}"#);
+    let (code, out) = send(&shard, "PATCH", &format!("{CSRS}/dave"), &set(&certificate));
+    assert_eq!(code, 200, "{out}");
+    assert!(
+        !out.contains(r#""certificate""#),
+        "the main resource ignores status: {out}"
+    );
+    let (code, out) = send(
+        &shard,
+        "PATCH",
+        &format!("{CSRS}/dave/status"),
+        &set("aGVsbG8="),
+    );
+    assert_eq!(code, 422, "{out}");
+    assert!(out.contains(r#""field":"status.certificate""#), "{out}");
+    let (code, out) = send(
+        &shard,
+        "PATCH",
+        &format!("{CSRS}/dave/status"),
+        &set(&certificate),
+    );
+    assert_eq!(code, 200, "{out}");
+    assert!(out.contains(&certificate), "{out}");
+    assert!(
+        out.contains(r#""type":"Approved""#),
+        "the approval stays: {out}"
+    );
+    let (code, out) = send(
+        &shard,
+        "PATCH",
+        &format!("{CSRS}/dave/status"),
+        &set(&request),
+    );
+    assert_eq!(code, 422, "{out}");
+    assert!(
+        out.contains("updates may not modify existing certificate content"),
+        "{out}"
+    );
+
+    // Nobody may ask the API server's client signer for system:masters.
+    let masters = csr_of("masters", "/CN=eve/O=system:masters");
+    let (code, out) = send(
+        &shard,
+        "POST",
+        CSRS,
+        &body("masters", "kubernetes.io/kube-apiserver-client", &masters),
+    );
+    assert_eq!(code, 403, "{out}");
+    assert!(
+        out.contains("use of kubernetes.io/kube-apiserver-client signer with system:masters group is not allowed"),
+        "{out}"
+    );
 }
 
 fn configmap_data_rules(store: StoreKind) {

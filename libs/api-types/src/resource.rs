@@ -127,6 +127,19 @@ pub trait Strategy: Send + Sync + 'static {
     fn validate_update(&self, new: &Value, _old: &Value) -> Vec<Cause> {
         self.validate(new)
     }
+    /// An update through one of the kind's own subresources (`status`, `approval`), after the
+    /// registry kept of `old` what the subresource may not change: what the kind's strategy for
+    /// that subresource does besides (Kubernetes' status and approval strategies).
+    fn prepare_for_subresource_update(&self, _subresource: &str, _new: &mut Value, _old: &Value) {}
+    /// The causes to refuse an update through `subresource`; by default those of any update.
+    fn validate_subresource_update(
+        &self,
+        _subresource: &str,
+        new: &Value,
+        old: &Value,
+    ) -> Vec<Cause> {
+        self.validate_update(new, old)
+    }
     /// Whether a kind-specific finalizer (beyond `metadata.finalizers`) still holds the object back from
     /// deletion, e.g. a Namespace's `spec.finalizers`.
     fn blocks_deletion(&self, _obj: &Value) -> bool {

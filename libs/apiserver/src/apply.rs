@@ -143,6 +143,11 @@ fn reset_fields(def: &ResourceDef, kind: UpdateKind) -> FieldSet {
             FieldSet::from_paths([mf::field_path(&["status"])])
         }
         UpdateKind::Status => FieldSet::from_paths([mf::field_path(&["spec"])]),
+        // Kubernetes' reset fields of a CertificateSigningRequest's approval.
+        UpdateKind::Approval => FieldSet::from_paths([
+            mf::field_path(&["spec"]),
+            mf::field_path(&["status", "certificate"]),
+        ]),
         _ => FieldSet::new(),
     }
 }

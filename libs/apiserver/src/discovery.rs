@@ -33,6 +33,12 @@ fn subresources(def: &ResourceDef) -> Vec<&'static str> {
     if def.is("", "namespaces") {
         subs.push("finalize");
     }
+    if def.is(
+        kcp_api_types::builtin::certificates::GROUP,
+        kcp_api_types::builtin::certificates::RESOURCE,
+    ) {
+        subs.push("approval");
+    }
     // The TokenRequest API (`kubectl create token`).
     if def.group.is_empty() && def.plural == "serviceaccounts" {
         subs.push("token");

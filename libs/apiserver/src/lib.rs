@@ -163,6 +163,7 @@ impl ApiServer {
             )),
             Arc::new(admission::LogicalClusterAdmission),
             Arc::new(admission::NamespaceLifecycle::new(cache.clone())),
+            Arc::new(admission::CertificateAdmission::new(authorizers.clone())),
             Arc::new(admission::PolicyAdmission::new(cache.clone())),
             Arc::new(admission::WebhookAdmission::new(cache)),
             Arc::new(admission::WorkspaceClusterName),

@@ -2,7 +2,7 @@
 //! field selectors.
 
 mod admission_policies;
-mod certificates;
+pub mod certificates;
 mod columns;
 pub mod crd;
 mod events;

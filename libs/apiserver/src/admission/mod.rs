@@ -16,6 +16,7 @@
 //! [`rbac_escalation`] refuses RBAC objects granting more than their author holds (Kubernetes'
 //! RBAC registry check).
 
+mod certificates;
 mod client;
 mod config;
 mod logical_cluster;
@@ -42,6 +43,7 @@ use serde_json::Value;
 
 use crate::registry::Registry;
 
+pub use certificates::CertificateAdmission;
 pub use logical_cluster::LogicalClusterAdmission;
 pub use namespace_lifecycle::NamespaceLifecycle;
 pub use policy::PolicyAdmission;

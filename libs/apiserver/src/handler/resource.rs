@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use http::{Method, Response, StatusCode};
+use kcp_api_types::builtin::certificates::{GROUP as CSR_GROUP, RESOURCE as CSR_RESOURCE};
 use kcp_api_types::{ResourceDef, ResourceKind};
 use kcp_apimachinery::selector::{FieldSelector, field};
 use kcp_apimachinery::status::{ApiError, Cause, success_status};
@@ -94,6 +95,7 @@ impl ApiServer {
             None => UpdateKind::Main,
             Some("status") if def.status_subresource => UpdateKind::Status,
             Some("finalize") if def.is("", "namespaces") => UpdateKind::Finalize,
+            Some("approval") if def.is(CSR_GROUP, CSR_RESOURCE) => UpdateKind::Approval,
             Some(_) => return Err(ApiError::path_not_found()),
         };
         if update_kind != UpdateKind::Main

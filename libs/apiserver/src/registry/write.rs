@@ -98,6 +98,9 @@ pub enum UpdateKind {
     Status,
     /// Only `spec.finalizers` (a Namespace's `/finalize` subresource).
     Finalize,
+    /// A CertificateSigningRequest's `/approval`: its kind's strategy keeps all but the conditions
+    /// (and metadata) as they were.
+    Approval,
     /// The object and its status in one write. Never reached by a request: for the shard's own
     /// controllers, which would otherwise write a kind with a status subresource twice.
     Whole,
@@ -110,6 +113,7 @@ impl UpdateKind {
             UpdateKind::Main | UpdateKind::Whole => None,
             UpdateKind::Status => Some("status"),
             UpdateKind::Finalize => Some("finalize"),
+            UpdateKind::Approval => Some("approval"),
         }
     }
 }
@@ -757,14 +761,25 @@ impl Registry {
             new = self.merge_for(def, kind, new, old, at)?;
         }
         let mut causes = metadata::prepare_update(def, &mut new, old, at.cluster);
-        if matches!(kind, UpdateKind::Main | UpdateKind::Whole) {
-            def.strategy
-                .prepare_for_update(&self.ctx(at.cluster, opts.user), &mut new, old);
-            def.strategy.canonicalize(&mut new);
+        match kind.subresource() {
+            None => {
+                def.strategy
+                    .prepare_for_update(&self.ctx(at.cluster, opts.user), &mut new, old);
+                def.strategy.canonicalize(&mut new);
+            }
+            Some(subresource) => {
+                def.strategy
+                    .prepare_for_subresource_update(subresource, &mut new, old)
+            }
         }
         def.strategy.follow_status(&mut new);
         causes.extend(metadata::validate_metadata(def, &new));
-        causes.extend(def.strategy.validate_update(&new, old));
+        causes.extend(match kind.subresource() {
+            None => def.strategy.validate_update(&new, old),
+            Some(subresource) => def
+                .strategy
+                .validate_subresource_update(subresource, &new, old),
+        });
         causes.extend(required_fields(def, &new));
         if metadata::is_deleting(old) {
             let before = metadata::finalizers(old);
@@ -852,7 +867,7 @@ impl Registry {
                 }
                 desired
             }
-            UpdateKind::Whole => desired,
+            UpdateKind::Whole | UpdateKind::Approval => desired,
             UpdateKind::Status => {
                 let mut new = old.clone();
                 if let Some(m) = new.as_object_mut() {
