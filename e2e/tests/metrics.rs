@@ -95,7 +95,7 @@ fn metrics(store: StoreKind) {
         shard.dir(),
         "metrics-watch",
     );
-    let open_watches = r#"apiserver_longrunning_requests{verb="WATCH",dry_run="",group="",version="v1",resource="configmaps",subresource="",scope="namespace",component="apiserver"}"#;
+    let open_watches = r#"apiserver_longrunning_requests{verb="WATCH",group="",version="v1",resource="configmaps",subresource="",scope="namespace",component="apiserver"}"#;
     let scrape = || {
         let (code, body) = shard.curl_with(&reader, "GET", "/metrics", &[], None);
         assert_eq!(code, 200, "{body}");

@@ -22,7 +22,8 @@ pub struct ApiSet {
     by_prefix: std::sync::OnceLock<HashMap<String, Arc<ResourceDef>>>,
 }
 
-fn subresources(def: &ResourceDef) -> Vec<&'static str> {
+/// The subresources `def` serves.
+pub(crate) fn subresources(def: &ResourceDef) -> Vec<&'static str> {
     let mut subs = Vec::new();
     if def.status_subresource {
         subs.push("status");

@@ -21,6 +21,8 @@ use prometheus_client::registry::Registry;
 
 mod process;
 
+use kcp_api_types::ResourceDef;
+
 use crate::query::Query;
 use crate::request_info::{RequestInfo, Target};
 
@@ -30,17 +32,19 @@ const DURATION_BUCKETS: [f64; 23] = [
     10.0, 15.0, 20.0, 30.0, 45.0, 60.0,
 ];
 
-/// What a request's metrics are labelled with: kube-apiserver's labels and values.
+/// What a request's metrics are labelled with: kube-apiserver's labels and values. The resource's
+/// names come from the resource found among those served ([`RequestShape::served_by`]), never
+/// from the path: a label must not take whatever a client puts there.
 #[derive(Clone, Debug, Default, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct RequestShape {
     /// `GET`, `LIST`, `WATCH`, `POST`, `PUT`, `PATCH`, `APPLY`, `DELETE`, ... (`other` beyond).
     verb: &'static str,
-    /// `All` for a dry run, else empty.
+    /// `All` for a dry run, `invalid` for a `dryRun` that is not one, else empty.
     dry_run: &'static str,
     group: String,
     version: String,
     resource: String,
-    subresource: String,
+    subresource: &'static str,
     /// `resource` (one object, or a create), `namespace`, `cluster`, or empty (not a resource).
     scope: &'static str,
     component: &'static str,
@@ -60,7 +64,8 @@ impl RequestShape {
         self.verb == "WATCH"
     }
 
-    /// A request as parsed: its resource, and the verb as kube-apiserver reports it.
+    /// A request as parsed: the verb and scope as kube-apiserver reports them. The resource is
+    /// named only once found ([`RequestShape::served_by`]).
     pub fn of(
         method: &Method,
         info: &RequestInfo,
@@ -81,7 +86,10 @@ impl RequestShape {
             (_, "watch") => "WATCH",
             (&Method::GET | &Method::HEAD, _) if scope != "resource" => "LIST",
             (&Method::PATCH, _)
-                if content_type.is_some_and(|c| c.starts_with("application/apply-patch")) =>
+                if matches!(
+                    content_type,
+                    Some("application/apply-patch+yaml" | "application/apply-patch+cbor")
+                ) =>
             {
                 "APPLY"
             }
@@ -89,18 +97,29 @@ impl RequestShape {
         };
         RequestShape {
             verb,
-            dry_run: if query.get("dryRun").is_some() {
-                "All"
-            } else {
-                ""
+            dry_run: match query.get("dryRun") {
+                None => "",
+                Some("All") => "All",
+                Some(_) => "invalid",
             },
-            group: r.group.clone(),
-            version: r.version.clone(),
-            resource: r.resource.clone(),
-            subresource: r.subresource.clone().unwrap_or_default(),
             scope,
             component: "apiserver",
+            ..RequestShape::default()
         }
+    }
+
+    /// Names the resource `def` (served) and, if it is one `def` serves, the subresource.
+    pub fn served_by(&mut self, def: &ResourceDef, subresource: Option<&str>) {
+        self.group.clone_from(&def.group);
+        self.version.clone_from(&def.version);
+        self.resource.clone_from(&def.plural);
+        self.subresource = subresource
+            .and_then(|s| {
+                crate::discovery::subresources(def)
+                    .into_iter()
+                    .find(|known| *known == s)
+            })
+            .unwrap_or_default();
     }
 }
 
@@ -122,6 +141,32 @@ struct Completed {
     #[prometheus(flatten)]
     shape: RequestShape,
     code: u16,
+}
+
+/// `apiserver_longrunning_requests`' labels: kube-apiserver's, without `dry_run`.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct LongRunningShape {
+    verb: &'static str,
+    group: String,
+    version: String,
+    resource: String,
+    subresource: &'static str,
+    scope: &'static str,
+    component: &'static str,
+}
+
+impl From<&RequestShape> for LongRunningShape {
+    fn from(shape: &RequestShape) -> Self {
+        LongRunningShape {
+            verb: shape.verb,
+            group: shape.group.clone(),
+            version: shape.version.clone(),
+            resource: shape.resource.clone(),
+            subresource: shape.subresource,
+            scope: shape.scope,
+            component: shape.component,
+        }
+    }
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -149,7 +194,7 @@ pub struct Metrics {
     shard: String,
     requests: Family<Completed, Counter>,
     durations: Family<RequestShape, Histogram, fn() -> Histogram>,
-    long_running: Family<RequestShape, Gauge>,
+    long_running: Family<LongRunningShape, Gauge>,
     in_flight: Family<RequestKind, Gauge>,
     logical_clusters: Family<Phase, Gauge>,
     workspaces: Family<Phase, Gauge>,
@@ -180,7 +225,7 @@ impl Metrics {
             prometheus_client::registry::Unit::Seconds,
             durations.clone(),
         );
-        let long_running = Family::<RequestShape, Gauge>::default();
+        let long_running = Family::<LongRunningShape, Gauge>::default();
         registry.register(
             "apiserver_longrunning_requests",
             "Gauge of all active long-running apiserver requests (watches) broken out by verb, group, version, resource, scope and component",
@@ -235,7 +280,10 @@ impl Metrics {
 
     /// A long-running request (a watch) open until the returned guard is dropped.
     pub fn long_running(&self, shape: &RequestShape) -> LongRunning {
-        let gauge = self.long_running.get_or_create(shape).clone();
+        let gauge = self
+            .long_running
+            .get_or_create(&LongRunningShape::from(shape))
+            .clone();
         gauge.inc();
         LongRunning(gauge)
     }
@@ -305,7 +353,37 @@ mod tests {
                 watch: q.flag("watch"),
             },
         );
-        RequestShape::of(&method, &info, &q, content_type)
+        let mut shape = RequestShape::of(&method, &info, &q, content_type);
+        // As the handler does once the resource is found among those served.
+        if let Target::Resource(r) = &info.target
+            && let Some(def) = kcp_api_types::builtin::catalogue()
+                .into_iter()
+                .find(|d| d.group == r.group && d.version == r.version && d.plural == r.resource)
+        {
+            shape.served_by(&def, r.subresource.as_deref());
+        }
+        shape
+    }
+
+    #[test]
+    fn labels_never_take_what_the_path_says() {
+        let unknown = shape(Method::GET, "/clusters/root/apis/x%22%7D%0A/v1/y", "", None);
+        assert_eq!(
+            (
+                unknown.group.as_str(),
+                unknown.resource.as_str(),
+                unknown.verb
+            ),
+            ("", "", "LIST")
+        );
+        let odd = shape(
+            Method::GET,
+            "/clusters/root/api/v1/namespaces/a/configmaps/x/odd%22",
+            "dryRun=Some",
+            None,
+        );
+        assert_eq!((odd.resource.as_str(), odd.subresource), ("configmaps", ""));
+        assert_eq!(odd.dry_run, "invalid");
     }
 
     #[test]
@@ -356,10 +434,7 @@ mod tests {
             "",
             None,
         );
-        assert_eq!(
-            (status.verb, status.subresource.as_str()),
-            ("PUT", "status")
-        );
+        assert_eq!((status.verb, status.subresource), ("PUT", "status"));
         let version = shape(Method::GET, "/version", "", None);
         assert_eq!(
             (version.verb, version.scope, version.resource.as_str()),

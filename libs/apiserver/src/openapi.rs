@@ -19,8 +19,9 @@ pub struct OpenApiDocs {
     root: Value,
     /// `/openapi/v2` in JSON and in protobuf, derived from the v3 documents on first request.
     v2: std::sync::OnceLock<OpenApiV2>,
-    /// `(group, version)` → the serialized group-version document.
-    docs: HashMap<(String, String), Bytes>,
+    /// `(group, version)` → the serialized group-version document and its hash (the `hash` of
+    /// its URL in the root document, and its ETag).
+    docs: HashMap<(String, String), (Bytes, String)>,
 }
 
 impl OpenApiDocs {
@@ -63,10 +64,10 @@ impl OpenApiDocs {
             let hash = kcp_schema::hash(&doc);
             index.push((
                 kcp_schema::openapi::group_version_path(&group, &version),
-                hash,
+                hash.clone(),
             ));
             if let Ok(bytes) = serde_json::to_vec(&doc) {
-                docs.insert((group, version), Bytes::from(bytes));
+                docs.insert((group, version), (Bytes::from(bytes), hash));
             }
         }
         index.sort();
@@ -85,7 +86,7 @@ impl OpenApiDocs {
             let parsed: Vec<Value> = keys
                 .iter()
                 .filter_map(|k| self.docs.get(*k))
-                .filter_map(|bytes| serde_json::from_slice(bytes).ok())
+                .filter_map(|(bytes, _)| serde_json::from_slice(bytes).ok())
                 .collect();
             let doc = kcp_schema::openapi::v2::v2_from_v3(&parsed);
             OpenApiV2 {
@@ -99,7 +100,8 @@ impl OpenApiDocs {
         self.root.clone()
     }
 
-    pub fn group_version(&self, group: &str, version: &str) -> Option<Bytes> {
+    /// A group-version document and its hash.
+    pub fn group_version(&self, group: &str, version: &str) -> Option<(Bytes, String)> {
         self.docs
             .get(&(group.to_string(), version.to_string()))
             .cloned()

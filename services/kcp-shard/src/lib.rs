@@ -140,8 +140,8 @@ struct Authentication {
     /// tokens, ServiceAccount JWTs. The proxy comes before the plain certificate so that a proxy whose
     /// certificate the client CA also signed still asserts the user it forwards.
     authenticators: Vec<Arc<dyn Authenticator>>,
-    /// Every CA a client certificate may come from (PEM): the TLS layer accepts the union, and each
-    /// certificate authenticator checks its own CA again.
+    /// Every CA a client certificate may come from (PEM): the TLS layer names them to clients (which
+    /// pick a certificate by them); each certificate authenticator checks the chain against its own.
     tls_client_cas: String,
     service_account_tokens: ServiceAccountTokens,
     service_accounts: Arc<service_accounts::StoredServiceAccounts>,

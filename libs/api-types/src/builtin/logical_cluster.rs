@@ -76,6 +76,14 @@ pub(super) fn follow_phase(obj: &mut Value) {
         .unwrap_or_default()
         .to_string();
     if phase.is_empty() {
+        // The label says the phase or nothing: one a writer set without a phase is dropped, so
+        // what counts by the label (`/metrics`, selectors) counts by the status.
+        if let Some(labels) = obj
+            .pointer_mut("/metadata/labels")
+            .and_then(Value::as_object_mut)
+        {
+            labels.remove(PHASE_LABEL);
+        }
         return;
     }
     if let Some(labels) = labels_mut(obj) {

@@ -5,6 +5,7 @@ mod home;
 mod impersonation;
 mod in_cluster;
 mod metrics;
+mod openapi;
 mod resource;
 mod review;
 mod scale;
@@ -42,7 +43,13 @@ pub struct RequestContext {
     pub user_agent: Option<String>,
     /// A SubjectAccessReview a `system:masters` caller asked to be deep ([`is_deep_review`]).
     pub deep_review: bool,
+    /// The resource the request turned out to address, once found among those served: what its
+    /// metrics are labelled with (never the raw path, which anyone may fill with anything).
+    pub served: std::sync::OnceLock<Arc<kcp_api_types::ResourceDef>>,
 }
+
+/// kcp's answer to `/metrics` under a workspace.
+const SHARD_LEVEL_ONLY: &str = "shard-level endpoint not available at workspace scope\n";
 
 /// kube-apiserver's answer when too many requests are in flight: plain text, retried by clients.
 fn too_many_requests() -> Response<Body> {
@@ -60,10 +67,11 @@ fn too_many_requests() -> Response<Body> {
 /// kube-apiserver's default request timeout for requests that are not long-running.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// How long a request may take: `None` for a watch (long-running), else the request timeout or
-/// the shorter one its `timeout` parameter asks for (a Go duration such as `30s`).
-fn request_deadline(path: &str, query: &Query) -> Option<Duration> {
-    if query.flag("watch") || path.contains("/watch/") {
+/// How long a request may take: `None` for a watch (long-running: a GET asking to watch), else
+/// the request timeout or the shorter one its `timeout` parameter asks for (a Go duration such as
+/// `30s`). Any other request asking to watch is bounded like any other.
+fn request_deadline(method: &Method, path: &str, query: &Query) -> Option<Duration> {
+    if *method == Method::GET && (query.flag("watch") || path.contains("/watch/")) {
         return None;
     }
     let asked = query.get("timeout").and_then(go_duration);
@@ -118,7 +126,7 @@ impl ApiServer {
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let query = Query::parse(req.uri().query());
-        let deadline = request_deadline(req.uri().path(), &query);
+        let deadline = request_deadline(&method, req.uri().path(), &query);
         // Watches are long-running and not counted; health checks must answer under load.
         let place = match deadline {
             Some(_) if !request_info::is_health(&path) => match self.in_flight.admit(&method) {
@@ -302,7 +310,7 @@ impl ApiServer {
             (Target::Metrics, ClusterTarget::Name(_) | ClusterTarget::Wildcard) => {
                 return Ok(response::text(
                     StatusCode::NOT_IMPLEMENTED,
-                    "shard-level endpoint not available at workspace scope\n",
+                    SHARD_LEVEL_ONLY,
                 ));
             }
             _ => {}
@@ -314,6 +322,13 @@ impl ApiServer {
             &peer.certificates,
         )?;
         let info = self.in_cluster(&parts, &user, authenticated_by, info, VerbHints { watch });
+        // A ServiceAccount's bare `/metrics` became its LC's: kcp answers that as above.
+        if let (Target::Metrics, ClusterTarget::Name(_)) = (&info.target, &info.cluster) {
+            return Ok(response::text(
+                StatusCode::NOT_IMPLEMENTED,
+                SHARD_LEVEL_ONLY,
+            ));
+        }
         let mut info = self.resolve_path(info)?;
         if let Target::Resource(r) = &mut info.target {
             r.select_name(query.get("fieldSelector"));
@@ -361,6 +376,7 @@ impl ApiServer {
             query,
             user,
             deep_review,
+            served: std::sync::OnceLock::new(),
         };
         let is_read = matches!(parts.method, Method::GET | Method::HEAD);
         match &ctx.info.target {
@@ -372,6 +388,11 @@ impl ApiServer {
                     body,
                 ))
                 .await;
+                if let (Some(def), Some(shape), Target::Resource(r)) =
+                    (ctx.served.get(), shape.as_mut(), &ctx.info.target)
+                {
+                    shape.served_by(def, r.subresource.as_deref());
+                }
                 if resp.is_ok() && !is_read && is_rbac(&ctx.info) && !ctx.dry_run()? {
                     // Answer only once the cache (and so the RBAC index) holds the change: a
                     // client that was told its binding exists must be authorized by it. A dry run
@@ -413,11 +434,12 @@ impl ApiServer {
             }
             Target::OpenApiV3 { group, version } => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
-                self.api_set(&ctx.info.cluster)
-                    .openapi()
-                    .group_version(group, version)
-                    .map(|bytes| response::json_bytes(StatusCode::OK, bytes))
-                    .ok_or_else(ApiError::path_not_found)
+                self.serve_openapi_v3(
+                    &ctx,
+                    group,
+                    version,
+                    header(header::IF_NONE_MATCH).as_deref(),
+                )
             }
             // client-go asks for the protobuf form only; kubectl validates with it the kinds its
             // v3 lookup missed.
@@ -591,7 +613,7 @@ mod deadline_tests {
     fn watches_have_no_deadline_others_the_shorter() {
         let uri = |s: &str| s.parse::<http::Uri>().expect("a URI");
         let request_deadline =
-            |uri: http::Uri| request_deadline(uri.path(), &Query::parse(uri.query()));
+            |uri: http::Uri| request_deadline(&Method::GET, uri.path(), &Query::parse(uri.query()));
         assert_eq!(
             request_deadline(uri("/clusters/root/api/v1/configmaps?watch=true")),
             None
@@ -611,6 +633,15 @@ mod deadline_tests {
         assert_eq!(
             request_deadline(uri("/x?timeout=1500ms")),
             Some(Duration::from_millis(1500))
+        );
+        // Only a GET watches: a write asking to is bounded as any write.
+        assert_eq!(
+            super::request_deadline(
+                &Method::POST,
+                "/clusters/root/api/v1/configmaps",
+                &Query::parse(Some("watch=1"))
+            ),
+            Some(REQUEST_TIMEOUT)
         );
         assert_eq!(go_duration("10x"), None);
         assert_eq!(go_duration(""), None);

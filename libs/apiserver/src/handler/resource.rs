@@ -44,6 +44,7 @@ impl ApiServer {
             .find(&req.group, &req.version, &req.resource)
             .cloned()
             .ok_or_else(ApiError::path_not_found)?;
+        let _ = ctx.served.set(def.clone());
         if req.verb.is_empty() {
             return Err(ApiError::method_not_allowed(format!(
                 "the server does not allow this method on the requested resource: {method}"

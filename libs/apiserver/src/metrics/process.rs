@@ -1,5 +1,5 @@
 //! The usual `process_*` metrics, read from `/proc/self` when scraped (Linux only; elsewhere they
-//! stay 0).
+//! stay 0, and the start time is when the server was built).
 
 use std::sync::atomic::AtomicU64;
 
@@ -58,9 +58,8 @@ impl ProcessMetrics {
             "Maximum number of open file descriptors",
             metrics.max_fds.clone(),
         );
-        // Taken when the server is built, a moment after the process started.
         let start = FloatGauge::default();
-        start.set(super::now_seconds());
+        start.set(start_time().unwrap_or_else(super::now_seconds));
         registry.register_with_unit(
             "process_start_time",
             "Start time of the process since unix epoch in seconds",
@@ -115,6 +114,26 @@ fn cpu_seconds(stat: &str) -> Option<f64> {
     Some((user + system) / TICKS_PER_SECOND)
 }
 
+/// When the process started, in seconds since the epoch: its start in ticks after boot
+/// (`/proc/self/stat` field 22) plus the boot time (`btime` of `/proc/stat`).
+fn start_time() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let boot = std::fs::read_to_string("/proc/stat").ok()?;
+    start_seconds(&stat, &boot)
+}
+
+fn start_seconds(stat: &str, boot: &str) -> Option<f64> {
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    let ticks: f64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let btime: f64 = boot
+        .lines()
+        .find_map(|l| l.strip_prefix("btime "))?
+        .trim()
+        .parse()
+        .ok()?;
+    Some(btime + ticks / TICKS_PER_SECOND)
+}
+
 /// A `kB` line of `/proc/self/status`, in bytes.
 fn status_bytes(status: &str, field: &str) -> Option<i64> {
     let line = status.lines().find(|l| l.starts_with(field))?;
@@ -144,6 +163,15 @@ mod tests {
     fn proc_files_are_read() {
         let stat = "1234 (kcp shard) S 1 1234 1234 0 -1 4194560 5000 0 0 0 250 50 0 0 20 0 30 0";
         assert_eq!(cpu_seconds(stat), Some(3.0));
+        let started = "1 (x) S 1 1 1 0 -1 0 0 0 0 0 0 0 0 0 20 0 1 0 12345 0";
+        assert_eq!(
+            start_seconds(started, "cpu  1 2\nbtime 1700000000\n"),
+            Some(1_700_000_123.45)
+        );
+        assert!(
+            start_time().is_some_and(|t| t > 1.0e9),
+            "read from /proc here"
+        );
         let status = "Name:\tkcp-shard\nVmSize:\t  200 kB\nVmRSS:\t    10 kB\n";
         assert_eq!(status_bytes(status, "VmRSS:"), Some(10 * 1024));
         assert_eq!(status_bytes(status, "VmSize:"), Some(200 * 1024));

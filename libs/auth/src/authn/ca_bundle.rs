@@ -1,8 +1,8 @@
 //! A set of trusted CA certificates that one authenticator checks client certificate chains against.
 //!
-//! The TLS layer accepts certificates of every CA the server trusts (client CA and request-header CA
-//! alike), so "the handshake succeeded" does not say *which* CA issued a certificate. Each authenticator
-//! that cares therefore verifies the chain against its own bundle.
+//! The TLS layer only proves that a client holds its certificate's key; it judges no chain (as
+//! kube-apiserver's, so that a bad certificate is a 401, not a broken handshake). Each
+//! authenticator that reads certificates therefore verifies the chain against its own bundle.
 
 use std::collections::HashMap;
 use std::sync::{PoisonError, RwLock};
@@ -12,6 +12,10 @@ use rustls_pki_types::pem::PemObject;
 use rustls_pki_types::{CertificateDer, TrustAnchor, UnixTime};
 use sha2::{Digest, Sha256};
 use webpki::{EndEntityCert, KeyUsage};
+use x509_parser::oid_registry::{
+    OID_PKCS1_RSASSAPSS, OID_PKCS1_SHA256WITHRSA, OID_PKCS1_SHA384WITHRSA, OID_PKCS1_SHA512WITHRSA,
+    OID_SIG_ECDSA_WITH_SHA256, OID_SIG_ECDSA_WITH_SHA384, OID_SIG_ED25519,
+};
 use x509_parser::prelude::{FromDer, X509Certificate, X509Version};
 
 /// How long a verdict on a chain is reused. Short, so a certificate expiring mid-connection stops
@@ -121,6 +125,21 @@ impl CaBundle {
             return false;
         };
         if leaf.version() != X509Version::V1 || !leaf.validity().is_valid() {
+            return false;
+        }
+        // What webpki (and Go) accept for v3 chains: no SHA-1, which x509-parser would still check.
+        let algorithm = &leaf.signature_algorithm.algorithm;
+        if ![
+            OID_PKCS1_SHA256WITHRSA,
+            OID_PKCS1_SHA384WITHRSA,
+            OID_PKCS1_SHA512WITHRSA,
+            OID_PKCS1_RSASSAPSS,
+            OID_SIG_ECDSA_WITH_SHA256,
+            OID_SIG_ECDSA_WITH_SHA384,
+            OID_SIG_ED25519,
+        ]
+        .contains(algorithm)
+        {
             return false;
         }
         self.certificates.iter().any(|ca| {
@@ -266,5 +285,22 @@ mod tests {
         assert!(!bundle.verifies(std::slice::from_ref(foreign)));
         // A v3 leaf of another CA still fails as before.
         assert!(!bundle.verifies(&[TestCa::new("v1-test-ca").client("jane", None)]));
+    }
+
+    /// openssl 3.0 too: an RSA CA `v1-rsa-ca`, then `jane` as X.509 v1 signed with SHA-1, and the same
+    /// signed with SHA-256.
+    const V1_RSA_PEM: &str = include_str!("testdata/v1_rsa_sha1.pem");
+
+    #[test]
+    fn x509_v1_leaves_signed_with_sha1_do_not_verify() {
+        let certs = CertificateDer::pem_slice_iter(V1_RSA_PEM.as_bytes())
+            .collect::<Result<Vec<_>, _>>()
+            .unwrap();
+        let [ca, sha1, sha256] = &certs[..] else {
+            panic!("three certificates expected, got {}", certs.len());
+        };
+        let bundle = CaBundle::from_der(std::slice::from_ref(ca)).unwrap();
+        assert!(!bundle.verifies(std::slice::from_ref(sha1)));
+        assert!(bundle.verifies(std::slice::from_ref(sha256)));
     }
 }

@@ -139,10 +139,11 @@ impl RequestHeaderAuthenticator {
         let Ok((_, cert)) = X509Certificate::from_der(leaf.as_ref()) else {
             return false;
         };
+        // The last CN, as Go's subject keeps it.
         let cn = cert
             .subject()
             .iter_common_name()
-            .next()
+            .last()
             .and_then(|cn| cn.as_str().ok());
         cn.is_some_and(|cn| self.allowed_names.iter().any(|n| n == cn))
     }

@@ -12,8 +12,9 @@ use crate::authn::{Authenticator, AuthnResult, CaBundle, UserInfo};
 pub const AUTHENTICATED_GROUP: &str = "system:authenticated";
 
 /// Authenticates by the client's TLS certificate, if its chain leads to one of this authenticator's
-/// CAs (the shard's own CA and `--client-ca-file`). The TLS layer also accepts the request-header CA's
-/// certificates, which name a proxy, not a user, so a chain of another CA is no credential here.
+/// CAs (the shard's own CA and `--client-ca-file`). The TLS layer accepts any certificate whose key
+/// the client holds (the request-header CA's name a proxy, not a user), so a chain of another CA is
+/// no credential here.
 ///
 /// Clients send the same certificate on every request, so the user read from a certificate is kept
 /// (up to [`CACHE_CAPACITY`] certificates; the cache starts over when full) instead of parsing the DER
@@ -75,13 +76,14 @@ pub fn user_from_certificate(cert: &CertificateDer<'_>) -> AuthnResult {
         Err(err) => return AuthnResult::Invalid(format!("unparsable client certificate: {err}")),
     };
     let subject = cert.subject();
-    // Kubernetes takes the first CN; a certificate without one names nobody.
-    let name = match subject.iter_common_name().next().map(|cn| cn.as_str()) {
+    // Go's subject keeps the last CN, which Kubernetes takes; a certificate without one names
+    // nobody, and another credential of the request may still count.
+    let name = match subject.iter_common_name().last().map(|cn| cn.as_str()) {
         Some(Ok(name)) if !name.is_empty() => name.to_string(),
         Some(Err(err)) => {
             return AuthnResult::Invalid(format!("client certificate common name: {err}"));
         }
-        _ => return AuthnResult::Invalid("client certificate has no common name".to_string()),
+        _ => return AuthnResult::NoCredential,
     };
     let mut groups = Vec::new();
     for org in subject.iter_organization() {
@@ -184,7 +186,7 @@ mod tests {
 
     #[test]
     fn a_certificate_of_another_ca_is_no_credential() {
-        // The request-header CA's proxy certificates pass the TLS layer too; they name no user here.
+        // The request-header CA's proxy certificates pass the TLS layer like any; they name no user here.
         let ca = TestCa::new("client-ca");
         let proxy_ca = TestCa::new("requestheader-ca");
         assert_eq!(
@@ -198,9 +200,24 @@ mod tests {
     }
 
     #[test]
-    fn missing_cn_is_invalid() {
+    fn missing_cn_is_no_credential() {
         let result = user_from_certificate(&cert(None, &["g"]));
-        assert!(matches!(result, AuthnResult::Invalid(_)), "{result:?}");
+        assert_eq!(result, AuthnResult::NoCredential);
+    }
+
+    #[test]
+    fn the_last_cn_names_the_user() {
+        let key = KeyPair::generate().unwrap();
+        let mut params = CertificateParams::default();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params.distinguished_name.push(DnType::CommonName, "first");
+        params.distinguished_name.push(DnType::CommonName, "last");
+        let cert = params.self_signed(&key).unwrap().der().clone();
+        let result = user_from_certificate(&cert);
+        assert!(
+            matches!(result, AuthnResult::Authenticated(ref u) if u.name == "last"),
+            "{result:?}"
+        );
     }
 
     #[test]
