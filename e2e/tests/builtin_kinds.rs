@@ -2,7 +2,7 @@
 //! CertificateSigningRequest records its real requester and keeps its spec, and is approved through
 //! `/approval` (`kubectl certificate approve`) by those allowed to approve for its signer; ConfigMap
 //! `binaryData` must be base64 and data at most 1 MiB; namespaces carry their name as a label and
-//! a phase that follows their lifecycle; owner references and finalizers are validated; Leases
+//! a phase that follows their lifecycle, and are never deleted as a collection; owner references and finalizers are validated; Leases
 //! and custom resources need a resourceVersion to be replaced, Leases and Events may be created by
 //! PUT; RBAC objects are validated, and aggregated ClusterRoles show the rules they aggregate;
 //! invalid write options are Kubernetes' 422s.
@@ -354,6 +354,22 @@ fn configmap_data_rules(store: StoreKind) {
 fn namespaces_carry_their_name(store: StoreKind) {
     let shard = Shard::start(store);
     shard.kubectl_ok(&["create", "namespace", "n3"]);
+    // No collection delete of namespaces, as in Kubernetes: 405, and n3 stays.
+    let (code, body) = shard.curl(
+        "DELETE",
+        "/clusters/root/api/v1/namespaces?labelSelector=kubernetes.io/metadata.name=n3",
+        None,
+    );
+    assert_eq!(code, 405, "{body}");
+    assert!(body.contains(r#""reason":"MethodNotAllowed""#), "{body}");
+    shard.kubectl_ok(&["get", "namespace", "n3"]);
+    let verbs = shard.kubectl_ok(&["api-resources", "--api-group=", "-o", "wide"]);
+    let line = verbs
+        .lines()
+        .find(|l| l.starts_with("namespaces "))
+        .unwrap_or_default()
+        .to_string();
+    assert!(!line.contains("deletecollection"), "{line}");
     let ns = shard.kubectl_json(&["get", "namespace", "n3", "-o", "json"]);
     assert_eq!(
         ns["metadata"]["labels"]["kubernetes.io/metadata.name"], "n3",

@@ -136,6 +136,12 @@ impl Def {
         });
         self
     }
+    /// Kubernetes' namespace storage deletes no collection (a selector could take whole namespaces
+    /// and everything in them at once).
+    fn without_deletecollection(mut self) -> Def {
+        self.0.verbs.retain(|v| v != "deletecollection");
+        self
+    }
     fn review(mut self) -> Def {
         self.0.backing = ResourceKind::Review;
         self.0.verbs = vec!["create".to_string()];
@@ -278,6 +284,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
             ])
             .fields(vec![field("status.phase", |o| str_at(o, "/status/phase"))])
             .strategy(NamespaceStrategy)
+            .without_deletecollection()
             .0,
         core("ResourceQuota", "resourcequotas", true)
             .short(&["quota"])
