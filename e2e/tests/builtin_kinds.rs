@@ -4,7 +4,7 @@
 //! `binaryData` must be base64 and data at most 1 MiB; namespaces carry their name as a label and
 //! a phase that follows their lifecycle, and are never deleted as a collection; owner references and finalizers are validated; Leases
 //! and custom resources need a resourceVersion to be replaced, Leases and Events may be created by
-//! PUT; RBAC objects are validated, and aggregated ClusterRoles show the rules they aggregate;
+//! PUT, and a uid in a replacement is a precondition; RBAC objects are validated, and aggregated ClusterRoles show the rules they aggregate;
 //! invalid write options are Kubernetes' 422s.
 
 use kcp_e2e::{Shard, StoreKind, on_both_stores};
@@ -462,6 +462,27 @@ fn metadata_rules(store: StoreKind) {
 
 fn update_policies(store: StoreKind) {
     let shard = Shard::start(store);
+    // A uid in a replacement is a precondition: the object made again since is a 409 conflict.
+    shard.kubectl_ok(&["create", "configmap", "again", "--from-literal=a=1"]);
+    let old = shard.kubectl_json(&["get", "configmap", "again", "-o", "json"]);
+    shard.kubectl_ok(&["delete", "configmap", "again"]);
+    shard.kubectl_ok(&["create", "configmap", "again", "--from-literal=a=2"]);
+    let mut stale = old.clone();
+    stale["metadata"]
+        .as_object_mut()
+        .expect("metadata")
+        .remove("resourceVersion");
+    let (code, body) = send(
+        &shard,
+        "PUT",
+        "/clusters/root/api/v1/namespaces/default/configmaps/again",
+        &stale.to_string(),
+    );
+    assert_eq!(code, 409, "{body}");
+    assert!(
+        body.contains("Precondition failed: UID in precondition:"),
+        "{body}"
+    );
     const LEASES: &str = "/clusters/root/apis/coordination.k8s.io/v1/namespaces/default/leases";
     let lease = |holder: &str| {
         format!(

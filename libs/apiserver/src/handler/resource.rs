@@ -236,9 +236,32 @@ impl ApiServer {
                     .is_none_or(str::is_empty);
                 let must_name_version = unconditional && !def.strategy.allow_unconditional_update();
                 let manager = self.field_manager(ctx, &def)?;
+                // A uid in the body is a precondition, as Kubernetes takes it: replacing an object
+                // that was deleted and made again since is a conflict, not an invalid change.
+                let precondition_uid = obj
+                    .pointer("/metadata/uid")
+                    .and_then(Value::as_str)
+                    .filter(|u| !u.is_empty())
+                    .map(str::to_string);
                 let updated = self
                     .registry
                     .update(&def, at, update_kind, opts, |old| {
+                        let stored = old
+                            .pointer("/metadata/uid")
+                            .and_then(Value::as_str)
+                            .unwrap_or_default();
+                        if let Some(uid) = &precondition_uid
+                            && uid != stored
+                        {
+                            return Err(ApiError::conflict(
+                                &def.group,
+                                &def.plural,
+                                at.name,
+                                &format!(
+                                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {stored}"
+                                ),
+                            ));
+                        }
                         // Only a replacement needs the version (a PUT that creates does not).
                         // Kubernetes names the resource where the kind would be, and shows the
                         // missing version as Go prints a zero uint64.
