@@ -404,6 +404,19 @@ impl Shard {
         etcd.restart().expect("etcd starts again");
     }
 
+    /// Kills this shard's etcd (SIGKILL) and leaves it down under the running shard, until
+    /// [`Shard::start_etcd_again`]. Only for a shard on etcd.
+    pub fn kill_etcd(&mut self) {
+        let etcd = self.etcd.as_mut().expect("the shard runs on etcd");
+        etcd.kill().expect("etcd stops");
+    }
+
+    /// Starts this shard's etcd again on the same data and ports after [`Shard::kill_etcd`].
+    pub fn start_etcd_again(&mut self) {
+        let etcd = self.etcd.as_mut().expect("the shard runs on etcd");
+        etcd.start_again().expect("etcd starts again");
+    }
+
     /// Starts the shard again on the same root directory (and the same etcd) after [`Shard::stop`] or
     /// [`Shard::kill9`]. The port changes; [`Shard::base_url`] and the kubeconfig follow.
     pub fn start_again(&mut self) {

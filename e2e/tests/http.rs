@@ -10,8 +10,52 @@ use kcp_e2e::{Shard, StoreKind, on_both_stores};
 on_both_stores!(
     early_answers_reach_the_client,
     silent_and_slow_clients_are_let_go,
-    openapi_documents_are_cached
+    openapi_documents_are_cached,
+    health_checks
 );
+
+/// The health endpoints as kube-apiserver's: `ok`, one line per check with `?verbose`, checks left
+/// out with `?exclude`, one check by its path, 404 for a check there is not; with etcd gone, the
+/// store check fails (500, every check listed) until it is back.
+fn health_checks(store: StoreKind) {
+    let mut shard = Shard::start(store);
+    let (code, body) = shard.curl_anonymous("GET", "/readyz");
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    let (code, body) = shard.curl_anonymous("GET", "/readyz?verbose");
+    assert_eq!(code, 200, "{body}");
+    assert_eq!(
+        body,
+        "[+]ping ok\n[+]log ok\n[+]etcd ok\n[+]informer-sync ok\n[+]shutdown ok\nreadyz check passed\n"
+    );
+    let (code, body) = shard.curl_anonymous("GET", "/livez?verbose&exclude=log&exclude=nope");
+    assert_eq!(code, 200, "{body}");
+    assert!(body.contains("[+]log excluded: ok\n"), "{body}");
+    assert!(
+        body.contains("warn: some health checks cannot be excluded: no matches for \"nope\""),
+        "{body}"
+    );
+    let (code, body) = shard.curl_anonymous("GET", "/clusters/root/readyz/etcd");
+    assert_eq!((code, body.as_str()), (200, "ok"));
+    let (code, _) = shard.curl_anonymous("GET", "/readyz/bogus");
+    assert_eq!(code, 404);
+    if store != StoreKind::Etcd {
+        return;
+    }
+    shard.kill_etcd();
+    let failing = shard.eventually("the store check fails", || {
+        let (code, body) = shard.curl_anonymous("GET", "/livez");
+        (code == 500).then_some(body)
+    });
+    assert!(
+        failing.contains("[-]etcd failed: reason withheld\n"),
+        "{failing}"
+    );
+    assert!(failing.ends_with("livez check failed\n"), "{failing}");
+    shard.start_etcd_again();
+    shard.eventually("ready again", || {
+        (shard.curl_anonymous("GET", "/readyz") == (200, "ok".to_string())).then_some(())
+    });
+}
 
 /// Status line and headers (lower-cased names) of a GET as kcp-admin, with extra headers.
 fn head_of(shard: &Shard, path: &str, extra: &[&str]) -> (u16, Vec<(String, String)>) {

@@ -113,6 +113,8 @@ pub struct ApiServer {
     in_flight: in_flight::InFlight,
     /// What `/metrics` shows.
     metrics: metrics::Metrics,
+    /// The store's last answer to the health checks.
+    store_health: handler::StoreHealth,
 }
 
 impl ApiServer {
@@ -195,6 +197,7 @@ impl ApiServer {
             inactive,
             in_flight: in_flight::InFlight::default(),
             metrics,
+            store_health: Default::default(),
         });
         lifecycle::spawn_namespace_finalizer(server.clone(), queue);
         lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);

@@ -367,6 +367,8 @@ pub struct WatchCache {
     observer: std::sync::OnceLock<Arc<dyn CacheObserver>>,
     /// Whether the first load came from a snapshot (see [`WatchCache::start_with_snapshot`]).
     from_snapshot: std::sync::atomic::AtomicBool,
+    /// False from a broken store watch until the cache is loaded again (the health checks ask).
+    following: std::sync::atomic::AtomicBool,
 }
 
 /// State kept beside the cache that must never lag it (the RBAC index): called synchronously,
@@ -740,6 +742,7 @@ impl WatchCache {
             any_all: std::sync::atomic::AtomicBool::new(false),
             observer: std::sync::OnceLock::new(),
             from_snapshot: std::sync::atomic::AtomicBool::new(false),
+            following: std::sync::atomic::AtomicBool::new(true),
         });
         let started = std::time::Instant::now();
         let from_snapshot = match snapshot {
@@ -977,12 +980,16 @@ impl WatchCache {
                     }
                 }
             }
+            self.following.store(false, Ordering::Release);
             if self.stop.is_cancelled() {
                 return;
             }
             stream = loop {
                 match self.reload(store.as_ref()).await {
-                    Ok(s) => break s,
+                    Ok(s) => {
+                        self.following.store(true, Ordering::Release);
+                        break s;
+                    }
                     Err(err) => {
                         tracing::error!(error = %err, "reloading the watch cache failed; retrying");
                         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -1083,6 +1090,11 @@ impl WatchCache {
     }
 
     /// Whether the cache started from a snapshot rather than by reading the store.
+    /// Whether the cache follows the store now (not reloading after its watch broke).
+    pub fn is_following(&self) -> bool {
+        self.following.load(Ordering::Acquire)
+    }
+
     pub fn started_from_snapshot(&self) -> bool {
         self.from_snapshot.load(Ordering::Acquire)
     }

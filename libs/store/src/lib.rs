@@ -342,4 +342,10 @@ pub trait Store: Send + Sync + 'static {
     async fn identity(&self) -> Result<Option<String>, StoreError> {
         Ok(None)
     }
+
+    /// Whether the store serves now (the health checks ask): by default, whether it tells its
+    /// revision.
+    async fn health(&self) -> Result<(), StoreError> {
+        self.current_revision().await.map(|_| ())
+    }
 }

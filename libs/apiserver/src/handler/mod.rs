@@ -1,6 +1,8 @@
 //! The handler chain: parse → authenticate → authorize → dispatch, with one log line per request.
 
 mod authentication;
+mod health;
+pub(crate) use health::StoreHealth;
 mod home;
 mod impersonation;
 mod in_cluster;
@@ -304,7 +306,7 @@ impl ApiServer {
         ));
         match (&info.target, &info.cluster) {
             // Health endpoints need no credentials.
-            (Target::Health(_), _) => return Ok(response::text(StatusCode::OK, "ok")),
+            (Target::Health(path), _) => return Ok(self.serve_health(path, &query).await),
             // kcp's answer, before any credential is looked at: the shard's metrics are not a
             // workspace's.
             (Target::Metrics, ClusterTarget::Name(_) | ClusterTarget::Wildcard) => {

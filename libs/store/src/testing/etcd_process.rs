@@ -161,13 +161,29 @@ impl EtcdProcess {
     /// Kills etcd (SIGKILL) and starts it again on the same data and ports, waiting until it answers:
     /// what a client sees when its etcd restarts. Not possible for an external etcd.
     pub fn restart(&mut self) -> io::Result<()> {
-        let Some(launch) = self.launch.as_ref() else {
-            return Err(io::Error::other("an external etcd cannot be restarted"));
-        };
+        self.kill()?;
+        self.start_again()
+    }
+
+    /// Kills etcd (SIGKILL), keeping its data and ports for [`EtcdProcess::start_again`]. Not
+    /// possible for an external etcd.
+    pub fn kill(&mut self) -> io::Result<()> {
+        if self.launch.is_none() {
+            return Err(io::Error::other("an external etcd cannot be stopped"));
+        }
         if let Some(mut child) = self.child.take() {
             let _ = child.kill();
             let _ = child.wait();
         }
+        Ok(())
+    }
+
+    /// Starts etcd again on the same data and ports after [`EtcdProcess::kill`], waiting until it
+    /// answers.
+    pub fn start_again(&mut self) -> io::Result<()> {
+        let Some(launch) = self.launch.as_ref() else {
+            return Err(io::Error::other("an external etcd cannot be started"));
+        };
         let client = launch.client;
         self.child = Some(launch.spawn()?);
         self.wait_healthy(SocketAddr::from(([127, 0, 0, 1], client)))

@@ -76,6 +76,10 @@ struct Shared {
     compacted: AtomicI64,
     commits: AtomicU64,
     writes: AtomicU64,
+    /// Why the last commit failed, until one succeeds. After an I/O error (a full disk) redb
+    /// refuses every commit until the database is opened again, which only a restart does here;
+    /// the health checks report it so that whoever runs the shard restarts it.
+    failure: parking_lot::Mutex<Option<String>>,
 }
 
 struct WriterHandle {
@@ -125,6 +129,7 @@ impl RedbStore {
             compacted: AtomicI64::new(revs.compacted),
             commits: AtomicU64::new(0),
             writes: AtomicU64::new(0),
+            failure: parking_lot::Mutex::new(None),
         });
         let (tx, rx) = mpsc::channel(WRITE_QUEUE);
         let max_batch = options.max_batch.max(1);
@@ -241,6 +246,15 @@ fn unexpected() -> StoreError {
 impl Store for RedbStore {
     async fn current_revision(&self) -> Result<Revision, StoreError> {
         Ok(self.shared.hub.current())
+    }
+
+    async fn health(&self) -> Result<(), StoreError> {
+        match self.shared.failure.lock().as_ref() {
+            Some(failure) => Err(StoreError::Backend(format!(
+                "the last commit failed: {failure}"
+            ))),
+            None => Ok(()),
+        }
     }
 
     async fn get(&self, key: &str) -> Result<Option<KeyValue>, StoreError> {

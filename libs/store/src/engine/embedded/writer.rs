@@ -74,6 +74,7 @@ pub(super) fn run(
             batch.iter().map(|r| &r.op),
         ) {
             Ok(outcomes) => {
+                *shared.failure.lock() = None;
                 revs = next;
                 shared.compacted.store(revs.compacted, Ordering::Release);
                 shared.commits.fetch_add(1, Ordering::Relaxed);
@@ -88,6 +89,7 @@ pub(super) fn run(
             }
             Err(err) => {
                 tracing::error!(error = %err, writes = batch.len(), "redb batch failed to commit");
+                *shared.failure.lock() = Some(err.to_string());
                 for req in batch {
                     let _ = req.reply.send(Err(err.clone()));
                 }
