@@ -149,6 +149,23 @@ fn crd_then_custom_resources_with_kubectl(store: StoreKind) {
     // explain reads the CRD's schema from this LC's OpenAPI v3.
     let explain = shard.kubectl_ok(&["explain", "crontab.spec"]);
     assert!(explain.contains("What the cron job runs."), "{explain}");
+    // As kube-apiserver publishes every custom resource: its type fields and described metadata.
+    let whole = shard.kubectl_ok(&["explain", "crontab"]);
+    for field in [
+        "apiVersion\t<string>",
+        "kind\t<string>",
+        "metadata\t<ObjectMeta>",
+    ] {
+        assert!(whole.contains(field), "{field}: {whole}");
+    }
+    assert!(whole.contains("Standard object's metadata."), "{whole}");
+    // metadata is not required of a built-in kind (only of a core Event).
+    let configmap = shard.kubectl_ok(&["explain", "configmap"]);
+    assert!(
+        configmap.contains("metadata\t<ObjectMeta>")
+            && !configmap.contains("metadata\t<ObjectMeta> -required-"),
+        "{configmap}"
+    );
     assert!(
         explain.contains("cronSpec") && explain.contains("<string>"),
         "{explain}"

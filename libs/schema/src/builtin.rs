@@ -97,6 +97,29 @@ pub fn object_meta() -> Schema {
 static OBJECT_META_SCHEMA: LazyLock<Schema> = LazyLock::new(object_meta);
 
 /// ObjectMeta as a node that outlives any walk (validators splice it in for custom resources).
+/// k8s-openapi holds a kind's `metadata` as a plain field, so schemars lists it as required; the
+/// published OpenAPI (which `kubectl explain` shows) requires it of core Events only. (It also
+/// requires an events.k8s.io Event's `eventTime`, which k8s-openapi keeps optional; the same
+/// schema validates writes, where Kubernetes asks for it on create only, so it stays optional.)
+fn published_required(component: &mut Value, schema_name: &str) {
+    let Some(object) = component.as_object_mut() else {
+        return;
+    };
+    let mut required: Vec<Value> = object
+        .get("required")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if schema_name != "io.k8s.api.core.v1.Event" {
+        required.retain(|r| r != "metadata");
+    }
+    if required.is_empty() {
+        object.remove("required");
+    } else {
+        object.insert("required".into(), Value::Array(required));
+    }
+}
+
 pub(crate) fn object_meta_node() -> SchemaNode<'static> {
     OBJECT_META_SCHEMA.root()
 }
@@ -219,6 +242,11 @@ fn build() -> Registry {
     if let Some(Value::Object(json)) = components.get_mut(APIEXTENSIONS_JSON) {
         // Upstream publishes it untyped: defaults, examples and enum values may be any JSON.
         json.remove("type");
+    }
+    for k in &kinds {
+        if let Some(component) = components.get_mut(&k.schema_name) {
+            published_required(component, &k.schema_name);
+        }
     }
     for k in &kcp::KINDS {
         components.insert(k.schema_name.to_owned(), (k.schema)());

@@ -206,9 +206,28 @@ fn compile_version(schema_json: &Value) -> Result<CompiledVersion, kcp_schema::S
     let schema = kcp_schema::crd::compile_version_schema(schema_json)?;
     let mut openapi = schema_json.clone();
     if let Some(props) = openapi.get_mut("properties").and_then(Value::as_object_mut) {
+        // What kube-apiserver publishes of every custom resource besides its schema (kubectl
+        // explain lists them): the type fields and the object metadata, described.
         props.insert(
             "metadata".into(),
-            serde_json::json!({"$ref": format!("#/components/schemas/{}", kcp_schema::builtin::OBJECT_META)}),
+            serde_json::json!({
+                "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+                "allOf": [{"$ref": format!("#/components/schemas/{}", kcp_schema::builtin::OBJECT_META)}],
+            }),
+        );
+        props.insert(
+            "apiVersion".into(),
+            serde_json::json!({
+                "description": "APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#resources",
+                "type": "string",
+            }),
+        );
+        props.insert(
+            "kind".into(),
+            serde_json::json!({
+                "description": "Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. Cannot be updated. In CamelCase. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#types-kinds",
+                "type": "string",
+            }),
         );
     }
     // Compile errors were refused when the CRD was written; a schema that fails here anyway
