@@ -959,10 +959,14 @@ impl WatchCache {
             .clone()
     }
 
-    /// Applies the store's changes; when the store watch breaks (lagged, compacted, connection lost),
-    /// reloads everything at the store's current revision and watches again.
+    /// Applies the store's changes. When the store watch breaks (a lost connection, an etcd leader
+    /// change, a watcher cut off for lagging), it is resumed after the cache's revision, so the
+    /// clients' watches go on without missing anything; only when the store no longer has that
+    /// history (compacted) is everything reloaded at the current revision, which ends every client
+    /// watch (they resume or relist).
     async fn follow(self: Arc<Self>, store: Arc<dyn Store>, mut stream: kcp_store::WatchStream) {
         loop {
+            let mut history_gone = false;
             loop {
                 let item = tokio::select! {
                     item = stream.next() => item,
@@ -971,28 +975,41 @@ impl WatchCache {
                 match item {
                     Some(Ok(resp)) => self.apply(resp),
                     Some(Err(err)) => {
-                        tracing::warn!(error = %err, "store watch broke; reloading the watch cache");
+                        history_gone = matches!(err, StoreError::Compacted { .. });
+                        tracing::warn!(error = %err, "store watch broke");
                         break;
                     }
                     None => {
-                        tracing::warn!("store watch ended; reloading the watch cache");
+                        tracing::warn!("store watch ended");
                         break;
                     }
                 }
             }
             self.following.store(false, Ordering::Release);
-            if self.stop.is_cancelled() {
-                return;
-            }
             stream = loop {
-                match self.reload(store.as_ref()).await {
+                if self.stop.is_cancelled() {
+                    return;
+                }
+                let attempt = if history_gone {
+                    self.reload(store.as_ref()).await
+                } else {
+                    store.watch_changes("/", self.revision()).await
+                };
+                match attempt {
                     Ok(s) => {
                         self.following.store(true, Ordering::Release);
                         break s;
                     }
+                    Err(StoreError::Compacted { .. }) if !history_gone => {
+                        tracing::warn!("the store compacted past the watch cache; reloading it");
+                        history_gone = true;
+                    }
                     Err(err) => {
-                        tracing::error!(error = %err, "reloading the watch cache failed; retrying");
-                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        tracing::error!(error = %err, "following the store again failed; retrying");
+                        tokio::select! {
+                            _ = tokio::time::sleep(Duration::from_secs(1)) => {}
+                            _ = self.stop.cancelled() => return,
+                        }
                     }
                 }
             };
