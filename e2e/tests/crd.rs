@@ -252,6 +252,8 @@ fn crd_then_custom_resources_with_kubectl(store: StoreKind) {
     ]);
     assert_eq!(json_str(&scale, "/kind"), "Scale");
     assert_eq!(scale["spec"]["replicas"], 7);
+    // Kubernetes' Scale carries the object's identity, not its labels or annotations.
+    assert!(scale["metadata"].get("annotations").is_none(), "{scale}");
     assert_eq!(scale["status"]["replicas"], 0);
 
     // Deleting the CRD deletes its objects and the API. While an object's finalizer holds the

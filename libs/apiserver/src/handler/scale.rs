@@ -59,6 +59,7 @@ fn scale_of(scale: &ScaleDef, obj: &Value) -> Value {
     {
         status["selector"] = json!(selector);
     }
+    // Only what Kubernetes' Scale of a custom resource carries (not its labels or annotations).
     let mut metadata = json!({});
     for key in [
         "name",
@@ -66,7 +67,6 @@ fn scale_of(scale: &ScaleDef, obj: &Value) -> Value {
         "uid",
         "resourceVersion",
         "creationTimestamp",
-        "annotations",
     ] {
         if let Some(v) = meta.get(key) {
             metadata[key] = v.clone();
