@@ -130,15 +130,18 @@ pub fn event_columns() -> Vec<Column> {
             description: "Time when last this event was observed".into(),
             priority: 0,
             value: ColumnValue::Computed(|o| {
-                let ts = [
-                    str_of(o, "/lastTimestamp"),
-                    str_of(o, "/eventTime"),
-                    str_of(o, "/deprecatedLastTimestamp"),
-                    str_of(o, "/metadata/creationTimestamp"),
-                ]
-                .into_iter()
-                .find(|s| !s.is_empty())
-                .unwrap_or_default();
+                // Kubernetes' printer: the last time, else the first, else the event time (either
+                // API's names); an event without any is `<unknown>`, whenever it was created.
+                let ts = first_of(
+                    o,
+                    &[
+                        "/lastTimestamp",
+                        "/deprecatedLastTimestamp",
+                        "/firstTimestamp",
+                        "/deprecatedFirstTimestamp",
+                        "/eventTime",
+                    ],
+                );
                 json!(crate::builtin::columns::age_since(ts))
             }),
         },
@@ -531,6 +534,18 @@ mod tests {
         assert_eq!(human_duration(30 * 3600), "30h");
         assert_eq!(human_duration(3 * 86400), "3d");
         assert_eq!(human_duration(800 * 86400), "2y");
+    }
+
+    #[test]
+    fn an_event_without_times_was_last_seen_unknown() {
+        let last_seen = |o: &Value| match &event_columns()[0].value {
+            ColumnValue::Computed(f) => f(o),
+            _ => unreachable!("a computed column"),
+        };
+        let created = json!({"metadata": {"creationTimestamp": "2020-01-01T00:00:00Z"}});
+        assert_eq!(last_seen(&created), json!("<unknown>"));
+        let first = json!({"firstTimestamp": "2020-01-01T00:00:00Z"});
+        assert_ne!(last_seen(&first), json!("<unknown>"));
     }
 
     #[test]
