@@ -5,6 +5,7 @@
 //! - [`patch`]: strategic merge patch for built-in kinds, JSON patch, merge patch
 //! - [`protobuf`]: Kubernetes protobuf request bodies decoded into JSON
 //! - [`field_error`]: field-level errors rendered as Kubernetes renders them
+//! - [`quantity`]: `resource.Quantity`: parsing, comparing, the canonical form
 //! - [`status`]: `metav1.Status` errors
 
 pub mod field_error;
@@ -12,5 +13,6 @@ pub mod managed_fields;
 pub mod names;
 pub mod patch;
 pub mod protobuf;
+pub mod quantity;
 pub mod selector;
 pub mod status;

@@ -309,7 +309,13 @@ impl ApiError {
     /// 422: `Kind.group "name" is invalid: [cause, cause]` (the kind alone in the core group),
     /// as kube-apiserver words it.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> ApiError {
-        let texts: Vec<String> = causes.iter().map(Cause::full_message).collect();
+        // The message lists each text once (Go's error aggregate); the causes keep every one.
+        let mut texts: Vec<String> = Vec::new();
+        for text in causes.iter().map(Cause::full_message) {
+            if !texts.contains(&text) {
+                texts.push(text);
+            }
+        }
         let joined = if texts.len() == 1 {
             texts[0].clone()
         } else {
@@ -530,6 +536,24 @@ mod tests {
              value: \"a/b\": may not contain '/'"
         );
         assert_eq!(grouped.to_status()["details"]["kind"], "ClusterRole");
+    }
+
+    #[test]
+    fn invalid_message_lists_a_repeated_cause_once() {
+        let twice = vec![Cause::forbidden("spec.a", "no"); 2];
+        let err = ApiError::invalid("", "ResourceQuota", "q", twice);
+        assert_eq!(
+            err.message,
+            "ResourceQuota \"q\" is invalid: spec.a: Forbidden: no"
+        );
+        assert_eq!(err.details.causes.len(), 2);
+        let mut three = vec![Cause::forbidden("spec.a", "no"); 2];
+        three.push(Cause::forbidden("spec.b", "no"));
+        let err = ApiError::invalid("", "ResourceQuota", "q", three);
+        assert_eq!(
+            err.message,
+            "ResourceQuota \"q\" is invalid: [spec.a: Forbidden: no, spec.b: Forbidden: no]"
+        );
     }
 
     #[test]

@@ -1216,6 +1216,7 @@ async fn events_are_one_set_of_objects_in_two_apis(h: &Harness) {
         ["e2"]
     );
     // Updating through one API keeps the other's view in step.
+    let series = json!({"count": 2, "lastObservedTime": "2026-11-21T10:01:00.000000Z"});
     reg.update(
         &events,
         at("e2"),
@@ -1223,7 +1224,7 @@ async fn events_are_one_set_of_objects_in_two_apis(h: &Harness) {
         WriteOptions::default(),
         |old| {
             let mut o = old.clone();
-            o["note"] = json!("changed");
+            o["series"] = series.clone();
             Ok(o)
         },
     )
@@ -1235,8 +1236,39 @@ async fn events_are_one_set_of_objects_in_two_apis(h: &Harness) {
         .expect("core view")
         .value()
         .expect("json");
-    assert_eq!(as_core["message"], "changed");
+    assert_eq!(as_core["series"], series);
     assert!(as_core.get("note").is_none());
+    // What happened is fixed through events.k8s.io/v1 (Kubernetes validates by the request's
+    // version), not through core/v1.
+    let renote = |field: &'static str| {
+        move |old: &Value| {
+            let mut o = old.clone();
+            o[field] = json!("changed");
+            Ok(o)
+        }
+    };
+    let err = reg
+        .update(
+            &events,
+            at("e2"),
+            UpdateKind::Main,
+            WriteOptions::default(),
+            renote("note"),
+        )
+        .await
+        .err()
+        .expect("immutable");
+    assert_eq!(err.code, 422);
+    assert_eq!(err.details.causes[0].field, "message");
+    reg.update(
+        &core,
+        at("e2"),
+        UpdateKind::Main,
+        WriteOptions::default(),
+        renote("message"),
+    )
+    .await
+    .expect("core/v1 may change it");
 }
 
 async fn kind_rules_are_enforced(h: &Harness) {

@@ -18,9 +18,9 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::quantity::Quantity;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
-use kcp_apiserver::admission::quantity::Quantity;
 use kcp_apiserver::admission::quota::{
     counted_resource, creates_in_flight, quota_def, quota_keyspace, resource_list,
     resource_list_json,

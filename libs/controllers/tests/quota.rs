@@ -93,8 +93,8 @@ async fn status_shows_hard_limits_and_current_counts(h: &Harness) {
         json!({"count/configmaps": "2", "count/secrets": "0"}),
     )
     .await;
-    // spec is the user's and stays as written.
-    assert_eq!(quota["spec"]["hard"]["count/configmaps"], "2000");
+    // spec is stored as Kubernetes stores what it decoded: canonical too.
+    assert_eq!(quota["spec"]["hard"]["count/configmaps"], "2k");
 
     // A deletion is counted (replenishment).
     delete(h, "root", Some("apps"), "", "configmaps", "a").await;

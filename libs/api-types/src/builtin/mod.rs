@@ -5,9 +5,17 @@ mod admission_policies;
 pub mod certificates;
 mod columns;
 pub mod crd;
+mod event_rules;
 mod events;
+mod go_json;
+mod go_values;
+mod leases;
+mod limit_ranges;
 mod logical_cluster;
 mod rbac;
+mod resource_names;
+mod resource_quotas;
+mod secret_types;
 
 pub use columns::{age_column_for_crd, age_since, name_column};
 pub use logical_cluster::{
@@ -26,8 +34,12 @@ use crate::resource::{
 
 use certificates::CsrStrategy;
 use columns::*;
+use event_rules::EventStrategy;
+use leases::LeaseStrategy;
+use limit_ranges::LimitRangeStrategy;
 use logical_cluster::LogicalClusterStrategy;
 use rbac::{BindingStrategy, RoleStrategy};
+use resource_quotas::ResourceQuotaStrategy;
 use strategies::*;
 use webhook_configurations::WebhookConfigurationStrategy;
 use workspace::WorkspaceStrategy;
@@ -267,12 +279,15 @@ pub fn catalogue() -> Vec<ResourceDef> {
             .strategy(ConfigMapStrategy)
             .0,
         core("Event", "events", true)
-            .strategy(EventStrategy)
+            .strategy(EventStrategy { strict: false })
             .short(&["ev"])
             .columns(event_columns())
             .fields(event_fields())
             .0,
-        core("LimitRange", "limitranges", true).short(&["limits"]).0,
+        core("LimitRange", "limitranges", true)
+            .short(&["limits"])
+            .strategy(LimitRangeStrategy)
+            .0,
         core("Namespace", "namespaces", false)
             .short(&["ns"])
             .status()
@@ -540,7 +555,7 @@ pub fn catalogue() -> Vec<ResourceDef> {
             true,
             "io.k8s.api.events.v1.Event",
         )
-        .strategy(EventStrategy)
+        .strategy(EventStrategy { strict: true })
         .short(&["ev"])
         .columns(event_columns())
         .fields(regarding_fields())
@@ -632,6 +647,43 @@ mod tests {
                 "missing {g}/{r}"
             );
         }
+    }
+
+    /// Kinds whose strategies hold Kubernetes' rules are registered with them.
+    #[test]
+    fn kinds_carry_their_rules() {
+        use serde_json::json;
+        let cat = catalogue();
+        let find = |group: &str, plural: &str| {
+            cat.iter()
+                .find(|d| d.is(group, plural))
+                .unwrap_or_else(|| panic!("{group}/{plural}"))
+        };
+        let ctx = crate::resource::TEST_CONTEXT;
+        let mut lr = json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}});
+        find("", "limitranges")
+            .strategy
+            .prepare_for_create(&ctx, &mut lr);
+        assert_eq!(lr["spec"]["limits"][0]["defaultRequest"]["cpu"], "1");
+        let lease = json!({"spec": {"leaseDurationSeconds": 0}});
+        assert_eq!(
+            find("coordination.k8s.io", "leases")
+                .strategy
+                .validate(&lease)
+                .len(),
+            1
+        );
+        let quota =
+            json!({"spec": {"hard": {"pods": "1"}, "scopes": ["Terminating", "NotTerminating"]}});
+        assert_eq!(
+            find("", "resourcequotas").strategy.validate(&quota).len(),
+            1
+        );
+        // The same old-style event passes core/v1 and fails events.k8s.io/v1 (no eventTime).
+        let event = json!({"metadata": {"namespace": "default"}, "reason": "R", "type": "Normal"});
+        assert!(find("", "events").strategy.validate(&event).is_empty());
+        let strict = find("events.k8s.io", "events").strategy.validate(&event);
+        assert!(strict.iter().any(|c| c.field == "eventTime"), "{strict:?}");
     }
 
     #[test]

@@ -191,11 +191,13 @@ impl Strategy for SecretStrategy {
         validate_keys(obj, "data", &mut causes);
         let size = base64_values(obj, "data", &mut causes);
         data_size_limit(size, "data", &mut causes);
+        causes.extend(super::secret_types::type_causes(obj));
         causes
     }
 
+    /// In Kubernetes' order: the fixed type, `immutable`, then the create rules.
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        let mut causes = self.validate(new);
+        let mut causes = Vec::new();
         if new.get("type") != old.get("type") {
             causes.push(Cause::invalid(
                 "type",
@@ -204,6 +206,7 @@ impl Strategy for SecretStrategy {
             ));
         }
         causes.extend(immutable_violations(new, old, &["data"]));
+        causes.extend(self.validate(new));
         causes
     }
 }
@@ -360,94 +363,6 @@ impl Strategy for SchemaStrategy {
     }
 }
 
-/// Leases: a holder says which version it renews (no unconditional update), and a PUT may
-/// create one (leader election's first write), as Kubernetes' lease strategy allows.
-pub struct LeaseStrategy;
-
-impl Strategy for LeaseStrategy {
-    fn allow_unconditional_update(&self) -> bool {
-        false
-    }
-
-    fn allow_create_on_update(&self) -> bool {
-        true
-    }
-}
-
-/// Events: a PUT may create one (event recorders update-or-create).
-pub struct EventStrategy;
-
-impl Strategy for EventStrategy {
-    fn allow_create_on_update(&self) -> bool {
-        true
-    }
-}
-
-/// ResourceQuotas: each `spec.hard` entry names a resource quota can count (a standard name, or a
-/// qualified one such as `count/configmaps`) and a quantity that is not negative.
-pub struct ResourceQuotaStrategy;
-
-/// Kubernetes' standard quota resource names (`IsStandardQuotaResourceName`), beside the
-/// `hugepages-` and `requests.hugepages-` families.
-const QUOTA_RESOURCES: [&str; 19] = [
-    "pods",
-    "services",
-    "replicationcontrollers",
-    "resourcequotas",
-    "secrets",
-    "configmaps",
-    "persistentvolumeclaims",
-    "services.nodeports",
-    "services.loadbalancers",
-    "cpu",
-    "memory",
-    "ephemeral-storage",
-    "requests.cpu",
-    "requests.memory",
-    "requests.storage",
-    "requests.ephemeral-storage",
-    "limits.cpu",
-    "limits.memory",
-    "limits.ephemeral-storage",
-];
-
-fn quota_resource_ok(name: &str) -> bool {
-    name.contains('/')
-        || QUOTA_RESOURCES.contains(&name)
-        || name.starts_with("hugepages-")
-        || name.starts_with("requests.hugepages-")
-        || name.starts_with("limits.hugepages-")
-}
-
-impl Strategy for ResourceQuotaStrategy {
-    fn validate(&self, obj: &Value) -> Vec<Cause> {
-        let mut causes = Vec::new();
-        let hard = obj.pointer("/spec/hard").and_then(Value::as_object);
-        for (name, value) in hard.into_iter().flatten() {
-            let path = format!("spec.hard[{name}]");
-            if !quota_resource_ok(name) {
-                causes.push(Cause::invalid(
-                    &path,
-                    &json!(name),
-                    "must be a standard resource for quota",
-                ));
-            }
-            let text = match value {
-                Value::String(s) => s.clone(),
-                other => other.to_string(),
-            };
-            if text.trim_start().starts_with('-') {
-                causes.push(Cause::invalid(
-                    &path,
-                    &json!(text),
-                    "must be greater than or equal to 0",
-                ));
-            }
-        }
-        causes
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -466,6 +381,19 @@ mod tests {
         assert!(SecretStrategy.validate(&s).is_empty());
         let bad = json!({"data": {"x": "not base64!"}});
         assert_eq!(SecretStrategy.validate(&bad).len(), 1);
+    }
+
+    #[test]
+    fn secret_types_are_checked_on_create_and_update() {
+        let tls = json!({"type": "kubernetes.io/tls", "data": {"tls.crt": "Yg=="}});
+        let causes = SecretStrategy.validate(&tls);
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(causes[0].full_message(), "data[tls.key]: Required value");
+        let old = json!({"type": "Opaque"});
+        let fields: Vec<String> = (SecretStrategy.validate_update(&tls, &old).iter())
+            .map(|c| c.field.clone())
+            .collect();
+        assert_eq!(fields, ["type", "data[tls.key]"]);
     }
 
     #[test]

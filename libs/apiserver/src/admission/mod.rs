@@ -24,7 +24,6 @@ mod matching;
 mod namespace_lifecycle;
 pub mod policy;
 mod policy_params;
-pub mod quantity;
 pub mod quota;
 pub mod rbac_escalation;
 mod review;

@@ -20,8 +20,8 @@ use kcp_store::keys::ResourceKeyspace;
 use parking_lot::Mutex;
 use serde_json::{Map, Value, json};
 
-use super::quantity::Quantity;
 use crate::registry::{ObjectRef, Registry, UpdateKind, WriteOptions, cache_error};
+use kcp_apimachinery::quantity::Quantity;
 
 /// Legacy quota names that count objects of a core resource, as `count/<resource>` does.
 const LEGACY_COUNT_NAMES: &[&str] = &[
@@ -100,9 +100,7 @@ pub fn resource_list(value: Option<&Value>) -> BTreeMap<String, Quantity> {
 
 fn quantity_of(value: &Value) -> Option<Quantity> {
     match value {
-        Value::String(s) => s.parse().ok(),
-        // JSON numbers are accepted by Kubernetes' Quantity unmarshalling too.
-        Value::Number(n) => n.to_string().parse().ok(),
+        Value::String(_) | Value::Number(_) => Quantity::from_json(value).ok(),
         _ => None,
     }
 }

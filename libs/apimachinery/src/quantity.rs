@@ -1,6 +1,7 @@
-//! Kubernetes' `resource.Quantity` as far as object counts need it: parsing every form the API accepts
-//! (`5`, `2k`, `1Mi`, `500m`, `1e3`), comparing, adding, and printing the canonical form Kubernetes
-//! writes back (`2000` → `2k`, `1024Ki` → `1Mi`, `1.5k` → `1500`).
+//! Kubernetes' `resource.Quantity` as quota and the kinds' validation need it: parsing every form
+//! the API accepts (`5`, `2k`, `1Mi`, `500m`, `1e3`), comparing, adding, rounding to units or
+//! thousandths, and printing the canonical form Kubernetes writes back (`2000` → `2k`, `1024Ki` →
+//! `1Mi`, `1.5k` → `1500`).
 //!
 //! Values are kept as an integer number of nano-units, so every quantity from `1n` to well beyond
 //! `1E` is exact; Kubernetes rounds finer values up to the nano, and so does this.
@@ -188,12 +189,37 @@ impl Quantity {
         }
     }
 
+    /// A quantity as JSON holds it: a string, or a bare number (Kubernetes' unmarshalling takes
+    /// both); `null` is the zero quantity.
+    pub fn from_json(value: &serde_json::Value) -> Result<Quantity, QuantityError> {
+        match value {
+            serde_json::Value::String(s) => s.parse(),
+            serde_json::Value::Number(n) => n.to_string().parse(),
+            serde_json::Value::Null => Ok(Quantity::from_count(0)),
+            _ => Err(QuantityError::Format),
+        }
+    }
+
     pub fn format(&self) -> Format {
         self.format
     }
 
     pub fn is_zero(&self) -> bool {
         self.nanos == 0
+    }
+
+    pub fn is_negative(&self) -> bool {
+        self.nanos < 0
+    }
+
+    /// Whole units, rounded away from zero (`Quantity.Value`).
+    pub fn value(&self) -> i128 {
+        div_away(self.nanos, NANOS_PER_UNIT)
+    }
+
+    /// Thousandths, rounded away from zero (`Quantity.MilliValue`).
+    pub fn milli_value(&self) -> i128 {
+        div_away(self.nanos, NANOS_PER_UNIT / 1000)
     }
 
     /// The sum, in the format of `self` (as `Quantity.Add` keeps the receiver's format).
@@ -380,6 +406,15 @@ mod tests {
         assert_eq!(q("1Ki"), q("1024"));
         assert!(q("500m") < Quantity::from_count(1));
         assert!(q("2") > Quantity::from_count(1));
+        assert_eq!(q("1500m").value(), 2);
+        assert_eq!(q("-1500m").value(), -2);
+        assert_eq!(q("1n").milli_value(), 1);
+        assert_eq!(q("2k").milli_value(), 2_000_000);
+        assert!(q("-1m").is_negative());
+        let json = |v: serde_json::Value| Quantity::from_json(&v).map(|q| q.to_string());
+        assert_eq!(json(serde_json::json!("1000m")).as_deref(), Ok("1"));
+        assert_eq!(json(serde_json::json!(0.5)).as_deref(), Ok("500m"));
+        assert_eq!(json(serde_json::json!(true)), Err(QuantityError::Format));
         let sum = Quantity::from_count(1999)
             .checked_add(&Quantity::from_count(1))
             .map(|s| s.to_string());
