@@ -7,7 +7,6 @@ mod columns;
 pub mod crd;
 mod event_rules;
 mod events;
-mod go_json;
 mod go_values;
 mod leases;
 mod limit_ranges;
