@@ -21,6 +21,7 @@ on_both_stores!(
     write_options,
     aggregated_cluster_roles_show_their_rules,
     resource_quotas_are_validated,
+    kind_rules_of_limits_secrets_leases_events,
 );
 
 /// `(code, body)` of a JSON write.
@@ -696,4 +697,62 @@ fn resource_quotas_are_validated(store: StoreKind) {
         "q",
         "--hard=configmaps=5,count/secrets=3,requests.cpu=1",
     ]);
+}
+
+/// LimitRanges get Kubernetes' defaults and bounds; Secret types, Lease specs, Event namespaces and
+/// ResourceQuota scopes are held to its rules (each was stored as sent before).
+fn kind_rules_of_limits_secrets_leases_events(store: StoreKind) {
+    let shard = Shard::start(store);
+    const NS: &str = "/clusters/root/api/v1/namespaces/default";
+    let (code, body) = send(
+        &shard,
+        "POST",
+        &format!("{NS}/limitranges"),
+        r#"{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"l"},"spec":{"limits":[{"type":"Container","max":{"cpu":"2","memory":"1Gi"},"min":{"cpu":"50m"}}]}}"#,
+    );
+    assert_eq!(code, 201, "{body}");
+    let stored: Value = serde_json::from_str(&body).expect("JSON");
+    let item = &stored["spec"]["limits"][0];
+    assert_eq!(item["default"]["cpu"], "2", "{stored}");
+    assert_eq!(item["defaultRequest"]["memory"], "1Gi", "{stored}");
+    let (code, body) = send(
+        &shard,
+        "POST",
+        &format!("{NS}/limitranges"),
+        r#"{"apiVersion":"v1","kind":"LimitRange","metadata":{"name":"bad"},"spec":{"limits":[{"type":"Container","max":{"cpu":"2"},"default":{"cpu":"3"}}]}}"#,
+    );
+    assert_eq!(code, 422, "{body}");
+
+    let (code, body) = send(
+        &shard,
+        "POST",
+        &format!("{NS}/secrets"),
+        r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"t"},"type":"kubernetes.io/tls","data":{"tls.crt":"eA=="}}"#,
+    );
+    assert_invalid(code, &body, "data[tls.key]");
+
+    let (code, body) = send(
+        &shard,
+        "POST",
+        "/clusters/root/apis/coordination.k8s.io/v1/namespaces/default/leases",
+        r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"z"},"spec":{"leaseDurationSeconds":0}}"#,
+    );
+    assert_invalid(code, &body, "spec.leaseDurationSeconds");
+
+    let (code, body) = send(
+        &shard,
+        "POST",
+        &format!("{NS}/events"),
+        r#"{"apiVersion":"v1","kind":"Event","metadata":{"name":"e"},"involvedObject":{"kind":"ConfigMap","name":"x","namespace":"other"}}"#,
+    );
+    assert_invalid(code, &body, "involvedObject.namespace");
+
+    let (code, body) = send(
+        &shard,
+        "POST",
+        &format!("{NS}/resourcequotas"),
+        r#"{"apiVersion":"v1","kind":"ResourceQuota","metadata":{"name":"q"},"spec":{"hard":{"configmaps":"10"},"scopes":["Terminating","NotTerminating"]}}"#,
+    );
+    assert_eq!(code, 422, "{body}");
+    assert!(body.contains("conflicting scopes"), "{body}");
 }
