@@ -484,6 +484,16 @@ fn update_policies(store: StoreKind) {
         body.contains("Precondition failed: UID in precondition:"),
         "{body}"
     );
+    // Nor is an object with a uid made again by a PUT once it is gone (a Lease may be created by
+    // PUT, but not one a stale holder still names by uid).
+    let lease = r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"gone","uid":"0d9d9f32-6b43-4c1c-9f3b-1d2b5c7e8a90"},"spec":{"holderIdentity":"me"}}"#;
+    let (code, body) = send(
+        &shard,
+        "PUT",
+        "/clusters/root/apis/coordination.k8s.io/v1/namespaces/default/leases/gone",
+        lease,
+    );
+    assert_eq!(code, 409, "{body}");
     const LEASES: &str = "/clusters/root/apis/coordination.k8s.io/v1/namespaces/default/leases";
     let lease = |holder: &str| {
         format!(

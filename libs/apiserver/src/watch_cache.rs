@@ -24,6 +24,9 @@ use tokio::sync::mpsc;
 
 use crate::object_json::ObjectJson;
 
+/// Resumptions of the store watch in a row that break again without progress before the cache
+/// reloads instead.
+const FRUITLESS_RESUMES: u32 = 3;
 /// How many past events each resource keeps for watches that resume from a resourceVersion.
 const HISTORY_PER_RESOURCE: usize = 10_000;
 /// The object bytes a resource's history may hold besides: without it, a resource of large objects
@@ -961,10 +964,14 @@ impl WatchCache {
 
     /// Applies the store's changes. When the store watch breaks (a lost connection, an etcd leader
     /// change, a watcher cut off for lagging), it is resumed after the cache's revision, so the
-    /// clients' watches go on without missing anything; only when the store no longer has that
-    /// history (compacted) is everything reloaded at the current revision, which ends every client
-    /// watch (they resume or relist).
+    /// clients' watches go on without missing anything. Everything is reloaded at the current
+    /// revision instead, which ends every client watch (they resume or relist), when the store no
+    /// longer has that history (compacted), is behind the cache (restored from a backup, or
+    /// wiped), or a resumed watch keeps breaking without getting anywhere.
     async fn follow(self: Arc<Self>, store: Arc<dyn Store>, mut stream: kcp_store::WatchStream) {
+        // The revision of the last resumption, and how many resumptions since made no progress.
+        let mut resumed_at: Option<Revision> = None;
+        let mut fruitless = 0u32;
         loop {
             let mut history_gone = false;
             loop {
@@ -973,9 +980,17 @@ impl WatchCache {
                     _ = self.stop.cancelled() => return,
                 };
                 match item {
-                    Some(Ok(resp)) => self.apply(resp),
+                    Some(Ok(resp)) => {
+                        self.apply(resp);
+                        if !self.following.load(Ordering::Acquire) {
+                            self.following.store(true, Ordering::Release);
+                        }
+                    }
                     Some(Err(err)) => {
-                        history_gone = matches!(err, StoreError::Compacted { .. });
+                        history_gone = matches!(
+                            err,
+                            StoreError::Compacted { .. } | StoreError::FutureRevision { .. }
+                        );
                         tracing::warn!(error = %err, "store watch broke");
                         break;
                     }
@@ -986,22 +1001,49 @@ impl WatchCache {
                 }
             }
             self.following.store(false, Ordering::Release);
+            if resumed_at == Some(self.revision()) {
+                fruitless += 1;
+            } else {
+                fruitless = 0;
+            }
+            if fruitless >= FRUITLESS_RESUMES {
+                tracing::warn!("the resumed store watch keeps breaking; reloading the watch cache");
+                history_gone = true;
+            }
             stream = loop {
                 if self.stop.is_cancelled() {
                     return;
                 }
+                if fruitless > 0 && !history_gone {
+                    // A watch that breaks again at once must not become a tight loop.
+                    let wait = Duration::from_secs(1 << fruitless.min(5));
+                    tokio::select! {
+                        _ = tokio::time::sleep(wait) => {}
+                        _ = self.stop.cancelled() => return,
+                    }
+                }
                 let attempt = if history_gone {
                     self.reload(store.as_ref()).await
                 } else {
-                    store.watch_changes("/", self.revision()).await
+                    self.resume(store.as_ref()).await
                 };
                 match attempt {
                     Ok(s) => {
-                        self.following.store(true, Ordering::Release);
+                        if history_gone {
+                            self.following.store(true, Ordering::Release);
+                            resumed_at = None;
+                            fruitless = 0;
+                        } else {
+                            resumed_at = Some(self.revision());
+                        }
                         break s;
                     }
-                    Err(StoreError::Compacted { .. }) if !history_gone => {
-                        tracing::warn!("the store compacted past the watch cache; reloading it");
+                    Err(StoreError::Compacted { .. } | StoreError::FutureRevision { .. })
+                        if !history_gone =>
+                    {
+                        tracing::warn!(
+                            "the store no longer continues the watch cache's history; reloading it"
+                        );
                         history_gone = true;
                     }
                     Err(err) => {
@@ -1014,6 +1056,20 @@ impl WatchCache {
                 }
             };
         }
+    }
+
+    /// Watches the store again after the cache's revision, unless the store is behind it (its
+    /// history is another one: a restored backup or a wiped etcd).
+    async fn resume(&self, store: &dyn Store) -> Result<kcp_store::WatchStream, StoreError> {
+        let after = self.revision();
+        let current = store.current_revision().await?;
+        if current < after {
+            return Err(StoreError::FutureRevision {
+                requested: after,
+                current,
+            });
+        }
+        store.watch_changes("/", after).await
     }
 
     async fn reload(&self, store: &dyn Store) -> Result<kcp_store::WatchStream, StoreError> {

@@ -116,3 +116,48 @@ async fn the_cache_recovers_after_etcd_restarts() {
         "a watcher must live through the etcd restart and see the new object"
     );
 }
+
+/// An etcd that comes back behind the cache (wiped, or restored from an older backup) holds
+/// another history: the cache must reload it, not resume its watch as if it went on.
+#[tokio::test]
+async fn an_etcd_behind_the_cache_is_reloaded() {
+    let mut etcd = EtcdProcess::start();
+    let store = kcp_store::open(&StoreConfig::Etcd {
+        endpoints: etcd.endpoints(),
+        prefix: "/wiped".into(),
+    })
+    .await
+    .expect("store");
+    let server = common::server(store).await;
+    let reg = server.registry();
+    let cms = common::builtin("", "configmaps");
+    let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lost"}});
+    reg.create(&cms, "root", Some("default"), cm, WriteOptions::default())
+        .await
+        .expect("create");
+    let at = ObjectRef {
+        cluster: "root",
+        namespace: Some("default"),
+        name: "lost",
+    };
+    assert!(reg.get(&cms, at).await.is_ok());
+
+    etcd.kill().expect("etcd stops");
+    etcd.wipe().expect("etcd's data goes");
+    etcd.start_again().expect("etcd starts empty");
+
+    // The cache reloads the empty store: the object is gone from it.
+    let gone = tokio::time::timeout(Duration::from_secs(30), async {
+        loop {
+            if reg.get(&cms, at).await.is_err() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    })
+    .await;
+    assert!(
+        gone.is_ok(),
+        "the cache still serves what the wiped etcd lost"
+    );
+}

@@ -237,12 +237,22 @@ impl ApiServer {
                 let must_name_version = unconditional && !def.strategy.allow_unconditional_update();
                 let manager = self.field_manager(ctx, &def)?;
                 // A uid in the body is a precondition, as Kubernetes takes it: replacing an object
-                // that was deleted and made again since is a conflict, not an invalid change.
+                // that was deleted (and made again) since is a conflict, not an invalid change.
                 let precondition_uid = obj
                     .pointer("/metadata/uid")
                     .and_then(Value::as_str)
                     .filter(|u| !u.is_empty())
                     .map(str::to_string);
+                let uid_conflict = |uid: &str, stored: &str| {
+                    ApiError::conflict(
+                        &def.group,
+                        &def.plural,
+                        at.name,
+                        &format!(
+                            "Precondition failed: UID in precondition: {uid}, UID in object meta: {stored}"
+                        ),
+                    )
+                };
                 let updated = self
                     .registry
                     .update(&def, at, update_kind, opts, |old| {
@@ -253,14 +263,7 @@ impl ApiServer {
                         if let Some(uid) = &precondition_uid
                             && uid != stored
                         {
-                            return Err(ApiError::conflict(
-                                &def.group,
-                                &def.plural,
-                                at.name,
-                                &format!(
-                                    "Precondition failed: UID in precondition: {uid}, UID in object meta: {stored}"
-                                ),
-                            ));
+                            return Err(uid_conflict(uid, stored));
                         }
                         // Only a replacement needs the version (a PUT that creates does not).
                         // Kubernetes names the resource where the kind would be, and shows the
@@ -293,6 +296,10 @@ impl ApiServer {
                             && update_kind == UpdateKind::Main
                             && def.strategy.allow_create_on_update() =>
                     {
+                        // A uid names an object that was there: gone, it is not made again.
+                        if let Some(uid) = &precondition_uid {
+                            return Err(uid_conflict(uid, ""));
+                        }
                         let obj = apply::track_write(&def, UpdateKind::Main, &manager, None, obj);
                         let written = self
                             .registry

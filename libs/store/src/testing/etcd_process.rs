@@ -178,6 +178,18 @@ impl EtcdProcess {
         Ok(())
     }
 
+    /// Deletes etcd's data after [`EtcdProcess::kill`]: started again, it is a new, empty etcd (as
+    /// one restored from an older backup, its revisions start over).
+    pub fn wipe(&mut self) -> io::Result<()> {
+        let Some(launch) = self.launch.as_ref() else {
+            return Err(io::Error::other("an external etcd cannot be wiped"));
+        };
+        match std::fs::remove_dir_all(launch.data_dir.join("data")) {
+            Err(err) if err.kind() != io::ErrorKind::NotFound => Err(err),
+            _ => Ok(()),
+        }
+    }
+
     /// Starts etcd again on the same data and ports after [`EtcdProcess::kill`], waiting until it
     /// answers.
     pub fn start_again(&mut self) -> io::Result<()> {
