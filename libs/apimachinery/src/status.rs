@@ -310,16 +310,10 @@ impl ApiError {
     /// as kube-apiserver words it.
     pub fn invalid(group: &str, kind: &str, name: &str, causes: Vec<Cause>) -> ApiError {
         // The message lists each text once (Go's error aggregate); the causes keep every one.
-        let mut texts: Vec<String> = Vec::new();
-        for text in causes.iter().map(Cause::full_message) {
-            if !texts.contains(&text) {
-                texts.push(text);
-            }
-        }
-        let joined = if texts.len() == 1 {
-            texts[0].clone()
-        } else {
-            format!("[{}]", texts.join(", "))
+        let texts: Vec<String> = causes.iter().map(Cause::full_message).collect();
+        let joined = match texts.is_empty() {
+            true => "[]".to_string(),
+            false => crate::field_error::aggregate_message(&texts),
         };
         let qualified = match group {
             "" => kind.to_string(),

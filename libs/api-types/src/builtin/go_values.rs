@@ -16,7 +16,7 @@ pub fn invalid_shown(field: &str, shown: &str, detail: &str) -> Cause {
 
 /// A Go string literal (what `%q` and `%#v` print for strings).
 pub fn quoted(text: &str) -> String {
-    format!("{text:?}")
+    kcp_apimachinery::field_error::go_quote(text)
 }
 
 fn text(obj: Option<&Value>) -> &str {

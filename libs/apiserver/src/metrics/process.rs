@@ -104,14 +104,16 @@ impl ProcessMetrics {
     }
 }
 
-/// User plus system time from `/proc/self/stat` (fields 14 and 15; the command name before them,
-/// in parentheses, may hold spaces).
-fn cpu_seconds(stat: &str) -> Option<f64> {
+/// Field `n` (1-based, as proc(5) numbers them) of `/proc/self/stat`, as a number. The command
+/// name (field 2, in parentheses) may hold spaces, so fields are counted after its `)`.
+fn stat_field(stat: &str, n: usize) -> Option<f64> {
     let after_name = &stat[stat.rfind(')')? + 1..];
-    let mut fields = after_name.split_whitespace().skip(11);
-    let user: f64 = fields.next()?.parse().ok()?;
-    let system: f64 = fields.next()?.parse().ok()?;
-    Some((user + system) / TICKS_PER_SECOND)
+    after_name.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
+}
+
+/// User plus system time (fields 14 and 15).
+fn cpu_seconds(stat: &str) -> Option<f64> {
+    Some((stat_field(stat, 14)? + stat_field(stat, 15)?) / TICKS_PER_SECOND)
 }
 
 /// When the process started, in seconds since the epoch: its start in ticks after boot
@@ -123,8 +125,7 @@ fn start_time() -> Option<f64> {
 }
 
 fn start_seconds(stat: &str, boot: &str) -> Option<f64> {
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    let ticks: f64 = after_name.split_whitespace().nth(19)?.parse().ok()?;
+    let ticks = stat_field(stat, 22)?;
     let btime: f64 = boot
         .lines()
         .find_map(|l| l.strip_prefix("btime "))?
