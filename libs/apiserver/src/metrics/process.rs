@@ -108,7 +108,11 @@ impl ProcessMetrics {
 /// name (field 2, in parentheses) may hold spaces, so fields are counted after its `)`.
 fn stat_field(stat: &str, n: usize) -> Option<f64> {
     let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(n.checked_sub(3)?)?.parse().ok()
+    after_name
+        .split_whitespace()
+        .nth(n.checked_sub(3)?)?
+        .parse()
+        .ok()
 }
 
 /// User plus system time (fields 14 and 15).
