@@ -113,7 +113,8 @@ pub(crate) const TEST_CONTEXT: StrategyContext<'static> = StrategyContext {
 /// A kind's own rules, called by the generic registry around every write.
 pub trait Strategy: Send + Sync + 'static {
     /// What decoding a request's body into the kind's Go type does, before its fields are
-    /// tracked (a Secret's `stringData` lands in `data`, so its owner is recorded there).
+    /// tracked (a Secret's `stringData` lands in `data`, so its owner is recorded there). The
+    /// registry calls it on every write it prepares, so preparations need not repeat it.
     fn decode(&self, _obj: &mut Value) {}
     /// Fills defaults and system fields on create (e.g. Namespace phase, Secret `stringData` folding).
     fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, _obj: &mut Value) {}

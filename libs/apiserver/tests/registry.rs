@@ -1331,7 +1331,86 @@ async fn kind_rules_are_enforced(h: &Harness) {
     );
 }
 
+/// Every write the registry prepares is decoded as a request body would be, and repeated owner
+/// references are dropped with Kubernetes' warning, whoever writes (not only the HTTP handler).
+async fn writes_are_decoded_and_owner_references_deduplicated(h: &Harness) {
+    let reg = h.server.registry();
+    let cms = def("configmaps");
+    let owner = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u1"});
+    let other = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "p", "uid": "u2"});
+    // Same uid, another entry: kept, as Kubernetes keeps it.
+    let same_uid = json!({"apiVersion": "v1", "kind": "ConfigMap", "name": "o", "uid": "u1", "controller": true});
+    let mut obj = cm("owned", json!({}));
+    obj["metadata"]["ownerReferences"] = json!([owner, other, owner, same_uid]);
+    let (created, warnings) = kcp_apiserver::admission::warnings::collect(reg.create(
+        &cms,
+        "root",
+        Some("default"),
+        obj,
+        WriteOptions::default(),
+    ))
+    .await;
+    let created = created.expect("create");
+    assert_eq!(
+        created.object["metadata"]["ownerReferences"],
+        json!([owner, other, same_uid])
+    );
+    assert_eq!(
+        warnings,
+        [
+            ".metadata.ownerReferences contains duplicate entries; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: u1"
+        ]
+    );
+    let (updated, warnings) = kcp_apiserver::admission::warnings::collect(reg.update(
+        &cms,
+        at("owned"),
+        UpdateKind::Main,
+        WriteOptions::default(),
+        |old| {
+            let mut o = old.clone();
+            o["metadata"]["ownerReferences"] = json!([other, other, other]);
+            Ok(o)
+        },
+    ))
+    .await;
+    assert_eq!(
+        updated.expect("update").object["metadata"]["ownerReferences"],
+        json!([other])
+    );
+    assert_eq!(warnings.len(), 1);
+    assert!(warnings[0].ends_with("observed: u2, u2"), "{warnings:?}");
+    // A Secret's stringData lands in data on an update that no handler decoded.
+    let secrets = def("secrets");
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": "YQ=="}});
+    reg.create(
+        &secrets,
+        "root",
+        Some("default"),
+        secret,
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create secret");
+    let updated = reg
+        .update(
+            &secrets,
+            at("s"),
+            UpdateKind::Main,
+            WriteOptions::default(),
+            |old| {
+                let mut o = old.clone();
+                o["stringData"] = json!({"b": "bee"});
+                Ok(o)
+            },
+        )
+        .await
+        .expect("update secret");
+    assert_eq!(updated.object["data"], json!({"a": "YQ==", "b": "YmVl"}));
+    assert!(updated.object.get("stringData").is_none());
+}
+
 on_both_stores!(conflicts_and_versions);
+on_both_stores!(writes_are_decoded_and_owner_references_deduplicated);
 on_both_stores!(pagination_is_a_snapshot);
 on_both_stores!(continued_lists_read_the_store_only_after_a_change);
 on_both_stores!(watch_resumes_from_a_revision);

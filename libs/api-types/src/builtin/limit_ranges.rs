@@ -15,7 +15,7 @@ use super::resource_names::{
     canonicalize_list, container_resource_name_causes, overcommit_allowed, quantity_at,
     resource_name_causes,
 };
-use crate::resource::{Strategy, StrategyContext};
+use crate::resource::Strategy;
 
 const CONTAINER: &str = "Container";
 const POD: &str = "Pod";
@@ -280,14 +280,6 @@ impl Strategy for LimitRangeStrategy {
         Self::default(obj);
     }
 
-    fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
-        Self::default(obj);
-    }
-
-    fn prepare_for_update(&self, _ctx: &StrategyContext<'_>, new: &mut Value, _old: &Value) {
-        Self::default(new);
-    }
-
     fn validate(&self, obj: &Value) -> Vec<Cause> {
         let mut causes = Vec::new();
         let mut kinds: Vec<&str> = Vec::new();
@@ -309,7 +301,6 @@ impl Strategy for LimitRangeStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::TEST_CONTEXT as CTX;
 
     fn messages(obj: &Value) -> Vec<String> {
         (LimitRangeStrategy.validate(obj).iter())
@@ -328,7 +319,7 @@ mod tests {
              "default": {"memory": "512Mi"}},
             {"type": "Pod", "max": {"cpu": "4"}},
         ]));
-        LimitRangeStrategy.prepare_for_create(&CTX, &mut lr);
+        LimitRangeStrategy.decode(&mut lr);
         let container = &lr["spec"]["limits"][0];
         assert_eq!(container["max"]["cpu"], "2");
         assert_eq!(container["default"], json!({"cpu": "2", "memory": "512Mi"}));
@@ -339,7 +330,7 @@ mod tests {
         // Only Container items are defaulted; nothing to copy leaves no empty lists behind.
         assert!(lr["spec"]["limits"][1].get("default").is_none());
         let mut bare = limits(json!([{"type": "Container"}]));
-        LimitRangeStrategy.prepare_for_update(&CTX, &mut bare, &json!({}));
+        LimitRangeStrategy.decode(&mut bare);
         assert_eq!(bare["spec"]["limits"][0], json!({"type": "Container"}));
         assert!(
             LimitRangeStrategy.validate(&lr).is_empty(),

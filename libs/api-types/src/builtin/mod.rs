@@ -658,11 +658,8 @@ mod tests {
                 .find(|d| d.is(group, plural))
                 .unwrap_or_else(|| panic!("{group}/{plural}"))
         };
-        let ctx = crate::resource::TEST_CONTEXT;
         let mut lr = json!({"spec": {"limits": [{"type": "Container", "max": {"cpu": "1"}}]}});
-        find("", "limitranges")
-            .strategy
-            .prepare_for_create(&ctx, &mut lr);
+        find("", "limitranges").strategy.decode(&mut lr);
         assert_eq!(lr["spec"]["limits"][0]["defaultRequest"]["cpu"], "1");
         let lease = json!({"spec": {"leaseDurationSeconds": 0}});
         assert_eq!(

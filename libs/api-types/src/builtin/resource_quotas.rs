@@ -11,7 +11,7 @@ use super::resource_names::{
     canonicalize_list, is_standard_quota, quantity_at, quantity_value_causes,
     quota_resource_name_causes,
 };
-use crate::resource::{Strategy, StrategyContext};
+use crate::resource::Strategy;
 
 pub struct ResourceQuotaStrategy;
 
@@ -256,18 +256,6 @@ impl Strategy for ResourceQuotaStrategy {
         canonicalize(obj);
     }
 
-    fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
-        canonicalize(obj);
-    }
-
-    fn prepare_for_update(&self, _ctx: &StrategyContext<'_>, new: &mut Value, _old: &Value) {
-        canonicalize(new);
-    }
-
-    fn prepare_for_subresource_update(&self, _subresource: &str, new: &mut Value, _old: &Value) {
-        canonicalize(new);
-    }
-
     fn validate(&self, obj: &Value) -> Vec<Cause> {
         let mut causes = spec_causes(obj);
         causes.extend(status_causes(obj));
@@ -299,7 +287,6 @@ impl Strategy for ResourceQuotaStrategy {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::resource::TEST_CONTEXT as CTX;
 
     fn messages(causes: &[Cause]) -> Vec<String> {
         causes.iter().map(Cause::full_message).collect()
@@ -324,7 +311,7 @@ mod tests {
             ]
         );
         let mut q = quota(json!({"hard": {"cpu": "1000m", "pods": 10}}));
-        ResourceQuotaStrategy.prepare_for_create(&CTX, &mut q);
+        ResourceQuotaStrategy.decode(&mut q);
         assert_eq!(q["spec"]["hard"], json!({"cpu": "1", "pods": "10"}));
     }
 

@@ -178,14 +178,6 @@ impl Strategy for SecretStrategy {
         Self::fold_string_data(obj);
     }
 
-    fn prepare_for_create(&self, _ctx: &StrategyContext<'_>, obj: &mut Value) {
-        Self::fold_string_data(obj);
-    }
-
-    fn prepare_for_update(&self, _ctx: &StrategyContext<'_>, new: &mut Value, _old: &Value) {
-        Self::fold_string_data(new);
-    }
-
     fn validate(&self, obj: &Value) -> Vec<Cause> {
         let mut causes = Vec::new();
         validate_keys(obj, "data", &mut causes);
@@ -373,7 +365,7 @@ mod tests {
     fn secret_string_data_is_folded() {
         let mut s =
             json!({"metadata": {"name": "s"}, "stringData": {"p": "q"}, "data": {"a": "Yg=="}});
-        SecretStrategy.prepare_for_create(&CTX, &mut s);
+        SecretStrategy.decode(&mut s);
         assert_eq!(s["data"]["p"], "cQ==");
         assert_eq!(s["data"]["a"], "Yg==");
         assert_eq!(s["type"], "Opaque");

@@ -400,6 +400,33 @@ fn finalizer_causes(def: &ResourceDef, finalizers: &[Value], causes: &mut Vec<Ca
     }
 }
 
+/// Drops owner references that repeat an earlier one whole (Kubernetes dedups them rather than
+/// refusing the write). Answers the dropped ones' uids, for the request's warning.
+pub fn dedup_owner_references(obj: &mut Value) -> Vec<String> {
+    let Some(refs) = obj
+        .pointer_mut("/metadata/ownerReferences")
+        .and_then(Value::as_array_mut)
+    else {
+        return Vec::new();
+    };
+    let mut kept: Vec<Value> = Vec::with_capacity(refs.len());
+    let mut dropped = Vec::new();
+    for r in refs.drain(..) {
+        if kept.contains(&r) {
+            dropped.push(
+                r.get("uid")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_string(),
+            );
+        } else {
+            kept.push(r);
+        }
+    }
+    *refs = kept;
+    dropped
+}
+
 /// Kubernetes' `ValidateOwnerReferences`: each reference names its owner whole, and at most one
 /// is the controller. Causes are at `metadata.ownerReferences` (no index), as Kubernetes puts them.
 fn owner_reference_causes(refs: &[Value], causes: &mut Vec<Cause>) {

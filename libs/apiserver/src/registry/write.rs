@@ -237,6 +237,26 @@ fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> ApiError {
     ApiError::invalid(&def.group, &def.kind, name, causes)
 }
 
+/// What kube-apiserver makes of every object it is about to write, before mutating admission and
+/// again after it (a webhook's patch is decoded too): the kind's decoding, so no preparation
+/// repeats it (server-side apply's result and the shard's own writes included), and duplicate
+/// owner references dropped with a warning.
+fn decoded(def: &ResourceDef, obj: &mut Value, after_mutation: bool) {
+    def.strategy.decode(obj);
+    let dropped = metadata::dedup_owner_references(obj);
+    if !dropped.is_empty() {
+        let when = if after_mutation {
+            " after mutating admission happens"
+        } else {
+            ""
+        };
+        crate::admission::warnings::add(format!(
+            ".metadata.ownerReferences contains duplicate entries{when}; API server dedups owner references in 1.20+, and may reject such requests as early as 1.24; please fix your requests; duplicate UID(s) observed: {}",
+            dropped.join(", ")
+        ));
+    }
+}
+
 impl Registry {
     fn ctx<'a>(&'a self, cluster: &'a str, user: Option<&'a UserInfo>) -> StrategyContext<'a> {
         StrategyContext {
@@ -551,6 +571,7 @@ impl Registry {
         opts: WriteOptions<'_>,
         check_namespace: bool,
     ) -> Result<bool, ApiError> {
+        decoded(def, obj, false);
         metadata::check_type(def, obj)?;
         metadata::check_namespace(def, obj, namespace)?;
         if let (true, true, Some(ns)) = (check_namespace, def.namespaced, namespace) {
@@ -573,6 +594,7 @@ impl Registry {
             None,
         )
         .await?;
+        decoded(def, obj, true);
         let generate =
             meta_str(obj, "name").is_empty() && !meta_str(obj, "generateName").is_empty();
         if generate {
@@ -739,6 +761,7 @@ impl Registry {
         old: &Value,
     ) -> Result<Value, ApiError> {
         let mut new = self.merge_for(def, kind, desired, old, at)?;
+        decoded(def, &mut new, false);
         let target = Target {
             cluster: at.cluster,
             namespace: at.namespace,
@@ -759,6 +782,7 @@ impl Registry {
         // Webhooks may change only what the request may (status, or all but status).
         if mutated {
             new = self.merge_for(def, kind, new, old, at)?;
+            decoded(def, &mut new, true);
         }
         let mut causes = metadata::prepare_update(def, &mut new, old, at.cluster);
         match kind.subresource() {
