@@ -1211,6 +1211,20 @@ fn lifecycle_objects_are_guarded(store: StoreKind) {
         ]),
         &lc_forbidden("spec.initializers is immutable"),
     );
+    // The owner is the shard's: with another one the LC would be an orphan, deleted with its
+    // content.
+    inside.ok(&["create", "configmap", "precious", "-n", "default"]);
+    refused(
+        inside.run(&[
+            "patch",
+            "logicalcluster",
+            "cluster",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"owner":{"uid":"00000000-0000-0000-0000-000000000000"}}}"#,
+        ]),
+        &lc_forbidden("spec.owner: Invalid value: "),
+    );
     refused(
         inside.run(&[
             "patch",
@@ -1242,6 +1256,7 @@ fn lifecycle_objects_are_guarded(store: StoreKind) {
     // The LC is untouched and its workspace still Ready.
     let object = logical_cluster(&shard, &lc);
     assert_eq!(object["status"]["phase"], "Ready", "{object}");
+    inside.ok(&["get", "configmap", "precious", "-n", "default"]);
 
     let ws_forbidden = |name: &str, why: &str| {
         format!(r#"workspaces.tenancy.kcp.io "{name}" is forbidden: {why}"#)

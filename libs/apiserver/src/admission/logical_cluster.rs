@@ -1,7 +1,8 @@
 //! kcp's LogicalCluster admission. A workspace's lifecycle hangs on its LC's `cluster` object,
 //! so a requester outside kcp's privileged groups may not create one, may not delete one unless
-//! it says `spec.directlyDeletable`, and may change it only as the lifecycle does: `spec.createdBy`
-//! and `spec.initializers` never, `status.initializers` only by removing entries while the LC is
+//! it says `spec.directlyDeletable`, and may change it only as the lifecycle does: `spec.createdBy`,
+//! `spec.owner` and `spec.initializers` never (kcp lets `owner` change, harmlessly there; here
+//! an LC whose owner is gone is deleted with its content, so the owner is the shard's to set), `status.initializers` only by removing entries while the LC is
 //! Initializing, the phase only forwards (Scheduling, Initializing, Ready), and only a Ready LC
 //! may be marked inactive. On the way into Initializing the LC's status takes its initializers and
 //! terminators from its spec, for every requester. The shard's own writes are not admitted.
@@ -73,16 +74,14 @@ fn is_marked_inactive(lc: &Value) -> bool {
 
 /// Why an unprivileged update from `old` to `new` is refused, if it is (kcp's words).
 fn update_refusal(old: &Value, new: &Value) -> Option<String> {
-    let created_by = |lc: &Value| {
-        lc.pointer("/spec/createdBy")
-            .cloned()
-            .unwrap_or(Value::Null)
-    };
-    if created_by(old) != created_by(new) {
-        return Some(format!(
-            "spec.createdBy: Invalid value: {}: field is immutable",
-            created_by(new)
-        ));
+    for field in ["createdBy", "owner"] {
+        let value = |lc: &Value| lc.pointer(&format!("/spec/{field}")).cloned();
+        if value(old) != value(new) {
+            return Some(format!(
+                "spec.{field}: Invalid value: {}: field is immutable",
+                value(new).unwrap_or(Value::Null)
+            ));
+        }
     }
     let (old_spec, new_spec) = (
         names(old, "/spec/initializers"),
@@ -242,6 +241,13 @@ mod tests {
         assert!(
             update_refusal(&done, &other_creator)
                 .is_some_and(|m| m.starts_with("spec.createdBy: Invalid value:"))
+        );
+        // The owner is the shard's: its orphan cleanup trusts it.
+        let mut other_owner = done.clone();
+        other_owner["spec"]["owner"] = json!({"uid": "0"});
+        assert!(
+            update_refusal(&done, &other_owner)
+                .is_some_and(|m| m.starts_with("spec.owner: Invalid value: {\"uid\":\"0\"}"))
         );
         // Labels, annotations and the like are free.
         let mut labelled = done.clone();
