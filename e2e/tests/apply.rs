@@ -12,6 +12,7 @@ on_both_stores!(
     server_side_apply_on_custom_resources,
     dry_run_writes_nothing,
     concurrent_patches_all_land,
+    status_and_scale_writes_are_tracked,
 );
 on_both_stores!(async kube_rs_patch_apply);
 
@@ -392,4 +393,143 @@ fn concurrent_patches_all_land(store: StoreKind) {
     for i in 0..24 {
         assert_eq!(cm["data"][format!("k{i}")], "v", "k{i} lost: {cm}");
     }
+}
+
+/// Writes through `/status` and `/scale` are recorded in managedFields with their subresource, so
+/// server-side apply of status by a controller drops what it stops applying and conflicts with
+/// another manager; without a status subresource, a status change bumps the generation.
+fn status_and_scale_writes_are_tracked(store: StoreKind) {
+    let shard = Shard::start(store);
+    let crd = |plural: &str, kind: &str, subresources: &str| {
+        format!(
+            r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: {plural}.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {{plural: {plural}, kind: {kind}}}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+{subresources}    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              replicas: {{type: integer}}
+          status:
+            type: object
+            properties:
+              replicas: {{type: integer}}
+              selector: {{type: string}}
+"#
+        )
+    };
+    let scaled = "    subresources:\n      status: {}\n      scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}\n";
+    for (name, text) in [
+        ("widgets.yaml", crd("widgets", "Widget", scaled)),
+        ("plains.yaml", crd("plains", "Plain", "")),
+    ] {
+        let file = shard.write_file(name, &text);
+        shard.kubectl_ok(&["apply", "-f", file.to_str().expect("utf-8")]);
+    }
+    shard.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=30s",
+        "crd/widgets.example.com",
+        "crd/plains.example.com",
+    ]);
+    let object = |kind: &str, body: &str| {
+        format!("apiVersion: example.com/v1\nkind: {kind}\nmetadata:\n  name: w\n{body}")
+    };
+    let w = shard.write_file("w.yaml", &object("Widget", "spec:\n  replicas: 1\n"));
+    shard.kubectl_ok(&["create", "-f", w.to_str().expect("utf-8")]);
+
+    let apply_status = |manager: &str, status: &str, force: bool| {
+        let file = shard.write_file("status.yaml", &object("Widget", status));
+        let mut args = vec![
+            "apply",
+            "--server-side",
+            "--subresource=status",
+            "-f",
+            file.to_str().expect("utf-8"),
+        ];
+        let flag = format!("--field-manager={manager}");
+        args.push(&flag);
+        if force {
+            args.push("--force-conflicts");
+        }
+        shard.kubectl(&args)
+    };
+    let entry = |obj: &Value, manager: &str| -> Value {
+        obj["metadata"]["managedFields"]
+            .as_array()
+            .and_then(|e| e.iter().find(|e| e["manager"] == manager).cloned())
+            .unwrap_or(Value::Null)
+    };
+    let get =
+        || shard.kubectl_json(&["get", "widgets", "w", "-o", "json", "--show-managed-fields"]);
+
+    let out = apply_status("ctrl", "status:\n  replicas: 3\n  selector: app=x\n", false);
+    assert!(out.status.success(), "{out:?}");
+    let obj = get();
+    let ctrl = entry(&obj, "ctrl");
+    assert_eq!(
+        (
+            json_str(&ctrl, "/operation"),
+            json_str(&ctrl, "/subresource")
+        ),
+        ("Apply", "status"),
+        "{obj}"
+    );
+    assert_eq!(
+        ctrl["fieldsV1"],
+        json!({"f:status": {"f:replicas": {}, "f:selector": {}}})
+    );
+    // The controller stops applying the selector: it is removed.
+    let out = apply_status("ctrl", "status:\n  replicas: 3\n", false);
+    assert!(out.status.success(), "{out:?}");
+    let obj = get();
+    assert_eq!(obj["status"], json!({"replicas": 3}), "{obj}");
+    assert_eq!(obj["spec"], json!({"replicas": 1}));
+    // Another applier of the same field conflicts with the controller's status entry.
+    let out = apply_status("other", "status:\n  replicas: 7\n", false);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success()
+            && err.contains(r#"conflict with "ctrl" with subresource "status": .status.replicas"#),
+        "{err}"
+    );
+    assert_eq!(get()["status"]["replicas"], 3);
+
+    // kubectl scale writes through /scale: an entry of subresource scale owning spec.replicas.
+    shard.kubectl_ok(&["scale", "widgets/w", "--replicas=4"]);
+    let obj = get();
+    assert_eq!(obj["spec"]["replicas"], 4);
+    let scaler = obj["metadata"]["managedFields"]
+        .as_array()
+        .and_then(|e| e.iter().find(|e| e["subresource"] == "scale").cloned())
+        .unwrap_or(Value::Null);
+    assert_eq!(json_str(&scaler, "/operation"), "Update", "{obj}");
+    assert_eq!(scaler["fieldsV1"], json!({"f:spec": {"f:replicas": {}}}));
+
+    // Without a status subresource, status is content like any other: generation follows it.
+    let p = shard.write_file("p.yaml", &object("Plain", "spec:\n  replicas: 1\n"));
+    shard.kubectl_ok(&["create", "-f", p.to_str().expect("utf-8")]);
+    shard.kubectl_ok(&[
+        "patch",
+        "plains",
+        "w",
+        "--type=merge",
+        "-p",
+        r#"{"status":{"replicas":1}}"#,
+    ]);
+    let plain = shard.kubectl_json(&["get", "plains", "w", "-o", "json"]);
+    assert_eq!(plain["metadata"]["generation"], 2, "{plain}");
 }

@@ -161,14 +161,26 @@ fn with_request<R>(
     f: impl FnOnce(&Request<'_>, &SchemaView<'_>) -> R,
 ) -> R {
     let reset = reset_fields(def, kind);
+    let subresource = kind.subresource().unwrap_or_default();
+    with_subresource(def, subresource, &reset, manager, f)
+}
+
+/// [`with_request`] for a write through `subresource`, which owns no `reset` fields.
+fn with_subresource<R>(
+    def: &ResourceDef,
+    subresource: &str,
+    reset: &FieldSet,
+    manager: &str,
+    f: impl FnOnce(&Request<'_>, &SchemaView<'_>) -> R,
+) -> R {
     let time = now_rfc3339();
     let api_version = def.api_version();
     let request = Request {
         manager,
         api_version: &api_version,
-        subresource: kind.subresource().unwrap_or_default(),
+        subresource,
         time: &time,
-        reset_fields: &reset,
+        reset_fields: reset,
     };
     let schema = def.schema();
     let meta = builtin_patch_meta(&def.group, &def.kind);
@@ -190,6 +202,18 @@ pub fn track_write(
     mf::strip_managed_fields(&mut new);
     let entries = with_request(def, kind, manager, |request, view| {
         mf::update(old, &new, base, request, view)
+    });
+    mf::set_managed_fields(&mut new, &entries);
+    new
+}
+
+/// Records a write through `/scale` by `manager` in `new`'s managedFields. Kubernetes tracks it on
+/// the object itself: an entry of subresource `scale` owning the replicas field it changed.
+pub fn track_scale_write(def: &ResourceDef, manager: &str, old: &Value, mut new: Value) -> Value {
+    let base = mf::managed_fields_for_update(Some(old), &new, true);
+    mf::strip_managed_fields(&mut new);
+    let entries = with_subresource(def, "scale", &FieldSet::new(), manager, |request, view| {
+        mf::update(Some(old), &new, base, request, view)
     });
     mf::set_managed_fields(&mut new, &entries);
     new

@@ -7,6 +7,7 @@ use kcp_apimachinery::status::{ApiError, Cause};
 use serde_json::{Value, json};
 
 use super::RequestContext;
+use crate::apply;
 use crate::codec::{self, Produces, negotiate};
 use crate::registry::{ObjectRef, UpdateKind, WriteOptions};
 use crate::{ApiServer, Body, response};
@@ -130,6 +131,9 @@ impl ApiServer {
                 )));
             }
         };
+        let manager =
+            apply::field_manager(ctx.query.get("fieldManager"), ctx.user_agent.as_deref())
+                .map_err(|cause| ApiError::invalid("autoscaling", "Scale", at.name, vec![cause]))?;
         let replicas = desired
             .pointer("/spec/replicas")
             .cloned()
@@ -171,7 +175,7 @@ impl ApiServer {
                         meta.insert("resourceVersion".into(), json!(precondition));
                     }
                 }
-                Ok(new)
+                Ok(apply::track_scale_write(def, &manager, old, new))
             })
             .await?;
         Ok(response::json_value(

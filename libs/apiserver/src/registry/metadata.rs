@@ -275,12 +275,16 @@ fn set_cluster_annotation(m: &mut Map<String, Value>, cluster: &str) {
     }
 }
 
-/// The content of an object that is neither metadata nor status: a change there bumps `generation`.
-fn spec_part(obj: &Value) -> Value {
+/// The content of an object whose change bumps `generation`: all but metadata, and but status
+/// when the kind has a status subresource (without one, status is written like the rest, and a
+/// custom resource's generation follows it, as Kubernetes' custom resource strategy has it).
+fn spec_part(obj: &Value, status_subresource: bool) -> Value {
     match obj.as_object() {
         Some(m) => Value::Object(
             m.iter()
-                .filter(|(k, _)| !matches!(k.as_str(), "metadata" | "status"))
+                .filter(|(k, _)| {
+                    k.as_str() != "metadata" && !(status_subresource && k.as_str() == "status")
+                })
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
         ),
@@ -297,7 +301,8 @@ pub fn prepare_update(
 ) -> Vec<Cause> {
     let mut causes = Vec::new();
     let old_meta = meta(old).cloned().unwrap_or_default();
-    let bump = def.strategy.tracks_generation() && spec_part(new) != spec_part(old);
+    let bump = def.strategy.tracks_generation()
+        && spec_part(new, def.status_subresource) != spec_part(old, def.status_subresource);
     let Some(m) = meta_mut(new) else {
         return causes;
     };

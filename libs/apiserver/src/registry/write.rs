@@ -900,6 +900,14 @@ impl Registry {
                         None => m.remove("status"),
                     };
                 }
+                // The write's own field tracking is kept (its managers' status entries), as
+                // Kubernetes' status strategies keep managedFields.
+                if let (Some(fields), Some(m)) = (
+                    desired.pointer("/metadata/managedFields"),
+                    meta_mut(&mut new),
+                ) {
+                    m.insert("managedFields".into(), fields.clone());
+                }
                 new
             }
             UpdateKind::Finalize => {
