@@ -71,7 +71,10 @@ pub fn error(err: &ApiError) -> Response<Body> {
 
 /// Adds `Warning: 299 - "<text>"` headers, as kube-apiserver reports field-validation warnings.
 pub fn add_warnings(resp: &mut Response<Body>, warnings: &[String]) {
-    for w in warnings {
+    // Each text once, as kube-apiserver's recorder keeps them (a write retried after a conflict
+    // warns again).
+    let mut seen = std::collections::HashSet::new();
+    for w in warnings.iter().filter(|w| seen.insert(w.as_str())) {
         let escaped = w.replace('\\', "\\\\").replace('"', "\\\"");
         if let Ok(v) = HeaderValue::from_str(&format!("299 - \"{escaped}\"")) {
             resp.headers_mut().append(header::WARNING, v);

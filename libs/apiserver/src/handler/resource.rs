@@ -469,20 +469,15 @@ impl ApiServer {
         }
         let patch: Value = serde_json::from_slice(raw)
             .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-        let strict = ctx.query.get("fieldValidation") == Some("Strict");
-        let schema = if strict { def.schema() } else { None };
+        let mode = validation_mode(ctx)?;
+        let schema = def.schema();
         self.registry
             .update(def, at, kind, opts, |old| {
                 let patched = apply_patch(def, &patch_type, old, &patch)?;
-                if let Some(schema) = &schema {
-                    let unknown = kcp_schema::unknown_fields(schema, &patched);
-                    if !unknown.is_empty() {
-                        return Err(ApiError::bad_request(format!(
-                            "strict decoding error: {}",
-                            unknown.join(", ")
-                        )));
-                    }
-                }
+                let patched = match &schema {
+                    Some(schema) => decode_patched(def, schema, mode, patched)?,
+                    None => patched,
+                };
                 Ok(apply::track_write(def, kind, &manager, Some(old), patched))
             })
             .await
@@ -547,19 +542,7 @@ impl ApiServer {
         obj: Value,
         raw: &[u8],
     ) -> Result<(Value, Vec<String>), ApiError> {
-        let mode = ctx.query.get("fieldValidation").unwrap_or("Warn");
-        if !matches!(mode, "Strict" | "Warn" | "Ignore" | "") {
-            let cause = Cause::not_supported(
-                "fieldValidation",
-                &Value::from(mode),
-                &["Ignore", "Strict", "Warn"],
-            );
-            let verb = match &ctx.info.target {
-                Target::Resource(r) => r.verb.as_str(),
-                _ => "",
-            };
-            return Err(crate::query::invalid_options(verb, vec![cause]));
-        }
+        let mode = validation_mode(ctx)?;
         let Some(schema) = def.schema() else {
             return Ok((obj, Vec::new()));
         };
@@ -586,6 +569,58 @@ impl ApiServer {
             _ => Ok((pruned, problems)),
         }
     }
+}
+
+/// The request's `fieldValidation` (Warn when absent), or 422 for a value Kubernetes lacks.
+fn validation_mode(ctx: &RequestContext) -> Result<&str, ApiError> {
+    let mode = ctx.query.get("fieldValidation").unwrap_or("Warn");
+    if matches!(mode, "Strict" | "Warn" | "Ignore" | "") {
+        return Ok(mode);
+    }
+    let cause = Cause::not_supported(
+        "fieldValidation",
+        &Value::from(mode),
+        &["Ignore", "Strict", "Warn"],
+    );
+    let verb = match &ctx.info.target {
+        Target::Resource(r) => r.verb.as_str(),
+        _ => "",
+    };
+    Err(crate::query::invalid_options(verb, vec![cause]))
+}
+
+/// What kube-apiserver's decode of a JSON, merge or strategic patch's result does: a value a
+/// built-in kind cannot hold is refused (422 at `patch`; stored, it would break every typed
+/// client), and unknown fields are dropped, reported as `fieldValidation` says (422 when Strict).
+fn decode_patched(
+    def: &ResourceDef,
+    schema: &kcp_schema::Schema,
+    mode: &str,
+    patched: Value,
+) -> Result<Value, ApiError> {
+    let refused = |detail: String| {
+        let value = Value::String(patched.to_string());
+        ApiError::invalid("", "", "", vec![Cause::invalid("patch", &value, &detail)])
+    };
+    if def.custom_schema.is_none()
+        && let Some(first) = kcp_schema::validate::type_mismatches(schema, &patched).first()
+    {
+        return Err(refused(first.go_message()));
+    }
+    let unknown = kcp_schema::unknown_fields(schema, &patched);
+    match mode {
+        "Strict" if !unknown.is_empty() => {
+            return Err(refused(format!(
+                "strict decoding error: {}",
+                unknown.join(", ")
+            )));
+        }
+        "Ignore" => {}
+        _ => unknown
+            .into_iter()
+            .for_each(crate::admission::warnings::add),
+    }
+    Ok(kcp_schema::prune(schema, patched))
 }
 
 fn apply_patch(
