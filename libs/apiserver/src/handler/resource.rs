@@ -99,6 +99,13 @@ impl ApiServer {
             Some("approval") if def.is(CSR_GROUP, CSR_RESOURCE) => UpdateKind::Approval,
             Some(_) => return Err(ApiError::path_not_found()),
         };
+        // A Namespace's finalize endpoint only replaces (Kubernetes' FinalizeREST has no Get,
+        // so no PATCH either).
+        if update_kind == UpdateKind::Finalize && req.verb != "update" {
+            return Err(ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            ));
+        }
         if update_kind != UpdateKind::Main
             && !matches!(req.verb.as_str(), "get" | "update" | "patch")
         {
@@ -221,7 +228,7 @@ impl ApiServer {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let raw = codec::read_body(body).await?;
                 let obj = codec::decode_object(ctx.content_type.as_deref(), &raw)?;
-                let (mut obj, warnings) = self.field_validation(ctx, &def, obj, &raw)?;
+                let (obj, warnings) = self.field_validation(ctx, &def, obj, &raw)?;
                 let opts = WriteOptions {
                     dry_run: ctx.dry_run()?,
                     user: Some(&ctx.user),
@@ -229,7 +236,7 @@ impl ApiServer {
                 };
                 let at = object_ref(cluster, req)?;
                 // Before anything else is judged (a create by PUT needs the name too).
-                crate::registry::metadata::check_url_name(&mut obj, at.name)?;
+                crate::registry::metadata::name_is_url_name(&obj, at.name)?;
                 let unconditional = obj
                     .pointer("/metadata/resourceVersion")
                     .and_then(Value::as_str)
@@ -351,13 +358,21 @@ impl ApiServer {
                 let raw = codec::read_body(body).await?;
                 let opts = delete_options(ctx, &raw)?;
                 let mut list_opts = list_options(ctx, &def, None)?;
-                list_opts.limit = 0;
-                list_opts.continue_token = None;
+                // With a limit, one page goes (Kubernetes' answer carries its continue token);
+                // without, every object selected.
+                let paged = list_opts.limit > 0;
+                if !paged {
+                    list_opts.continue_token = None;
+                }
                 let scope = ListScope {
                     cluster,
                     namespace: req.namespace.as_deref(),
                 };
                 let result = self.registry.list(&def, scope, &list_opts).await?;
+                let meta = match paged {
+                    true => list_meta(result.revision, result.continue_token, result.remaining),
+                    false => list_meta(self.registry.cache().revision(), None, None),
+                };
                 let mut deleted = Vec::new();
                 for item in result.items {
                     let at = ObjectRef {
@@ -375,13 +390,7 @@ impl ApiServer {
                         Err(e) => return Err(e),
                     }
                 }
-                encode_list(
-                    ctx,
-                    &def,
-                    &deleted,
-                    list_meta(self.registry.cache().revision(), None, None),
-                    output,
-                )
+                encode_list(ctx, &def, &deleted, meta, output)
             }
             other => Err(ApiError::method_not_allowed(format!(
                 "verb {other:?} is not supported"
@@ -504,6 +513,18 @@ impl ApiServer {
             ));
         }
         crate::registry::metadata::same_name_as_url(&config, at.name)?;
+        // Field ownership is per version: an apply must name the endpoint's (kube-apiserver's
+        // structured-merge manager refuses it before anything else).
+        let version = config
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        if version != def.api_version() {
+            return Err(ApiError::bad_request(format!(
+                "Incorrect version specified in apply patch. Specified patch version: {version}, expected: {}",
+                def.api_version()
+            )));
+        }
         let result = self
             .registry
             .update(def, at, kind, opts, |old| {
@@ -712,8 +733,14 @@ pub(super) fn list_options(
 }
 
 fn delete_options(ctx: &RequestContext, raw: &[u8]) -> Result<DeleteOptions, ApiError> {
+    // As Kubernetes: the options come from the query only when no body came.
     let mut opts = if raw.iter().all(u8::is_ascii_whitespace) {
-        DeleteOptions::default()
+        // Checked, not used: deletions here have no grace period.
+        ctx.query.number("gracePeriodSeconds")?;
+        let orphan =
+            (ctx.query.get("orphanDependents")).map(|_| ctx.query.flag("orphanDependents"));
+        let policy = ctx.query.get("propagationPolicy").filter(|p| !p.is_empty());
+        DeleteOptions::with_propagation(policy, orphan)?
     } else {
         let body = codec::decode_object(
             ctx.content_type.as_deref().or(Some("application/json")),
@@ -725,9 +752,6 @@ fn delete_options(ctx: &RequestContext, raw: &[u8]) -> Result<DeleteOptions, Api
         opts.dry_run = true;
     }
     opts.user = Some(ctx.user.clone());
-    if let Some(policy) = ctx.query.get("propagationPolicy").filter(|p| !p.is_empty()) {
-        opts.set_propagation_policy(policy)?;
-    }
     Ok(opts)
 }
 

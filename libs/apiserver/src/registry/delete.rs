@@ -56,37 +56,46 @@ pub fn propagation_finalizers(obj: &Value, opts: &DeleteOptions) -> Option<Vec<S
 }
 
 impl DeleteOptions {
-    /// `Orphan`, `Background` or `Foreground`; anything else is Kubernetes' 422 for the options.
-    pub fn set_propagation_policy(&mut self, policy: &str) -> Result<(), ApiError> {
-        if !matches!(policy, "Orphan" | "Background" | "Foreground") {
-            let cause = Cause::not_supported(
+    /// The deletion's propagation from `propagationPolicy` and the older `orphanDependents`, as
+    /// Kubernetes' `ValidateDeleteOptions` allows them: not both, and a known policy (422 for the
+    /// options otherwise, every cause listed).
+    pub fn with_propagation(
+        policy: Option<&str>,
+        orphan_dependents: Option<bool>,
+    ) -> Result<DeleteOptions, ApiError> {
+        let mut causes = Vec::new();
+        if let (Some(policy), Some(_)) = (policy, orphan_dependents) {
+            causes.push(Cause::invalid(
                 "propagationPolicy",
                 &Value::from(policy),
-                &["Foreground", "Background", "Orphan"],
-            );
-            return Err(crate::query::invalid_options("delete", vec![cause]));
+                "orphanDependents and deletionPropagation cannot be both set",
+            ));
         }
-        self.propagation_policy = Some(policy.to_string());
-        Ok(())
+        if let Some(policy) = policy
+            && !matches!(policy, "Orphan" | "Background" | "Foreground")
+        {
+            causes.push(Cause::not_supported(
+                "propagationPolicy",
+                &Value::from(policy),
+                &["Foreground", "Background", "Orphan", "nil"],
+            ));
+        }
+        if !causes.is_empty() {
+            return Err(crate::query::invalid_options("delete", causes));
+        }
+        let orphan = orphan_dependents.map(|o| if o { "Orphan" } else { "Background" });
+        Ok(DeleteOptions {
+            propagation_policy: policy.or(orphan).map(str::to_string),
+            ..DeleteOptions::default()
+        })
     }
 
     /// Reads a `DeleteOptions` JSON body (kubectl sends one with `propagationPolicy`).
     pub fn from_body(body: &Value) -> Result<DeleteOptions, ApiError> {
-        let mut opts = DeleteOptions::default();
-        if let Some(policy) = body.get("propagationPolicy").and_then(Value::as_str) {
-            opts.set_propagation_policy(policy)?;
-        }
-        if let Some(orphan) = body.get("orphanDependents").and_then(Value::as_bool) {
-            if opts.propagation_policy.is_some() {
-                let cause = Cause::invalid(
-                    "propagationPolicy",
-                    &Value::from(opts.propagation_policy.clone()),
-                    "orphanDependents and deletionPropagation cannot be both set",
-                );
-                return Err(crate::query::invalid_options("delete", vec![cause]));
-            }
-            opts.propagation_policy = Some(if orphan { "Orphan" } else { "Background" }.into());
-        }
+        let mut opts = DeleteOptions::with_propagation(
+            body.get("propagationPolicy").and_then(Value::as_str),
+            body.get("orphanDependents").and_then(Value::as_bool),
+        )?;
         if let Some(pre) = body.get("preconditions") {
             opts.precondition_uid = pre.get("uid").and_then(Value::as_str).map(str::to_string);
             opts.precondition_resource_version = pre

@@ -212,6 +212,17 @@ pub fn same_name_as_url(obj: &Value, url_name: &str) -> Result<(), ApiError> {
     }
 }
 
+/// The name in a PUT's body must be the URL's, as Kubernetes' `checkName` has it: an empty one is
+/// a mismatch too.
+pub fn name_is_url_name(obj: &Value, url_name: &str) -> Result<(), ApiError> {
+    match meta_str(obj, "name") {
+        "" => Err(ApiError::bad_request(format!(
+            "the name of the object () does not match the name on the URL ({url_name})"
+        ))),
+        _ => same_name_as_url(obj, url_name),
+    }
+}
+
 /// [`same_name_as_url`], then an object that names nothing is named after the URL.
 pub fn check_url_name(obj: &mut Value, url_name: &str) -> Result<(), ApiError> {
     same_name_as_url(obj, url_name)?;
@@ -379,7 +390,6 @@ pub fn same_content(a: &Value, b: &Value) -> bool {
 /// kcp's kinds, whose validation is apiextensions') one without a `/` must be a standard one. The
 /// orphan and foreground finalizers exclude each other.
 fn finalizer_causes(def: &ResourceDef, finalizers: &[Value], causes: &mut Vec<Cause>) {
-    const STANDARD: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
     let kubes_own = def.custom_schema.is_none()
         && def.group != "apiextensions.k8s.io"
         && !def.group.ends_with(".kcp.io");
@@ -387,11 +397,10 @@ fn finalizer_causes(def: &ResourceDef, finalizers: &[Value], causes: &mut Vec<Ca
         for msg in names::is_qualified_name(name) {
             causes.push(Cause::invalid("metadata.finalizers", &json!(name), &msg));
         }
-        if kubes_own && !name.contains('/') && !STANDARD.contains(&name) {
-            causes.push(Cause::invalid(
+        if kubes_own {
+            causes.extend(kube_finalizer_cause(
                 &format!("metadata.finalizers[{i}]"),
-                &json!(name),
-                "name is neither a standard finalizer name nor is it fully qualified",
+                name,
             ));
         }
     }
@@ -403,6 +412,38 @@ fn finalizer_causes(def: &ResourceDef, finalizers: &[Value], causes: &mut Vec<Ca
             "finalizer orphan and foregroundDeletion cannot be both set",
         ));
     }
+}
+
+/// Kubernetes' rule for its own kinds' finalizers: one without a `/` must be a standard one.
+fn kube_finalizer_cause(field: &str, name: &str) -> Option<Cause> {
+    const STANDARD: [&str; 3] = ["kubernetes", "orphan", "foregroundDeletion"];
+    (!name.contains('/') && !STANDARD.contains(&name)).then(|| {
+        Cause::invalid(
+            field,
+            &json!(name),
+            "name is neither a standard finalizer name nor is it fully qualified",
+        )
+    })
+}
+
+/// Kubernetes' `ValidateNamespaceFinalizeUpdate`: each of a Namespace's `spec.finalizers` is a
+/// qualified name, and a standard one when it has no `/`.
+pub fn namespace_finalizer_causes(ns: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let finalizers = ns.pointer("/spec/finalizers").and_then(Value::as_array);
+    for (i, name) in finalizers
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .enumerate()
+    {
+        let field = format!("spec.finalizers[{i}]");
+        for msg in names::is_qualified_name(name) {
+            causes.push(Cause::invalid(&field, &json!(name), &msg));
+        }
+        causes.extend(kube_finalizer_cause(&field, name));
+    }
+    causes
 }
 
 /// Drops owner references that repeat an earlier one whole (Kubernetes dedups them rather than

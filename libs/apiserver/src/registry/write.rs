@@ -805,6 +805,9 @@ impl Registry {
                 .validate_subresource_update(subresource, &new, old),
         });
         causes.extend(required_fields(def, &new));
+        if kind == UpdateKind::Finalize {
+            causes.extend(metadata::namespace_finalizer_causes(&new));
+        }
         if metadata::is_deleting(old) {
             let before = metadata::finalizers(old);
             if metadata::finalizers(&new)

@@ -1,0 +1,134 @@
+//! Write requests' options and bodies judged as kube-apiserver judges them, on both stores: a
+//! collection DELETE with `limit` deletes one page, delete options that cannot be read or that
+//! contradict each other are refused (nothing is deleted), a PUT names its object, an apply names
+//! the endpoint's version, and a Namespace's finalize endpoint only takes valid finalizers by PUT.
+
+use kcp_e2e::{Shard, StoreKind, json_str, on_both_stores};
+use serde_json::Value;
+
+on_both_stores!(write_options_and_bodies);
+
+const CMS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
+
+fn status(body: &str) -> Value {
+    serde_json::from_str(body).unwrap_or(Value::Null)
+}
+
+fn write_options_and_bodies(store: StoreKind) {
+    let shard = Shard::start(store);
+    for i in 1..=5 {
+        shard.kubectl_ok(&["create", "configmap", &format!("d{i}")]);
+        shard.kubectl_ok(&["label", "configmap", &format!("d{i}"), "t=x"]);
+    }
+    let names = || -> Vec<String> {
+        let (_, body) = shard.curl("GET", &format!("{CMS}?labelSelector=t%3Dx"), None);
+        status(&body)["items"]
+            .as_array()
+            .map(|items| {
+                items
+                    .iter()
+                    .map(|i| json_str(i, "/metadata/name").to_string())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+
+    // One page of two goes, and the answer says how to go on.
+    let (code, body) = shard.curl(
+        "DELETE",
+        &format!("{CMS}?limit=2&labelSelector=t%3Dx"),
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let page = status(&body);
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(2), "{body}");
+    assert!(!json_str(&page, "/metadata/continue").is_empty(), "{body}");
+    assert_eq!(names(), ["d3", "d4", "d5"]);
+
+    // Options Kubernetes cannot read, or that contradict each other: nothing is deleted.
+    let (code, body) = shard.curl("DELETE", &format!("{CMS}/d3?gracePeriodSeconds=abc"), None);
+    assert_eq!(code, 400, "{body}");
+    let (code, body) = shard.curl(
+        "DELETE",
+        &format!("{CMS}/d3?orphanDependents=true&propagationPolicy=Foreground"),
+        None,
+    );
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body.contains("orphanDependents and deletionPropagation cannot be both set"),
+        "{body}"
+    );
+    let (code, body) = shard.curl("DELETE", &format!("{CMS}/d3?propagationPolicy=Later"), None);
+    assert_eq!(code, 422, "{body}");
+    assert!(body.contains(r#"\"Orphan\", \"nil\""#), "{body}");
+    assert_eq!(names(), ["d3", "d4", "d5"]);
+
+    // A PUT whose body names no object is not taken for the URL's.
+    let (code, body) = shard.curl(
+        "PUT",
+        &format!("{CMS}/d3"),
+        Some((
+            "application/json",
+            r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{},"data":{"a":"e"}}"#,
+        )),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.contains("the name of the object () does not match the name on the URL (d3)"),
+        "{body}"
+    );
+
+    // An apply must name the endpoint's version; without one nothing is applied.
+    let (code, body) = shard.curl(
+        "PATCH",
+        &format!("{CMS}/d3?fieldManager=m"),
+        Some((
+            "application/apply-patch+yaml",
+            r#"{"kind":"ConfigMap","metadata":{"name":"d3"}}"#,
+        )),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.contains(
+            "Incorrect version specified in apply patch. Specified patch version: , expected: v1"
+        ),
+        "{body}"
+    );
+
+    // A Namespace's finalizers by PUT only, each a valid one.
+    shard.kubectl_ok(&["create", "namespace", "fz"]);
+    let finalize = "/clusters/root/api/v1/namespaces/fz/finalize";
+    let ns = |finalizer: &str| {
+        format!(
+            r#"{{"apiVersion":"v1","kind":"Namespace","metadata":{{"name":"fz"}},"spec":{{"finalizers":["{finalizer}"]}}}}"#
+        )
+    };
+    let (code, body) = shard.curl(
+        "PUT",
+        finalize,
+        Some(("application/json", &ns("Bad Name!"))),
+    );
+    assert_eq!(code, 422, "{body}");
+    assert!(body.contains("spec.finalizers[0]"), "{body}");
+    let (code, body) = shard.curl(
+        "PUT",
+        finalize,
+        Some(("application/json", &ns("example.com/x"))),
+    );
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = shard.curl(
+        "PATCH",
+        finalize,
+        Some((
+            "application/merge-patch+json",
+            r#"{"spec":{"finalizers":[]}}"#,
+        )),
+    );
+    assert_eq!(code, 405, "{body}");
+    let ns = shard.kubectl_json(&["get", "namespace", "fz", "-o", "json"]);
+    assert_eq!(
+        ns["spec"]["finalizers"],
+        serde_json::json!(["example.com/x"]),
+        "{ns}"
+    );
+}
