@@ -173,4 +173,24 @@ fn workspaces_are_validated(store: StoreKind) {
         "internal.tenancy.kcp.io/cluster=root",
     ]);
     assert!(err.contains("field is immutable"), "{err}");
+
+    // Its type neither changes (kcp's schema rules, 422) nor goes (kcp's admission, 403).
+    for (patch, why) in [
+        (
+            r#"{"spec":{"type":{"name":"team"}}}"#,
+            r#"spec.type: Invalid value: "object": name is immutable"#,
+        ),
+        (
+            r#"{"spec":{"type":{"path":"root:other"}}}"#,
+            r#"spec.type: Invalid value: "object": path is immutable"#,
+        ),
+        (
+            r#"{"spec":{"type":null}}"#,
+            r#"is forbidden: spec.type: Invalid value: "null": field is immutable"#,
+        ),
+    ] {
+        let err =
+            shard.kubectl_fails(&["patch", "workspace", "named", "--type=merge", "-p", patch]);
+        assert!(err.contains(why), "{patch}: {err}");
+    }
 }

@@ -204,6 +204,16 @@ fn workspace_type_rules(store: StoreKind) {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Named with its path, kcp wraps the lookup's NotFound as an internal error.
+    let file = shard.write_file(
+        "ws-p.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata:\n  name: p\nspec:\n  type:\n    name: nosuch\n    path: root\n",
+    );
+    let err = shard.kubectl_fails(&["create", "-f", file.to_str().unwrap_or_default()]);
+    assert!(
+        err.contains(r#"is forbidden: Internal error occurred: workspacetypes.tenancy.kcp.io "root:nosuch" not found"#),
+        "{err}"
+    );
     // A universal workspace directly under root is fine (root allows any child), found by name.
     let out = create("root", "u", "universal");
     assert!(

@@ -206,9 +206,10 @@ impl Types<'_> {
     /// The type and every type it extends, transitively, each once, the type itself first; an
     /// error (kcp's words) names a type that cannot be found or a cycle.
     pub fn chain(&self, reference: &TypeRef) -> Result<Vec<ResolvedType>, String> {
+        // kcp's admission wraps the lookup's NotFound as an internal error.
         let top = self.get(reference).ok_or_else(|| {
             format!(
-                "workspace type {:?} cannot be resolved",
+                "Internal error occurred: workspacetypes.tenancy.kcp.io {:?} not found",
                 reference.to_string()
             )
         })?;

@@ -110,6 +110,27 @@ fn forbidden(name: &str, message: &str) -> ApiError {
     )
 }
 
+/// Why an update of a workspace's `spec.type` is refused, as kcp refuses it: a changed name or
+/// path by its schema's rules (422, the value shown as its type), a removed type by its admission
+/// (403).
+fn type_change_refusal(name: &str, old: &Value, new: &Value) -> Option<ApiError> {
+    let old_type = old.pointer("/spec/type").filter(|t| !t.is_null())?;
+    let Some(new_type) = new.pointer("/spec/type").filter(|t| !t.is_null()) else {
+        return Some(forbidden(
+            name,
+            "spec.type: Invalid value: \"null\": field is immutable",
+        ));
+    };
+    let rule = |message: &str| Some(invalid(name, "spec.type", &json!("object"), message));
+    if old_type.get("name") != new_type.get("name") {
+        return rule("name is immutable");
+    }
+    if old_type.get("path") != new_type.get("path") {
+        return rule("path is immutable");
+    }
+    None
+}
+
 /// What an update may do to a workspace's placement, as kcp's schema rules and admission say:
 /// `spec.cluster` never changes once set and is never unset, nor is `spec.URL`; only a
 /// privileged user sets either or changes the URL; a phase turns Ready only once both are set.
@@ -332,7 +353,7 @@ impl Admission for WorkspaceAdmission {
                         return Err(forbidden(
                             attrs.name,
                             &format!(
-                                "unable to use workspace type {}: missing verb='use' permission on workspacetypes",
+                                "unable to use workspace type {}: missing verb='use' permission on workspacetype",
                                 t.reference
                             ),
                         ));
@@ -374,15 +395,8 @@ impl Admission for WorkspaceAdmission {
                 let Some(old) = attrs.old_object else {
                     return Ok(());
                 };
-                let field = |v: &Value, p: &str| v.pointer(p).cloned().unwrap_or(Value::Null);
-                let old_type = field(old, "/spec/type");
-                if !old_type.is_null() && field(object, "/spec/type") != old_type {
-                    return Err(invalid(
-                        attrs.name,
-                        "spec.type",
-                        &field(object, "/spec/type"),
-                        "field is immutable",
-                    ));
+                if let Some(refusal) = type_change_refusal(attrs.name, old, object) {
+                    return Err(refusal);
                 }
                 // The LC name the shard chose: the workspace controller writes the new LC's
                 // content beside the LC itself, so no request may point it elsewhere.
