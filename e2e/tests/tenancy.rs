@@ -174,6 +174,25 @@ fn workspaces_are_validated(store: StoreKind) {
     ]);
     assert!(err.contains("field is immutable"), "{err}");
 
+    // A type's parent and child limits name either no type or some types (kcp's schema).
+    for (name, limits) in [
+        ("empty", "limitAllowedChildren: {}"),
+        (
+            "both",
+            "limitAllowedParents: {none: true, types: [{name: root, path: root}]}",
+        ),
+    ] {
+        let file = shard.write_file(
+            "wt.yaml",
+            &format!("apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata:\n  name: {name}\nspec:\n  {limits}\n"),
+        );
+        let err = shard.kubectl_fails(&["create", "-f", file.to_str().unwrap_or_default()]);
+        assert!(
+            err.contains("must validate one and only one schema (oneOf)"),
+            "{err}"
+        );
+    }
+
     // Its type neither changes (kcp's schema rules, 422) nor goes (kcp's admission, 403).
     for (patch, why) in [
         (

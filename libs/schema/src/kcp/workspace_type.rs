@@ -12,6 +12,8 @@ fn type_selector(description: &str) -> Value {
     json!({
         "type": "object",
         "description": description,
+        // Either no type at all or a list of them, as kcp's schema has it.
+        "oneOf": [{"required": ["none"]}, {"required": ["types"]}],
         "properties": {
             "none": boolean("No type at all is allowed."),
             "types": {
