@@ -2,11 +2,13 @@
 //! collection DELETE with `limit` deletes one page, delete options that cannot be read or that
 //! contradict each other are refused (nothing is deleted), a PUT names its object, an apply names
 //! the endpoint's version, and a Namespace's finalize endpoint only takes valid finalizers by PUT.
+//! Numbers as Go decodes them: `15.0` is no integer for a built-in kind (400), and a custom
+//! resource stores an integral number as an integer, so typed clients can read it.
 
 use kcp_e2e::{Shard, StoreKind, json_str, on_both_stores};
 use serde_json::Value;
 
-on_both_stores!(write_options_and_bodies);
+on_both_stores!(write_options_and_bodies, integral_numbers);
 
 const CMS: &str = "/clusters/root/api/v1/namespaces/default/configmaps";
 
@@ -131,4 +133,73 @@ fn write_options_and_bodies(store: StoreKind) {
         serde_json::json!(["example.com/x"]),
         "{ns}"
     );
+}
+
+fn integral_numbers(store: StoreKind) {
+    let shard = Shard::start(store);
+    let (code, body) = shard.curl(
+        "POST",
+        "/clusters/root/apis/coordination.k8s.io/v1/namespaces/default/leases",
+        Some((
+            "application/json",
+            r#"{"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":"l"},"spec":{"leaseDurationSeconds":15.0}}"#,
+        )),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(
+        body.contains("cannot unmarshal number 15.0 into Go struct field LeaseSpec.spec.leaseDurationSeconds of type int32"),
+        "{body}"
+    );
+    let crd = shard.write_file(
+        "crd.yaml",
+        r#"apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: counts.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: counts, kind: Count}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            x-kubernetes-preserve-unknown-fields: true
+            properties:
+              n: {type: integer}
+              ratio: {type: number}
+"#,
+    );
+    shard.kubectl_ok(&["apply", "-f", crd.to_str().expect("utf-8")]);
+    shard.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=30s",
+        "crd/counts.example.com",
+    ]);
+    let (code, body) = shard.curl(
+        "POST",
+        "/clusters/root/apis/example.com/v1/namespaces/default/counts",
+        Some((
+            "application/json",
+            r#"{"apiVersion":"example.com/v1","kind":"Count","metadata":{"name":"c"},"spec":{"n":2.0,"ratio":0.5,"extra":[1e3]}}"#,
+        )),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (_, body) = shard.curl(
+        "GET",
+        "/clusters/root/apis/example.com/v1/namespaces/default/counts/c",
+        None,
+    );
+    assert!(
+        body.contains(r#""n":2,"#) && body.contains(r#""extra":[1000]"#),
+        "{body}"
+    );
+    assert_eq!(status(&body)["spec"]["ratio"], 0.5, "{body}");
 }

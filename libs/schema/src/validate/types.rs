@@ -134,7 +134,16 @@ impl TypeMismatch {
 
 /// Every value of the wrong type, in document order.
 pub fn type_mismatches(schema: &Schema, value: &Value) -> Vec<TypeMismatch> {
-    let mut walk = Walk { found: Vec::new() };
+    mismatches(schema, value, true)
+}
+
+/// [`type_mismatches`] as Go's decoder (`go_decoder`: a built-in kind) or the schema (a custom
+/// resource, which takes an integral number written with a fraction as an integer) sees them.
+fn mismatches(schema: &Schema, value: &Value, go_decoder: bool) -> Vec<TypeMismatch> {
+    let mut walk = Walk {
+        found: Vec::new(),
+        go_decoder,
+    };
     let mut path = String::new();
     let mut go = GoContext {
         struct_name: None,
@@ -146,7 +155,7 @@ pub fn type_mismatches(schema: &Schema, value: &Value) -> Vec<TypeMismatch> {
 
 /// Every value of the wrong type as 422 causes (custom-resource style).
 pub fn type_errors(schema: &Schema, value: &Value) -> Vec<FieldCause> {
-    type_mismatches(schema, value)
+    mismatches(schema, value, false)
         .iter()
         .map(TypeMismatch::to_cause)
         .collect()
@@ -202,6 +211,7 @@ struct GoContext<'a> {
 
 struct Walk {
     found: Vec<TypeMismatch>,
+    go_decoder: bool,
 }
 
 impl Walk {
@@ -241,7 +251,9 @@ impl Walk {
         let Some(ty) = super::effective_type(node) else {
             return;
         };
-        if !fits(ty, value) {
+        // Go parses an integer field's number as an integer: `15.0` or `1.5e1` fails.
+        let go_refuses = self.go_decoder && ty == SchemaType::Integer && value.is_f64();
+        if !fits(ty, value) || go_refuses {
             let go_type = go_type(node);
             self.mismatch(path, ty.as_str().into(), value, go, go_type);
             return;
