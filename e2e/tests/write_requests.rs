@@ -97,6 +97,22 @@ fn write_options_and_bodies(store: StoreKind) {
         "{body}"
     );
 
+    // `force` is read as Kubernetes reads query booleans: anything but false or 0 forces.
+    let apply = |manager: &str, value: &str, force: &str| {
+        shard.curl(
+            "PATCH",
+            &format!("{CMS}/applied?fieldManager={manager}{force}"),
+            Some((
+                "application/apply-patch+yaml",
+                &format!(r#"{{"apiVersion":"v1","kind":"ConfigMap","metadata":{{"name":"applied"}},"data":{{"k":"{value}"}}}}"#),
+            )),
+        )
+    };
+    assert_eq!(apply("a", "1", "").0, 201);
+    assert_eq!(apply("b", "2", "&force=false").0, 409);
+    let (code, body) = apply("b", "2", "&force=abc");
+    assert_eq!(code, 200, "{body}");
+
     // A Namespace's finalizers by PUT only, each a valid one.
     shard.kubectl_ok(&["create", "namespace", "fz"]);
     let finalize = "/clusters/root/api/v1/namespaces/fz/finalize";

@@ -73,7 +73,8 @@ pub enum KubeconfigError {
 ///
 /// Clusters: `root` (the root LC) and `base` (the bare server, for top-level and `/clusters/...` paths).
 /// Contexts: `root` (current) and `base` as `kcp-admin`; `system:admin` as `shard-admin` in the
-/// `system:admin` logical cluster, as kcp writes them.
+/// `system:admin` logical cluster, and `shard-base` as `shard-admin` on the bare server, as kcp
+/// writes them.
 pub fn build(base_url: &str, pki: &Pki) -> Config {
     let ca = STANDARD.encode(&pki.ca_cert_pem);
     let cluster = |name: &str, server: String| NamedCluster {
@@ -113,6 +114,7 @@ pub fn build(base_url: &str, pki: &Pki) -> Config {
             context("root", "root", KCP_ADMIN_USER),
             context("base", "base", KCP_ADMIN_USER),
             context("system:admin", "system:admin", SHARD_ADMIN_USER),
+            context("shard-base", "base", SHARD_ADMIN_USER),
         ],
         current_context: "root".to_string(),
     }
@@ -151,6 +153,25 @@ mod tests {
         assert_eq!(
             back.clusters[0].cluster.server,
             "https://127.0.0.1:6443/clusters/root"
+        );
+        // kcp's four contexts.
+        let contexts: Vec<(&str, &str, &str)> = (back.contexts.iter())
+            .map(|c| {
+                (
+                    c.name.as_str(),
+                    c.context.cluster.as_str(),
+                    c.context.user.as_str(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            contexts,
+            [
+                ("root", "root", KCP_ADMIN_USER),
+                ("base", "base", KCP_ADMIN_USER),
+                ("system:admin", "system:admin", SHARD_ADMIN_USER),
+                ("shard-base", "base", SHARD_ADMIN_USER),
+            ]
         );
     }
 }

@@ -418,16 +418,8 @@ impl ApiServer {
             "application/apply-patch+yaml" => PatchType::Apply,
             other => return Err(ApiError::unsupported_media_type(other)),
         };
-        let force = match ctx.query.get("force") {
-            None => None,
-            Some("true") => Some(true),
-            Some("false") => Some(false),
-            Some(other) => {
-                return Err(ApiError::bad_request(format!(
-                    "force: Invalid value: {other:?}: must be true or false"
-                )));
-            }
-        };
+        // Kubernetes reads a query boolean leniently: only `false` and `0` are false.
+        let force = ctx.query.get("force").map(|_| ctx.query.flag("force"));
         let mut option_errors = Vec::new();
         let has_manager = ctx.query.get("fieldManager").is_some_and(|m| !m.is_empty());
         if patch_type == PatchType::Apply && !has_manager {
