@@ -706,6 +706,23 @@ fn held_content_holds_the_workspace(store: StoreKind) {
         .kubectl_cmd()
         .json(&["get", "workspace", "org", "-o", "json"]);
     assert_eq!(phase["status"]["phase"], "Deleting", "{phase}");
+    // The workspace says what holds it, in kcp's words, as its LC does.
+    let said = shard.eventually("the workspace saying what remains", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "org", "-o", "json"]);
+        let condition = (ws["status"]["conditions"].as_array()).and_then(|c| {
+            c.iter()
+                .find(|c| c["type"] == "WorkspaceContentDeleted")
+                .cloned()
+        })?;
+        (condition["reason"] == "SomeResourcesRemain").then_some(condition)
+    });
+    assert_eq!(
+        said["message"],
+        "Some resources are remaining: configmaps. has 1 resource instances, namespaces. has 1 \
+         resource instances; Some content in the logical cluster has finalizers remaining: \
+         example.com/hold in 1 resource instances",
+        "{said}"
+    );
 
     in_org.ok(&[
         "patch",

@@ -223,6 +223,7 @@ impl ApiServer {
                 return Ok(ContentDeletion {
                     left: 0,
                     released: true,
+                    remaining: String::new(),
                 });
             }
             Unheld::Deleted => {
@@ -268,14 +269,19 @@ impl ApiServer {
             in_batches(&emptied, |ns| self.release_namespace(cluster, &ns.name)).await?;
             let _ = cache.wait_fresh().await;
         }
-        let left = cache
+        let left: Vec<_> = cache
             .objects_in_cluster(cluster)
-            .iter()
-            .filter(|o| def_of(o).is_some_and(|d| !is_logical_cluster(&d)))
-            .count();
+            .into_iter()
+            .filter_map(|o| {
+                def_of(&o)
+                    .filter(|d| !is_logical_cluster(d))
+                    .map(|d| (d, o))
+            })
+            .collect();
         Ok(ContentDeletion {
-            left,
+            left: left.len(),
             released: false,
+            remaining: remaining_message(&left),
         })
     }
 
@@ -594,12 +600,55 @@ fn served_resource(
 }
 
 /// What [`ApiServer::delete_cluster_content_releasing`] came to.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ContentDeletion {
     /// Objects left: waiting for finalizers of their own, child workspaces still going, ...
     pub left: usize,
     /// Whether the releases asked for were written, with the last of the content.
     pub released: bool,
+    /// What is left, in kcp's words (see [`remaining_message`]); empty when nothing is.
+    pub remaining: String,
+}
+
+/// kcp's account of what holds a deleted logical cluster's content, for its
+/// `WorkspaceContentDeleted` condition: the objects left per resource, and the finalizers they
+/// wait for, each sorted.
+fn remaining_message(left: &[(Arc<ResourceDef>, Arc<crate::watch_cache::CachedObject>)]) -> String {
+    use std::collections::BTreeMap;
+    let mut resources: BTreeMap<String, usize> = BTreeMap::new();
+    let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
+    for (def, obj) in left {
+        *resources
+            .entry(format!("{}.{}", def.plural, def.group))
+            .or_default() += 1;
+        let value = obj.value().unwrap_or_default();
+        for f in crate::registry::metadata::finalizers(&value) {
+            *finalizers.entry(f).or_default() += 1;
+        }
+    }
+    let list = |counts: BTreeMap<String, usize>, how: &str| -> Vec<String> {
+        let mut items: Vec<String> = counts
+            .into_iter()
+            .map(|(name, n)| format!("{name} {how} {n} resource instances"))
+            .collect();
+        // kcp sorts the sentences themselves.
+        items.sort();
+        items
+    };
+    let mut parts = Vec::new();
+    if !resources.is_empty() {
+        parts.push(format!(
+            "Some resources are remaining: {}",
+            list(resources, "has").join(", ")
+        ));
+    }
+    if !finalizers.is_empty() {
+        parts.push(format!(
+            "Some content in the logical cluster has finalizers remaining: {}",
+            list(finalizers, "in").join(", ")
+        ));
+    }
+    parts.join("; ")
 }
 
 /// What the several-to-a-write pass over a cluster's content did.

@@ -1038,7 +1038,52 @@ impl Controller {
         {
             Content::Released => Ok(Outcome::Done),
             Content::Empty => release(server, &self.defs.logical_clusters, at, finalizer).await,
-            Content::Left => Ok(Outcome::After(CONTENT_RECHECK)),
+            Content::Left(remaining) => {
+                self.note_remaining(server, cluster, lc, &remaining).await?;
+                Ok(Outcome::After(CONTENT_RECHECK))
+            }
+        }
+    }
+
+    /// Tells on the deleting LC (and so its workspace) what its content waits for, as kcp's
+    /// `WorkspaceContentDeleted` condition does; written only when that changes.
+    async fn note_remaining(
+        &self,
+        server: &ApiServer,
+        cluster: &str,
+        lc: &LcState,
+        remaining: &str,
+    ) -> Result<(), ApiError> {
+        if lc.content_remaining() == Some(remaining) {
+            return Ok(());
+        }
+        let condition = state::content_remaining_condition(remaining);
+        let written = server
+            .registry()
+            .update(
+                &self.defs.logical_clusters,
+                lc_at(cluster),
+                UpdateKind::Status,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    let status = object_at(&mut new, "status");
+                    let mut conditions: Vec<Value> = (status.get("conditions"))
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter(|c| c["type"] != state::CONTENT_DELETED)
+                        .cloned()
+                        .collect();
+                    conditions.push(condition.clone());
+                    status.insert("conditions".into(), json!(conditions));
+                    Ok(new)
+                },
+            )
+            .await;
+        match written {
+            Err(e) if e.code != 404 => Err(e),
+            _ => Ok(()),
         }
     }
 }

@@ -35,8 +35,9 @@ pub(super) enum Content {
     Released,
     /// Emptied, still there: it may go (alone).
     Empty,
-    /// Objects wait for something (finalizers of their own, child workspaces going).
-    Left,
+    /// Objects wait for something (finalizers of their own, child workspaces going): what, in
+    /// kcp's words.
+    Left(String),
 }
 
 impl Controller {
@@ -123,7 +124,7 @@ impl Controller {
             return Ok(Content::Released);
         }
         if content.left > 0 {
-            return Ok(Content::Left);
+            return Ok(Content::Left(content.remaining));
         }
         match owner.is_some() && server.registry().release_all(&releases).await? {
             true => Ok(Content::Released),

@@ -48,6 +48,26 @@ struct LcStatus {
     phase: Option<String>,
     initializers: Vec<String>,
     terminators: Vec<String>,
+    /// Only while its content is being deleted does an LC carry one (see [`CONTENT_DELETED`]).
+    conditions: Vec<Condition>,
+}
+
+#[derive(Deserialize, Default, Debug)]
+#[serde(default)]
+struct Condition {
+    #[serde(rename = "type")]
+    kind: String,
+    message: String,
+}
+
+/// kcp's condition telling what a deleted workspace's content waits for.
+pub(super) const CONTENT_DELETED: &str = "WorkspaceContentDeleted";
+
+/// The condition saying that `remaining` (kcp's words, see the LC deletion) holds the content.
+pub(super) fn content_remaining_condition(remaining: &str) -> Value {
+    json!({"type": CONTENT_DELETED, "status": "False", "severity": "Info",
+        "reason": "SomeResourcesRemain", "message": remaining,
+        "lastTransitionTime": kcp_apiserver::registry::now_rfc3339()})
 }
 
 impl LcState {
@@ -82,6 +102,13 @@ impl LcState {
         &self.status.terminators
     }
 
+    /// What its content waits for, as its condition last said.
+    pub(super) fn content_remaining(&self) -> Option<&str> {
+        (self.status.conditions.iter())
+            .find(|c| c.kind == CONTENT_DELETED)
+            .map(|c| c.message.as_str())
+    }
+
     pub(super) fn has_finalizer(&self, finalizer: &str) -> bool {
         self.metadata.finalizers.iter().any(|f| f == finalizer)
     }
@@ -113,8 +140,13 @@ impl LcState {
             initialized_condition(initializers),
         ];
         if self.is_deleting() {
-            conditions.push(json!({"type": "WorkspaceContentDeleted", "status": "False", "severity": "Info",
-                "reason": "ContentDeletionPending", "message": "The content of the logical cluster is being deleted"}));
+            // What the LC says holds its content, once it says it (kcp's workspace copies it).
+            conditions.push(match self.content_remaining() {
+                Some(remaining) => json!({"type": CONTENT_DELETED, "status": "False", "severity": "Info",
+                    "reason": "SomeResourcesRemain", "message": remaining}),
+                None => json!({"type": CONTENT_DELETED, "status": "False", "severity": "Info",
+                    "reason": "ContentDeletionPending", "message": "The content of the logical cluster is being deleted"}),
+            });
         }
         // An LC marked inactive stays Ready to its workspace, as kcp's does.
         let phase = match self.phase() {
