@@ -783,7 +783,8 @@ fn finalizer_removed_by_hand(store: StoreKind) {
     let mut lcs = vec![placed_lc];
     for name in ["unplaced", "waiting"] {
         let lc = create_unschedulable(&shard, name, "nowhere");
-        let in_lc = shard.kubectl_cmd().cluster(&lc);
+        // Only a privileged user writes where no LogicalCluster is (yet).
+        let in_lc = shard.kubectl_cmd().context("system:admin").cluster(&lc);
         in_lc.ok(&["create", "namespace", "early"]);
         in_lc.ok(&["create", "configmap", "early", "-n", "early"]);
         lcs.push(lc);
@@ -829,8 +830,9 @@ fn scheduled_onto_content_already_there(store: StoreKind) {
     let mut chosen = Vec::new();
     for (name, early) in [("later", "default"), ("later2", "kube-system")] {
         let lc = create_unschedulable(&shard, name, "later");
-        // A namespace one of the LC's first writes would create, there before it.
-        let in_lc = shard.kubectl_cmd().cluster(&lc);
+        // A namespace one of the LC's first writes would create, there before it (written by a
+        // privileged user: nobody else may write where no LogicalCluster is).
+        let in_lc = shard.kubectl_cmd().context("system:admin").cluster(&lc);
         in_lc.ok(&["create", "namespace", early]);
         in_lc.ok(&["label", "namespace", early, "early=yes"]);
         chosen.push((name, early, lc));
@@ -1273,12 +1275,17 @@ fn lifecycle_objects_are_guarded(store: StoreKind) {
         r#"{"apiVersion":"core.kcp.io/v1alpha1","kind":"LogicalCluster","metadata":{"name":"cluster"}}"#,
     );
     refused(
-        shard.kubectl_cmd().cluster("brandnew").run(&[
-            "create",
-            "-f",
-            new_lc.to_str().unwrap_or_default(),
-        ]),
+        inside.run(&["create", "-f", new_lc.to_str().unwrap_or_default()]),
         &lc_forbidden("LogicalCluster cannot be created"),
+    );
+    // Where no LogicalCluster is, nobody but the privileged enters (kcp's content authorizer),
+    // not even the admin of every workspace.
+    refused(
+        shard
+            .kubectl_cmd()
+            .cluster("brandnew")
+            .run(&["create", "namespace", "x"]),
+        "workspace access not permitted",
     );
     // The LC is untouched and its workspace still Ready.
     let object = logical_cluster(&shard, &lc);

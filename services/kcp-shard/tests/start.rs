@@ -202,7 +202,8 @@ async fn serves_tls_with_the_generated_kubeconfig() {
         [
             ("root", "root", "kcp-admin"),
             ("base", "base", "kcp-admin"),
-            ("system:admin", "system:admin", "shard-admin")
+            ("system:admin", "system:admin", "shard-admin"),
+            ("shard-base", "base", "shard-admin"),
         ]
     );
     let base = shard.admin.base_url().to_string();
