@@ -307,6 +307,8 @@ pub fn version_def(
                 .and_then(Value::as_str)
                 .map(str::to_string),
         }),
+        // Set by the caller, which knows how versions are ordered.
+        deprecation_warning: None,
         kind,
     }
 }

@@ -210,6 +210,8 @@ pub struct ResourceDef {
     pub openapi_component: Option<Arc<Value>>,
     /// A `scale` subresource (CRDs): where replicas and the selector live in the object.
     pub scale: Option<ScaleDef>,
+    /// The `Warning` every request through this version gets (a CRD version marked deprecated).
+    pub deprecation_warning: Option<String>,
 }
 
 /// A CRD's `subresources.scale`: JSON paths (`.spec.replicas`) into its objects.

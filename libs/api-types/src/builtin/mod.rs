@@ -89,6 +89,7 @@ fn def(
         custom_schema: None,
         openapi_component: None,
         scale: None,
+        deprecation_warning: None,
     })
 }
 
