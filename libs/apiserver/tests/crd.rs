@@ -491,6 +491,76 @@ async fn custom_resources_are_defaulted_and_validated(h: &Harness) {
     assert_eq!(err.details.causes[0].reason, "FieldValueRequired");
 }
 
+/// A custom resource whose `kind` is not its CRD's fails validation (422, the cause alone), as in
+/// apiextensions-apiserver; a built-in of another kind stays a decode error (400).
+async fn custom_resources_of_another_kind_are_invalid(h: &Harness) {
+    create_crd(h, "root", widget_crd("integer")).await;
+    let def = served(h, "root").await;
+    let reg = h.server.registry();
+    let mut gadget = widget("w", json!("not an integer"));
+    gadget["kind"] = json!("Gadget");
+    let err = reg
+        .create(
+            &def,
+            "root",
+            Some("default"),
+            gadget.clone(),
+            WriteOptions::default(),
+        )
+        .await
+        .err()
+        .expect("another kind refused");
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        err.message,
+        r#"Widget.example.com "w" is invalid: kind: Invalid value: "Gadget": must be Widget"#
+    );
+    assert_eq!(err.details.causes.len(), 1, "{err:?}");
+    assert_eq!(err.details.causes[0].field, "kind");
+    assert_eq!(err.details.causes[0].reason, "FieldValueInvalid");
+    reg.create(
+        &def,
+        "root",
+        Some("default"),
+        widget("w", json!(1)),
+        WriteOptions::default(),
+    )
+    .await
+    .expect("a Widget");
+    let err = reg
+        .update(
+            &def,
+            in_default("root", "w"),
+            kcp_apiserver::registry::UpdateKind::Main,
+            WriteOptions::default(),
+            |old| {
+                let mut new = old.clone();
+                new["kind"] = json!("Gadget");
+                Ok(new)
+            },
+        )
+        .await
+        .err()
+        .expect("another kind refused on update");
+    assert_eq!(err.code, 422, "{err:?}");
+    assert_eq!(err.details.causes[0].field, "kind");
+
+    let configmaps = common::builtin("", "configmaps");
+    let cm = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "c"}});
+    let err = reg
+        .create(
+            &configmaps,
+            "root",
+            Some("default"),
+            cm,
+            WriteOptions::default(),
+        )
+        .await
+        .err()
+        .expect("a Secret is no ConfigMap");
+    assert_eq!(err.code, 400, "{err:?}");
+}
+
 async fn invalid_crds_are_refused(h: &Harness) {
     let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
     let mut crd = widget_crd("integer");
@@ -890,6 +960,7 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
 }
 
 on_both_stores!(cel_rules_are_enforced);
+on_both_stores!(custom_resources_of_another_kind_are_invalid);
 on_both_stores!(custom_resources_paginate_and_watch);
 on_both_stores!(defaults_apply_on_requests_and_from_storage);
 on_both_stores!(versions_share_storage_with_conversion_none);

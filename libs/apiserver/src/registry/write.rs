@@ -635,6 +635,10 @@ impl Registry {
         opts: WriteOptions<'_>,
     ) -> Result<(), ApiError> {
         let name = meta_str(obj, "name");
+        let wrong_kind = metadata::custom_kind_causes(def, obj);
+        if !wrong_kind.is_empty() {
+            return Err(invalid(def, name, wrong_kind));
+        }
         let mut causes = metadata::validate_metadata(def, obj);
         causes.extend(def.strategy.validate(obj));
         causes.extend(required_fields(def, obj));
@@ -797,6 +801,10 @@ impl Registry {
             }
         }
         def.strategy.follow_status(&mut new);
+        let wrong_kind = metadata::custom_kind_causes(def, &new);
+        if !wrong_kind.is_empty() {
+            return Err(invalid(def, at.name, wrong_kind));
+        }
         causes.extend(metadata::validate_metadata(def, &new));
         causes.extend(match kind.subresource() {
             None => def.strategy.validate_update(&new, old),
