@@ -51,13 +51,34 @@ impl CustomResourceStrategy {
             None => kcp_schema::validate_value(&self.version.schema, new),
         };
         let mut causes: Vec<Cause> = problems.iter().map(field_cause).collect();
-        if causes.is_empty()
-            && let Some(rules) = &self.version.rules
-        {
-            causes.extend(rules.validate(new, old).iter().map(field_cause));
+        if let Some(rules) = &self.version.rules {
+            // Rules may not run on values of the wrong shape; other schema errors do not stop them.
+            if problems.iter().any(|p| blocks_rules(p.reason)) {
+                causes.push(Cause::invalid(
+                    "<nil>",
+                    &json!("null"),
+                    "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+                ));
+            } else {
+                causes.extend(rules.validate(new, old).iter().map(field_cause));
+            }
         }
         causes
     }
+}
+
+/// The schema errors that keep `x-kubernetes-validations` from being evaluated
+/// (apiextensions-apiserver's hasBlockingErr in pkg/registry/customresource/strategy.go).
+fn blocks_rules(reason: kcp_schema::validate::CauseReason) -> bool {
+    use kcp_schema::validate::CauseReason::*;
+    matches!(
+        reason,
+        FieldValueNotSupported
+            | FieldValueRequired
+            | FieldValueTooLong
+            | FieldValueTooMany
+            | FieldValueTypeInvalid
+    )
 }
 
 /// A schema validator's cause as a Status cause.

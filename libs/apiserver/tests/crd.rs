@@ -491,6 +491,49 @@ async fn custom_resources_are_defaulted_and_validated(h: &Harness) {
     assert_eq!(err.details.causes[0].reason, "FieldValueRequired");
 }
 
+/// Rules are not evaluated on an object of the wrong shape (wrong type, missing required field,
+/// ...): kube-apiserver says so in a cause of its own. Out-of-range values do not stop them.
+async fn cel_rules_wait_for_a_well_formed_object(h: &Harness) {
+    let mut crd = widget_crd("integer");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"] = json!({
+        "type": "object",
+        "x-kubernetes-validations": [{"rule": "self.size != 3", "message": "not three"}],
+        "properties": {"size": {"type": "integer", "maximum": 2}}
+    });
+    create_crd(h, "root", crd).await;
+    let def = served(h, "root").await;
+    let wrong_type = refusal_causes(h, &def, widget("w", json!("three"))).await;
+    assert_eq!(wrong_type.len(), 2, "{wrong_type:?}");
+    assert_eq!(
+        wrong_type[1],
+        r#"<nil>: Invalid value: "null": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation"#
+    );
+    let too_big = refusal_causes(h, &def, widget("w", json!(3))).await;
+    assert_eq!(too_big.len(), 2, "{too_big:?}");
+    assert!(
+        too_big[0].starts_with("spec.size: Invalid value: 3"),
+        "{too_big:?}"
+    );
+    assert!(too_big[1].contains("not three"), "{too_big:?}");
+}
+
+/// The causes, as `field: message`, of a create that must be refused with 422.
+async fn refusal_causes(h: &Harness, def: &ResourceDef, obj: Value) -> Vec<String> {
+    let err = h
+        .server
+        .registry()
+        .create(def, "root", Some("default"), obj, WriteOptions::default())
+        .await
+        .err()
+        .expect("refused");
+    assert_eq!(err.code, 422, "{err:?}");
+    err.details
+        .causes
+        .iter()
+        .map(|c| format!("{}: {}", c.field, c.message))
+        .collect()
+}
+
 /// A custom resource whose `kind` is not its CRD's fails validation (422, the cause alone), as in
 /// apiextensions-apiserver; a built-in of another kind stays a decode error (400).
 async fn custom_resources_of_another_kind_are_invalid(h: &Harness) {
@@ -960,6 +1003,7 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
 }
 
 on_both_stores!(cel_rules_are_enforced);
+on_both_stores!(cel_rules_wait_for_a_well_formed_object);
 on_both_stores!(custom_resources_of_another_kind_are_invalid);
 on_both_stores!(custom_resources_paginate_and_watch);
 on_both_stores!(defaults_apply_on_requests_and_from_storage);
