@@ -110,6 +110,43 @@ impl Strategy for CustomResourceStrategy {
     fn tracks_generation(&self) -> bool {
         true
     }
+
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        finalizer_warnings(obj, None)
+    }
+
+    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
+        finalizer_warnings(new, Some(old))
+    }
+}
+
+/// Kubernetes' warnings for finalizer names a custom resource gains that are not domain-qualified
+/// with a path (apiextensions-apiserver's validateKubeFinalizerName), in name order. Names that
+/// are not qualified names at all were refused by validation already.
+fn finalizer_warnings(new: &Value, old: Option<&Value>) -> Vec<String> {
+    const STANDARD: [&str; 3] = ["orphan", "foregroundDeletion", "kubernetes"];
+    let names = |obj: &Value| -> std::collections::BTreeSet<String> {
+        (obj.pointer("/metadata/finalizers")
+            .and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect()
+    };
+    let before = old.map(names).unwrap_or_default();
+    names(new)
+        .difference(&before)
+        .filter(|name| !name.contains('/') && !STANDARD.contains(&name.as_str()))
+        .map(|name| {
+            let prefer = match name.contains('.') {
+                true => "prefer a domain-qualified finalizer name including a path (/)",
+                false => "prefer a domain-qualified finalizer name",
+            };
+            format!(
+                "metadata.finalizers: {name:?}: {prefer} to avoid accidental conflicts with other finalizer writers"
+            )
+        })
+        .collect()
 }
 
 /// How a custom resource moves between the served version and the storage version, with
@@ -346,5 +383,31 @@ fn printer_column(def: &Value) -> Column {
             .and_then(|p| i32::try_from(p).ok())
             .unwrap_or(0),
         value: ColumnValue::Path(str_at(def, "/jsonPath").to_string().into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn new_finalizers_without_a_domain_and_path_warn() {
+        let obj = |finalizers: Value| json!({"metadata": {"finalizers": finalizers}});
+        let created = finalizer_warnings(
+            &obj(json!(["hold", "a.b", "example.com/x", "orphan", "hold"])),
+            None,
+        );
+        assert_eq!(
+            created,
+            [
+                r#"metadata.finalizers: "a.b": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"#,
+                r#"metadata.finalizers: "hold": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"#,
+            ]
+        );
+        // Only what an update adds.
+        let updated =
+            finalizer_warnings(&obj(json!(["hold", "keep"])), Some(&obj(json!(["hold"]))));
+        assert_eq!(updated.len(), 1, "{updated:?}");
+        assert!(updated[0].contains(r#""keep""#), "{updated:?}");
     }
 }

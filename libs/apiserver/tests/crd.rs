@@ -517,6 +517,61 @@ async fn cel_rules_wait_for_a_well_formed_object(h: &Harness) {
     assert!(too_big[1].contains("not three"), "{too_big:?}");
 }
 
+/// Finalizers a custom resource gains that are not domain-qualified with a path are written, with
+/// kube-apiserver's warnings (on create and update; not through /status).
+async fn finalizer_names_without_a_domain_warn(h: &Harness) {
+    use kcp_apiserver::admission::warnings;
+    create_crd(h, "root", widget_crd("integer")).await;
+    let def = served(h, "root").await;
+    let reg = h.server.registry();
+    let mut obj = widget("w", json!(1));
+    obj["metadata"]["finalizers"] = json!(["hold"]);
+    let (created, said) =
+        warnings::collect(reg.create(&def, "root", Some("default"), obj, WriteOptions::default()))
+            .await;
+    assert!(created.is_ok(), "{:?}", created.err());
+    assert_eq!(
+        said,
+        [
+            r#"metadata.finalizers: "hold": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"#
+        ]
+    );
+    let add = |finalizers: Value| {
+        move |old: &Value| {
+            let mut new = old.clone();
+            new["metadata"]["finalizers"] = finalizers.clone();
+            Ok(new)
+        }
+    };
+    let main = kcp_apiserver::registry::UpdateKind::Main;
+    let at = in_default("root", "w");
+    let (updated, said) = warnings::collect(reg.update(
+        &def,
+        at,
+        main,
+        WriteOptions::default(),
+        add(json!(["hold", "a.b", "example.com/ok"])),
+    ))
+    .await;
+    assert!(updated.is_ok(), "{:?}", updated.err());
+    assert_eq!(
+        said,
+        [
+            r#"metadata.finalizers: "a.b": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"#
+        ]
+    );
+    let status = kcp_apiserver::registry::UpdateKind::Status;
+    let (_, said) = warnings::collect(reg.update(
+        &def,
+        at,
+        status,
+        WriteOptions::default(),
+        add(json!(["another"])),
+    ))
+    .await;
+    assert!(said.is_empty(), "{said:?}");
+}
+
 /// The causes, as `field: message`, of a create that must be refused with 422.
 async fn refusal_causes(h: &Harness, def: &ResourceDef, obj: Value) -> Vec<String> {
     let err = h
@@ -1003,6 +1058,7 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
 }
 
 on_both_stores!(cel_rules_are_enforced);
+on_both_stores!(finalizer_names_without_a_domain_warn);
 on_both_stores!(cel_rules_wait_for_a_well_formed_object);
 on_both_stores!(custom_resources_of_another_kind_are_invalid);
 on_both_stores!(custom_resources_paginate_and_watch);

@@ -645,6 +645,9 @@ impl Registry {
         if !causes.is_empty() {
             return Err(invalid(def, name, causes));
         }
+        for warning in def.strategy.warnings_on_create(obj) {
+            crate::admission::warnings::add(warning);
+        }
         let at = Target {
             cluster,
             namespace,
@@ -827,6 +830,11 @@ impl Registry {
         }
         if !causes.is_empty() {
             return Err(invalid(def, at.name, causes));
+        }
+        if kind.subresource().is_none() {
+            for warning in def.strategy.warnings_on_update(&new, old) {
+                crate::admission::warnings::add(warning);
+            }
         }
         self.admit_validate(
             def,
