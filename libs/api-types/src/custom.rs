@@ -376,7 +376,14 @@ fn printer_column(def: &Value) -> Column {
         name: str_at(def, "/name").to_string().into(),
         type_: str_at(def, "/type").to_string().into(),
         format: str_at(def, "/format").to_string().into(),
-        description: str_at(def, "/description").to_string().into(),
+        description: match str_at(def, "/description") {
+            "" => format!(
+                "Custom resource definition column (in JSONPath format): {}",
+                str_at(def, "/jsonPath")
+            ),
+            described => described.to_string(),
+        }
+        .into(),
         priority: def
             .get("priority")
             .and_then(Value::as_i64)
@@ -389,6 +396,19 @@ fn printer_column(def: &Value) -> Column {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printer_columns_are_described_by_default() {
+        let column =
+            printer_column(&json!({"name": "Size", "type": "integer", "jsonPath": ".spec.size"}));
+        assert_eq!(
+            column.description,
+            "Custom resource definition column (in JSONPath format): .spec.size"
+        );
+        let column =
+            printer_column(&json!({"name": "Size", "jsonPath": ".s", "description": "How big"}));
+        assert_eq!(column.description, "How big");
+    }
 
     #[test]
     fn new_finalizers_without_a_domain_and_path_warn() {
