@@ -11,6 +11,7 @@ on_both_stores!(
     same_crd_name_differs_per_logical_cluster,
     core_group_crds_and_reserved_groups,
     deprecated_versions_warn,
+    openapi_shows_int_or_string_embedded_and_selectable_fields,
 );
 
 const CRONTAB_CRD: &str = r#"
@@ -554,4 +555,67 @@ fn deprecated_versions_warn(store: StoreKind) {
         ),
         "{headers}"
     );
+}
+
+const PUBLISHED_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields:
+    - jsonPath: .spec.color
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string}
+              port: {x-kubernetes-int-or-string: true}
+              template:
+                type: object
+                x-kubernetes-embedded-resource: true
+                x-kubernetes-preserve-unknown-fields: true
+"#;
+
+/// The published schema of a custom resource is kube-apiserver's: int-or-string spelled out as
+/// `anyOf` (kubectl 1.32's explain still prints such a field, without `type`, as <Object>),
+/// embedded resources with their type and metadata, and the selectable fields marked.
+fn openapi_shows_int_or_string_embedded_and_selectable_fields(store: StoreKind) {
+    let shard = Shard::start(store);
+    install_crd(&shard, "gadgets.example.com", PUBLISHED_CRD);
+    let template = shard.kubectl_ok(&["explain", "gadget.spec.template"]);
+    for field in [
+        "apiVersion\t<string> -required-",
+        "kind\t<string> -required-",
+        "metadata\t<ObjectMeta>",
+    ] {
+        assert!(template.contains(field), "{field}: {template}");
+    }
+    let doc = shard.kubectl_json(&[
+        "get",
+        "--raw",
+        "/clusters/root/openapi/v3/apis/example.com/v1",
+    ]);
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["com.example.v1.Gadget"]["properties"]["spec"]["properties"]["port"]["anyOf"],
+        serde_json::json!([{"type": "integer"}, {"type": "string"}])
+    );
+    for name in ["com.example.v1.Gadget", "com.example.v1.GadgetList"] {
+        assert_eq!(
+            schemas[name]["x-kubernetes-selectable-fields"],
+            serde_json::json!([{"fieldPath": "spec.color"}]),
+            "{name}"
+        );
+    }
 }

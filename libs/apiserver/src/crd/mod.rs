@@ -7,6 +7,7 @@
 //! cache, and deletes the custom resources of a deleted CRD.
 
 pub mod controller;
+mod openapi;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -206,16 +207,11 @@ impl CrdApis {
 fn compile_version(schema_json: &Value) -> Result<CompiledVersion, kcp_schema::SchemaError> {
     let schema = kcp_schema::crd::compile_version_schema(schema_json)?;
     let mut openapi = schema_json.clone();
+    openapi::unfold(&mut openapi);
     if let Some(props) = openapi.get_mut("properties").and_then(Value::as_object_mut) {
         // What kube-apiserver publishes of every custom resource besides its schema (kubectl
         // explain lists them): the type fields and the object metadata, described.
-        props.insert(
-            "metadata".into(),
-            serde_json::json!({
-                "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
-                "allOf": [{"$ref": format!("#/components/schemas/{}", kcp_schema::builtin::OBJECT_META)}],
-            }),
-        );
+        props.insert("metadata".into(), object_meta_property());
         props.insert(
             "apiVersion".into(),
             serde_json::json!({
@@ -280,6 +276,14 @@ fn deprecation_warning(crd: &Value, version: &Value) -> Option<String> {
         msg.push_str(&format!("; use {group}/{newer} {kind}"));
     }
     Some(msg)
+}
+
+/// The `metadata` property kube-apiserver publishes of custom resources (and embedded ones).
+fn object_meta_property() -> Value {
+    serde_json::json!({
+        "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+        "allOf": [{"$ref": format!("#/components/schemas/{}", kcp_schema::builtin::OBJECT_META)}],
+    })
 }
 
 /// Kubernetes' version ordering: GA before beta before alpha, higher numbers first, then
