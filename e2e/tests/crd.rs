@@ -2,12 +2,16 @@
 //! then custom resources, printer columns, explain, validation errors, field selectors, per-LC
 //! schemas, core-group CRDs, kcp's reserved groups, and deletion.
 
+use std::process::Command;
+
 use kcp_e2e::{Shard, StoreKind, json_str, on_both_stores};
 
 on_both_stores!(
     crd_then_custom_resources_with_kubectl,
     same_crd_name_differs_per_logical_cluster,
     core_group_crds_and_reserved_groups,
+    deprecated_versions_warn,
+    openapi_shows_int_or_string_embedded_and_selectable_fields,
 );
 
 const CRONTAB_CRD: &str = r#"
@@ -439,4 +443,179 @@ spec:
         err.contains("tenancy.kcp.io is a reserved group") && err.contains("forbidden"),
         "{err}"
     );
+}
+
+/// Applies a CRD to `root` and waits until it is established.
+fn install_crd(shard: &Shard, name: &str, yaml: &str) {
+    let file = shard.write_file(&format!("{name}.yaml"), yaml);
+    shard.kubectl_ok(&["apply", "-f", file.to_str().expect("utf-8")]);
+    shard.kubectl_ok(&[
+        "wait",
+        "--for=condition=Established",
+        "--timeout=30s",
+        &format!("crd/{name}"),
+    ]);
+}
+
+/// Runs kubectl in `root`; returns whether it succeeded and its stderr (where warnings go).
+fn kubectl_stderr(shard: &Shard, args: &[&str]) -> (bool, String) {
+    let out = shard.kubectl(args);
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The response headers of a GET as kcp-admin (curl `-D -`).
+fn response_headers(shard: &Shard, path: &str) -> String {
+    let out = Command::new("curl")
+        .args([
+            "-sS",
+            "-k",
+            "--max-time",
+            "30",
+            "-o",
+            "/dev/null",
+            "-D",
+            "-",
+        ])
+        .arg("--cert")
+        .arg(shard.dir().join("kcp-admin.crt"))
+        .arg("--key")
+        .arg(shard.dir().join("kcp-admin.key"))
+        .arg(format!("{}{path}", shard.base_url()))
+        .output()
+        .expect("running curl");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+const DEPRECATED_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1beta1
+    served: true
+    storage: true
+    deprecated: true
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+  - name: v1
+    served: true
+    storage: false
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+  - name: v1alpha1
+    served: true
+    storage: false
+    deprecated: true
+    deprecationWarning: "v1alpha1 goes away soon"
+    schema: {openAPIV3Schema: {type: object, properties: {spec: {type: object, x-kubernetes-preserve-unknown-fields: true}}}}
+"#;
+
+/// Every request through a deprecated version carries kube-apiserver's `Warning` (kubectl prints
+/// it): the default text naming the newest served version, or the CRD's own; reads, watches and
+/// errors included.
+fn deprecated_versions_warn(store: StoreKind) {
+    let shard = Shard::start(store);
+    install_crd(&shard, "widgets.example.com", DEPRECATED_CRD);
+    let default = "Warning: example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget";
+    let w = shard.write_file(
+        "w.yaml",
+        "apiVersion: example.com/v1beta1\nkind: Widget\nmetadata:\n  name: w\nspec: {}\n",
+    );
+    let (ok, stderr) = kubectl_stderr(&shard, &["create", "-f", w.to_str().expect("utf-8")]);
+    assert!(ok && stderr.contains(default), "{stderr}");
+    for args in [
+        &["get", "widgets.v1beta1.example.com", "w"][..],
+        &["get", "widgets.v1beta1.example.com"],
+    ] {
+        let (ok, stderr) = kubectl_stderr(&shard, args);
+        assert!(ok && stderr.contains(default), "{args:?}: {stderr}");
+    }
+    let (ok, stderr) = kubectl_stderr(&shard, &["get", "widgets.v1beta1.example.com", "missing"]);
+    assert!(!ok && stderr.contains(default), "{stderr}");
+    let (ok, stderr) = kubectl_stderr(&shard, &["get", "widgets.v1alpha1.example.com", "w"]);
+    assert!(
+        ok && stderr.contains("Warning: v1alpha1 goes away soon"),
+        "{stderr}"
+    );
+    let (ok, stderr) = kubectl_stderr(&shard, &["get", "widgets.v1.example.com", "w"]);
+    assert!(ok && !stderr.contains("Warning"), "{stderr}");
+    let headers = response_headers(
+        &shard,
+        "/clusters/root/apis/example.com/v1beta1/namespaces/default/widgets?watch=1&timeoutSeconds=1",
+    );
+    assert!(
+        headers.to_lowercase().contains(
+            "warning: 299 - \"example.com/v1beta1 widget is deprecated; use example.com/v1 widget\""
+        ),
+        "{headers}"
+    );
+}
+
+const PUBLISHED_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.example.com
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    selectableFields:
+    - jsonPath: .spec.color
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              color: {type: string}
+              port: {x-kubernetes-int-or-string: true}
+              template:
+                type: object
+                x-kubernetes-embedded-resource: true
+                x-kubernetes-preserve-unknown-fields: true
+"#;
+
+/// The published schema of a custom resource is kube-apiserver's: int-or-string spelled out as
+/// `anyOf` (kubectl 1.32's explain still prints such a field, without `type`, as <Object>),
+/// embedded resources with their type and metadata, and the selectable fields marked.
+fn openapi_shows_int_or_string_embedded_and_selectable_fields(store: StoreKind) {
+    let shard = Shard::start(store);
+    install_crd(&shard, "gadgets.example.com", PUBLISHED_CRD);
+    let template = shard.kubectl_ok(&["explain", "gadget.spec.template"]);
+    for field in [
+        "apiVersion\t<string> -required-",
+        "kind\t<string> -required-",
+        "metadata\t<ObjectMeta>",
+    ] {
+        assert!(template.contains(field), "{field}: {template}");
+    }
+    let doc = shard.kubectl_json(&[
+        "get",
+        "--raw",
+        "/clusters/root/openapi/v3/apis/example.com/v1",
+    ]);
+    let schemas = &doc["components"]["schemas"];
+    assert_eq!(
+        schemas["com.example.v1.Gadget"]["properties"]["spec"]["properties"]["port"]["anyOf"],
+        serde_json::json!([{"type": "integer"}, {"type": "string"}])
+    );
+    for name in ["com.example.v1.Gadget", "com.example.v1.GadgetList"] {
+        assert_eq!(
+            schemas[name]["x-kubernetes-selectable-fields"],
+            serde_json::json!([{"fieldPath": "spec.color"}]),
+            "{name}"
+        );
+    }
 }

@@ -51,13 +51,34 @@ impl CustomResourceStrategy {
             None => kcp_schema::validate_value(&self.version.schema, new),
         };
         let mut causes: Vec<Cause> = problems.iter().map(field_cause).collect();
-        if causes.is_empty()
-            && let Some(rules) = &self.version.rules
-        {
-            causes.extend(rules.validate(new, old).iter().map(field_cause));
+        if let Some(rules) = &self.version.rules {
+            // Rules may not run on values of the wrong shape; other schema errors do not stop them.
+            if problems.iter().any(|p| blocks_rules(p.reason)) {
+                causes.push(Cause::invalid(
+                    "<nil>",
+                    &json!("null"),
+                    "some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+                ));
+            } else {
+                causes.extend(rules.validate(new, old).iter().map(field_cause));
+            }
         }
         causes
     }
+}
+
+/// The schema errors that keep `x-kubernetes-validations` from being evaluated
+/// (apiextensions-apiserver's hasBlockingErr in pkg/registry/customresource/strategy.go).
+fn blocks_rules(reason: kcp_schema::validate::CauseReason) -> bool {
+    use kcp_schema::validate::CauseReason::*;
+    matches!(
+        reason,
+        FieldValueNotSupported
+            | FieldValueRequired
+            | FieldValueTooLong
+            | FieldValueTooMany
+            | FieldValueTypeInvalid
+    )
 }
 
 /// A schema validator's cause as a Status cause.
@@ -111,6 +132,43 @@ impl Strategy for CustomResourceStrategy {
     fn tracks_generation(&self) -> bool {
         true
     }
+
+    fn warnings_on_create(&self, obj: &Value) -> Vec<String> {
+        finalizer_warnings(obj, None)
+    }
+
+    fn warnings_on_update(&self, new: &Value, old: &Value) -> Vec<String> {
+        finalizer_warnings(new, Some(old))
+    }
+}
+
+/// Kubernetes' warnings for finalizer names a custom resource gains that are not domain-qualified
+/// with a path (apiextensions-apiserver's validateKubeFinalizerName), in name order. Names that
+/// are not qualified names at all were refused by validation already.
+fn finalizer_warnings(new: &Value, old: Option<&Value>) -> Vec<String> {
+    const STANDARD: [&str; 3] = ["orphan", "foregroundDeletion", "kubernetes"];
+    let names = |obj: &Value| -> std::collections::BTreeSet<String> {
+        (obj.pointer("/metadata/finalizers")
+            .and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str().map(str::to_string))
+        .collect()
+    };
+    let before = old.map(names).unwrap_or_default();
+    names(new)
+        .difference(&before)
+        .filter(|name| !name.contains('/') && !STANDARD.contains(&name.as_str()))
+        .map(|name| {
+            let prefer = match name.contains('.') {
+                true => "prefer a domain-qualified finalizer name including a path (/)",
+                false => "prefer a domain-qualified finalizer name",
+            };
+            format!(
+                "metadata.finalizers: {name:?}: {prefer} to avoid accidental conflicts with other finalizer writers"
+            )
+        })
+        .collect()
 }
 
 /// How a custom resource moves between the served version and the storage version, with
@@ -329,6 +387,8 @@ pub fn version_def(
                 .and_then(Value::as_str)
                 .map(str::to_string),
         }),
+        // Set by the caller, which knows how versions are ordered.
+        deprecation_warning: None,
         kind,
     }
 }
@@ -338,12 +398,58 @@ fn printer_column(def: &Value) -> Column {
         name: str_at(def, "/name").to_string().into(),
         type_: str_at(def, "/type").to_string().into(),
         format: str_at(def, "/format").to_string().into(),
-        description: str_at(def, "/description").to_string().into(),
+        description: match str_at(def, "/description") {
+            "" => format!(
+                "Custom resource definition column (in JSONPath format): {}",
+                str_at(def, "/jsonPath")
+            ),
+            described => described.to_string(),
+        }
+        .into(),
         priority: def
             .get("priority")
             .and_then(Value::as_i64)
             .and_then(|p| i32::try_from(p).ok())
             .unwrap_or(0),
         value: ColumnValue::Path(str_at(def, "/jsonPath").to_string().into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn printer_columns_are_described_by_default() {
+        let column =
+            printer_column(&json!({"name": "Size", "type": "integer", "jsonPath": ".spec.size"}));
+        assert_eq!(
+            column.description,
+            "Custom resource definition column (in JSONPath format): .spec.size"
+        );
+        let column =
+            printer_column(&json!({"name": "Size", "jsonPath": ".s", "description": "How big"}));
+        assert_eq!(column.description, "How big");
+    }
+
+    #[test]
+    fn new_finalizers_without_a_domain_and_path_warn() {
+        let obj = |finalizers: Value| json!({"metadata": {"finalizers": finalizers}});
+        let created = finalizer_warnings(
+            &obj(json!(["hold", "a.b", "example.com/x", "orphan", "hold"])),
+            None,
+        );
+        assert_eq!(
+            created,
+            [
+                r#"metadata.finalizers: "a.b": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"#,
+                r#"metadata.finalizers: "hold": prefer a domain-qualified finalizer name to avoid accidental conflicts with other finalizer writers"#,
+            ]
+        );
+        // Only what an update adds.
+        let updated =
+            finalizer_warnings(&obj(json!(["hold", "keep"])), Some(&obj(json!(["hold"]))));
+        assert_eq!(updated.len(), 1, "{updated:?}");
+        assert!(updated[0].contains(r#""keep""#), "{updated:?}");
     }
 }

@@ -128,6 +128,15 @@ pub trait Strategy: Send + Sync + 'static {
     fn validate_update(&self, new: &Value, _old: &Value) -> Vec<Cause> {
         self.validate(new)
     }
+    /// Warnings for a create that passed validation (Kubernetes' `WarningsOnCreate`).
+    fn warnings_on_create(&self, _obj: &Value) -> Vec<String> {
+        Vec::new()
+    }
+    /// Warnings for an update of the main resource that passed validation (`WarningsOnUpdate`;
+    /// Kubernetes' status strategies warn of nothing).
+    fn warnings_on_update(&self, _new: &Value, _old: &Value) -> Vec<String> {
+        Vec::new()
+    }
     /// An update through one of the kind's own subresources (`status`, `approval`), after the
     /// registry kept of `old` what the subresource may not change: what the kind's strategy for
     /// that subresource does besides (Kubernetes' status and approval strategies).
@@ -210,6 +219,8 @@ pub struct ResourceDef {
     pub openapi_component: Option<Arc<Value>>,
     /// A `scale` subresource (CRDs): where replicas and the selector live in the object.
     pub scale: Option<ScaleDef>,
+    /// The `Warning` every request through this version gets (a CRD version marked deprecated).
+    pub deprecation_warning: Option<String>,
 }
 
 /// A CRD's `subresources.scale`: JSON paths (`.spec.replicas`) into its objects.

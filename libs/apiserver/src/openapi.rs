@@ -55,6 +55,14 @@ impl OpenApiDocs {
                     verbs: d.verbs.clone(),
                     subresources,
                     schema_name: d.schema_name.clone(),
+                    selectable_fields: match d.custom_schema {
+                        Some(_) => d
+                            .field_selectors
+                            .iter()
+                            .map(|f| f.field.to_string())
+                            .collect(),
+                        None => Vec::new(),
+                    },
                 });
         }
         let mut docs = HashMap::new();

@@ -436,8 +436,12 @@ fn quota_usage(o: &Value, limits: bool) -> Value {
     json!(parts.join(", "))
 }
 
-/// kubectl's short human duration: `45s`, `5m`, `3h`, `2d`, `3y` (with the same rounding rules in spirit).
+/// Kubernetes' short human duration (apimachinery's duration.HumanDuration): `45s`, `5m`, `3h`,
+/// `2d`, `2y70d`, `9y`; more than a second in the future is `<invalid>`.
 pub fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".to_string();
+    }
     let secs = secs.max(0);
     if secs < 120 {
         return format!("{secs}s");
@@ -478,7 +482,11 @@ pub fn human_duration(secs: i64) -> String {
     if days < 365 * 2 {
         return format!("{days}d");
     }
-    format!("{}y", days / 365)
+    let (years, rest) = (days / 365, days % 365);
+    if days < 365 * 8 && rest != 0 {
+        return format!("{years}y{rest}d");
+    }
+    format!("{years}y")
 }
 
 /// The age of an RFC 3339 timestamp relative to now, or `<unknown>`.
@@ -533,7 +541,11 @@ mod tests {
         assert_eq!(human_duration(3 * 3600 + 60), "3h1m");
         assert_eq!(human_duration(30 * 3600), "30h");
         assert_eq!(human_duration(3 * 86400), "3d");
-        assert_eq!(human_duration(800 * 86400), "2y");
+        assert_eq!(human_duration(800 * 86400), "2y70d");
+        assert_eq!(human_duration(730 * 86400), "2y");
+        assert_eq!(human_duration(3000 * 86400), "8y");
+        assert_eq!(human_duration(-1), "0s");
+        assert_eq!(human_duration(-2), "<invalid>");
     }
 
     #[test]

@@ -16,7 +16,7 @@ mod resource_names;
 mod resource_quotas;
 mod secret_types;
 
-pub use columns::{age_column_for_crd, age_since, name_column};
+pub use columns::{age_column_for_crd, age_since, human_duration, name_column};
 pub use logical_cluster::{
     INACTIVE_ANNOTATION, LEGACY_INACTIVE_ANNOTATION, initialized_condition, marked_inactive,
 };
@@ -89,6 +89,7 @@ fn def(
         custom_schema: None,
         openapi_component: None,
         scale: None,
+        deprecation_warning: None,
     })
 }
 

@@ -7,6 +7,7 @@
 //! cache, and deletes the custom resources of a deleted CRD.
 
 pub mod controller;
+mod openapi;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
@@ -135,6 +136,7 @@ impl CrdApis {
                 let is_storage = version.get("name").and_then(Value::as_str) == Some(storage_name);
                 let storage = (!is_storage).then(|| storage_compiled.clone()).flatten();
                 let mut def = custom::version_def(served.crd, version, compiled, storage);
+                def.deprecation_warning = deprecation_warning(served.crd, version);
                 // A CRD being deleted still serves its objects (so they can be listed and
                 // deleted) but takes no new ones, as in Kubernetes.
                 if is_terminating(served.crd) {
@@ -205,16 +207,11 @@ impl CrdApis {
 fn compile_version(schema_json: &Value) -> Result<CompiledVersion, kcp_schema::SchemaError> {
     let schema = kcp_schema::crd::compile_version_schema(schema_json)?;
     let mut openapi = schema_json.clone();
+    openapi::unfold(&mut openapi);
     if let Some(props) = openapi.get_mut("properties").and_then(Value::as_object_mut) {
         // What kube-apiserver publishes of every custom resource besides its schema (kubectl
         // explain lists them): the type fields and the object metadata, described.
-        props.insert(
-            "metadata".into(),
-            serde_json::json!({
-                "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
-                "allOf": [{"$ref": format!("#/components/schemas/{}", kcp_schema::builtin::OBJECT_META)}],
-            }),
-        );
+        props.insert("metadata".into(), object_meta_property());
         props.insert(
             "apiVersion".into(),
             serde_json::json!({
@@ -248,6 +245,47 @@ fn compile_version(schema_json: &Value) -> Result<CompiledVersion, kcp_schema::S
     })
 }
 
+/// The warning of a version marked `deprecated`: its own `deprecationWarning`, else Kubernetes'
+/// default naming the highest-priority served, non-deprecated version above it
+/// (apiextensions-apiserver's defaultDeprecationWarning).
+fn deprecation_warning(crd: &Value, version: &Value) -> Option<String> {
+    if version.get("deprecated").and_then(Value::as_bool) != Some(true) {
+        return None;
+    }
+    if let Some(custom) = version.get("deprecationWarning").and_then(Value::as_str) {
+        return Some(custom.to_string());
+    }
+    let at = |v: &Value, key: &str| -> String {
+        v.pointer(key)
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    let (group, kind) = (at(crd, "/spec/group"), at(crd, "/spec/names/kind"));
+    let name = at(version, "/name");
+    let mut msg = format!("{group}/{name} {kind} is deprecated");
+    let flag = |v: &Value, key: &str| v.get(key).and_then(Value::as_bool).unwrap_or(false);
+    let replacement = (crd.pointer("/spec/versions").and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .filter(|v| flag(v, "served") && !flag(v, "deprecated"))
+        .map(|v| at(v, "/name"))
+        .filter(|v| version_priority(v) > version_priority(&name))
+        .max_by_key(|v| version_priority(v));
+    if let Some(newer) = replacement {
+        msg.push_str(&format!("; use {group}/{newer} {kind}"));
+    }
+    Some(msg)
+}
+
+/// The `metadata` property kube-apiserver publishes of custom resources (and embedded ones).
+fn object_meta_property() -> Value {
+    serde_json::json!({
+        "description": "Standard object's metadata. More info: https://git.k8s.io/community/contributors/devel/sig-architecture/api-conventions.md#metadata",
+        "allOf": [{"$ref": format!("#/components/schemas/{}", kcp_schema::builtin::OBJECT_META)}],
+    })
+}
+
 /// Kubernetes' version ordering: GA before beta before alpha, higher numbers first, then
 /// non-Kubernetes-looking names alphabetically (lowest priority).
 pub fn version_priority(name: &str) -> (u8, u32, u32, std::cmp::Reverse<String>) {
@@ -262,8 +300,8 @@ pub fn version_priority(name: &str) -> (u8, u32, u32, std::cmp::Reverse<String>)
         }
         for (word, rank) in [("beta", 2u8), ("alpha", 1u8)] {
             if let Some(n) = tail.strip_prefix(word) {
-                let minor: u32 = if n.is_empty() { 0 } else { n.parse().ok()? };
-                return Some((rank, major, minor));
+                // `v1beta` is not Kubernetes-looking: alpha and beta need a number.
+                return Some((rank, major, n.parse().ok()?));
             }
         }
         None
@@ -324,5 +362,40 @@ mod tests {
                 "v2", "v1", "v10beta1", "v1beta2", "v1beta1", "v1alpha1", "bar", "foo"
             ]
         );
+        assert!(version_priority("v1beta") < version_priority("v1alpha1"));
+    }
+
+    fn crd_with(versions: Value) -> Value {
+        serde_json::json!({"spec": {"group": "example.com", "names": {"kind": "Widget"},
+                                    "versions": versions}})
+    }
+
+    #[test]
+    fn deprecated_versions_warn_in_kubernetes_words() {
+        let crd = crd_with(serde_json::json!([
+            {"name": "v1alpha1", "served": true, "deprecated": true},
+            {"name": "v1beta1", "served": true},
+            {"name": "v1", "served": true},
+            {"name": "v2", "served": false},
+            {"name": "v3", "served": true, "deprecated": true},
+            {"name": "v1beta2", "served": true, "deprecated": true,
+             "deprecationWarning": "use v1, really"},
+        ]));
+        let versions = crd["spec"]["versions"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        let warning = |i: usize| deprecation_warning(&crd, &versions[i]);
+        assert_eq!(
+            warning(0).as_deref(),
+            Some("example.com/v1alpha1 Widget is deprecated; use example.com/v1 Widget")
+        );
+        assert_eq!(warning(1), None);
+        // Nothing served and not deprecated ranks above v3.
+        assert_eq!(
+            warning(4).as_deref(),
+            Some("example.com/v3 Widget is deprecated")
+        );
+        assert_eq!(warning(5).as_deref(), Some("use v1, really"));
     }
 }

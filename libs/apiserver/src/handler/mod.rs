@@ -401,10 +401,11 @@ impl ApiServer {
                     // wrote nothing to wait for.
                     let _ = self.registry.cache().wait_fresh().await;
                 }
-                resp.map(|mut resp| {
-                    response::add_warnings(&mut resp, &warnings);
-                    resp
-                })
+                // Warnings go with errors too, as kube-apiserver's recorder writes them with
+                // whatever headers the answer has.
+                let mut resp = resp.unwrap_or_else(|err| response::error(&err));
+                response::add_warnings(&mut resp, &warnings);
+                Ok(resp)
             }
             _ if !is_read => Err(ApiError::method_not_allowed(format!(
                 "the server does not allow this method on the requested resource: {}",

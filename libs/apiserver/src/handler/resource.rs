@@ -45,6 +45,10 @@ impl ApiServer {
             .cloned()
             .ok_or_else(ApiError::path_not_found)?;
         let _ = ctx.served.set(def.clone());
+        // Every request through a deprecated version says so, whatever its outcome.
+        if let Some(warning) = &def.deprecation_warning {
+            crate::admission::warnings::add(warning.clone());
+        }
         if req.verb.is_empty() {
             return Err(ApiError::method_not_allowed(format!(
                 "the server does not allow this method on the requested resource: {method}"

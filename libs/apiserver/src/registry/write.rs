@@ -635,11 +635,18 @@ impl Registry {
         opts: WriteOptions<'_>,
     ) -> Result<(), ApiError> {
         let name = meta_str(obj, "name");
+        let wrong_kind = metadata::custom_kind_causes(def, obj);
+        if !wrong_kind.is_empty() {
+            return Err(invalid(def, name, wrong_kind));
+        }
         let mut causes = metadata::validate_metadata(def, obj);
         causes.extend(def.strategy.validate(obj));
         causes.extend(required_fields(def, obj));
         if !causes.is_empty() {
             return Err(invalid(def, name, causes));
+        }
+        for warning in def.strategy.warnings_on_create(obj) {
+            crate::admission::warnings::add(warning);
         }
         let at = Target {
             cluster,
@@ -797,6 +804,10 @@ impl Registry {
             }
         }
         def.strategy.follow_status(&mut new);
+        let wrong_kind = metadata::custom_kind_causes(def, &new);
+        if !wrong_kind.is_empty() {
+            return Err(invalid(def, at.name, wrong_kind));
+        }
         causes.extend(metadata::validate_metadata(def, &new));
         causes.extend(match kind.subresource() {
             None => def.strategy.validate_update(&new, old),
@@ -822,6 +833,11 @@ impl Registry {
         }
         if !causes.is_empty() {
             return Err(invalid(def, at.name, causes));
+        }
+        if kind.subresource().is_none() {
+            for warning in def.strategy.warnings_on_update(&new, old) {
+                crate::admission::warnings::add(warning);
+            }
         }
         self.admit_validate(
             def,

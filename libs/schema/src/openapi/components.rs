@@ -10,6 +10,7 @@ use crate::builtin;
 
 pub(crate) const REF_PREFIX: &str = "#/components/schemas/";
 const GVK_EXTENSION: &str = "x-kubernetes-group-version-kind";
+const SELECTABLE_FIELDS_EXTENSION: &str = "x-kubernetes-selectable-fields";
 
 /// Finds component schemas: extra ones first, then the built-ins.
 pub(crate) struct Lookup<'e> {
@@ -55,8 +56,17 @@ pub(crate) fn schemas(
     // Schemas generated here rather than looked up: the list kinds.
     let mut synthesized: BTreeMap<String, Value> = BTreeMap::new();
     let mut gvks: BTreeMap<String, Vec<Value>> = BTreeMap::new();
+    // The kind and its list, as apiextensions-apiserver's OpenAPI builder marks them.
+    let mut selectable: BTreeMap<String, Value> = BTreeMap::new();
     for resource in resources {
         let list = list_name(&resource.schema_name);
+        if !resource.selectable_fields.is_empty() {
+            let fields: Vec<Value> = (resource.selectable_fields.iter())
+                .map(|f| json!({"fieldPath": f}))
+                .collect();
+            selectable.insert(resource.schema_name.clone(), Value::Array(fields.clone()));
+            selectable.insert(list.clone(), Value::Array(fields));
+        }
         if lookup.get(&list).is_none() {
             synthesized.insert(list.clone(), list_schema(resource));
         }
@@ -94,6 +104,9 @@ pub(crate) fn schemas(
     for (name, mut schema) in found {
         if let (Some(list), Value::Object(map)) = (gvks.get(&name), &mut schema) {
             map.insert(GVK_EXTENSION.to_owned(), Value::Array(list.clone()));
+        }
+        if let (Some(fields), Value::Object(map)) = (selectable.get(&name), &mut schema) {
+            map.insert(SELECTABLE_FIELDS_EXTENSION.to_owned(), fields.clone());
         }
         out.insert(name, schema);
     }

@@ -44,6 +44,9 @@ pub struct OpenApiResource {
     pub subresources: Vec<String>,
     /// Component name of the kind's schema, e.g. `io.k8s.api.core.v1.ConfigMap`.
     pub schema_name: String,
+    /// A custom resource's `selectableFields` (`spec.color`), published on the kind and its list
+    /// as `x-kubernetes-selectable-fields`.
+    pub selectable_fields: Vec<String>,
 }
 
 impl OpenApiResource {

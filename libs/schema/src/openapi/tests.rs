@@ -27,6 +27,7 @@ fn resource(
         verbs: verbs.iter().map(|v| (*v).to_owned()).collect(),
         subresources: subresources.iter().map(|s| (*s).to_owned()).collect(),
         schema_name,
+        selectable_fields: Vec::new(),
     }
 }
 
@@ -262,6 +263,7 @@ fn custom_resources_use_extra_components_without_strategic_merge() {
         verbs: ALL_VERBS.iter().map(|v| (*v).to_owned()).collect(),
         subresources: vec!["status".into(), "scale".into()],
         schema_name: "com.example.v1.Widget".into(),
+        selectable_fields: vec!["spec.color".into()],
     };
     let doc = v3_group_version_with(&[widget], &extra);
     let patch =
@@ -284,6 +286,14 @@ fn custom_resources_use_extra_components_without_strategic_merge() {
         schemas["com.example.v1.Widget"]["x-kubernetes-group-version-kind"][0]["kind"],
         "Widget"
     );
+    // Selectable fields are published on the kind and its list.
+    for name in ["com.example.v1.Widget", "com.example.v1.WidgetList"] {
+        assert_eq!(
+            schemas[name]["x-kubernetes-selectable-fields"],
+            json!([{"fieldPath": "spec.color"}]),
+            "{name}"
+        );
+    }
     let mut refs = Vec::new();
     collect_refs(&doc, &mut refs);
     for name in refs {
@@ -334,6 +344,7 @@ fn every_builtin_kind_gets_a_consistent_document() {
             verbs: ALL_VERBS.iter().map(|v| (*v).to_owned()).collect(),
             subresources: vec!["status".into()],
             schema_name: kind.schema_name.clone(),
+            selectable_fields: Vec::new(),
         };
         let doc = v3_group_version(&[resource]);
         let schemas = doc["components"]["schemas"].as_object().expect("schemas");
