@@ -1285,7 +1285,7 @@ fn lifecycle_objects_are_guarded(store: StoreKind) {
             .kubectl_cmd()
             .cluster("brandnew")
             .run(&["create", "namespace", "x"]),
-        "workspace access not permitted",
+        "access not permitted",
     );
     // The LC is untouched and its workspace still Ready.
     let object = logical_cluster(&shard, &lc);

@@ -36,10 +36,6 @@ impl ClusterFacts for CachedClusterFacts {
             .get(&logical_cluster_key(cluster))?
             .annotation(REQUIRED_GROUPS_ANNOTATION)
     }
-
-    fn exists(&self, cluster: &str) -> Option<bool> {
-        Some(self.cache.get(&logical_cluster_key(cluster)).is_some())
-    }
 }
 
 /// Feeds RBAC objects to the index and tells the authorizer when logical clusters change.

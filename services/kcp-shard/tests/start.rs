@@ -315,9 +315,9 @@ async fn serves_tls_with_the_generated_kubeconfig() {
             .map(|c| c["name"].as_str().unwrap().to_string())
             .collect();
         names.sort();
-        assert_eq!(names, ["base", "root", "system:admin"]);
+        assert_eq!(names, ["base", "root", "shard-base", "system:admin"]);
 
-        for context in ["root", "base", "system:admin"] {
+        for context in ["root", "base", "system:admin", "shard-base"] {
             let out = Command::new("kubectl")
                 .args([
                     "--kubeconfig",

@@ -31,9 +31,13 @@ use crate::request_info::{self, ClusterTarget, RequestInfo, Target, VerbHints};
 use crate::serve::PeerInfo;
 use crate::{ApiServer, Body, response};
 
-/// Groups that may do anything in any logical cluster, existing or not (the foundation's authorization;
-/// RBAC narrows what `system:kcp:admin` may do later).
-const PRIVILEGED_GROUPS: &[&str] = &[kcp_auth::authz::SYSTEM_MASTERS, kcp_auth::authz::KCP_ADMIN];
+/// Groups that may address a logical cluster without its LogicalCluster object, as kcp's content
+/// authorizer lets them. Not `system:kcp:admin`: its cluster-admin everywhere (the bootstrap
+/// policy) would let it write content into logical clusters that are no workspace's.
+const PRIVILEGED_GROUPS: &[&str] = &[
+    kcp_auth::authz::SYSTEM_MASTERS,
+    "system:kcp:logical-cluster-admin",
+];
 
 /// Everything a handler needs about the request being served.
 pub struct RequestContext {

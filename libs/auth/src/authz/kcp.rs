@@ -4,8 +4,7 @@
 //! 2. Wildcard (`*`) and `system:*` logical clusters admit nobody else.
 //! 3. Required groups: a logical cluster annotated `authorization.kcp.io/required-groups` admits
 //!    only callers holding one of the listed group sets (its own ServiceAccounts excepted).
-//! 4. Workspace content: a logical cluster without its LogicalCluster object admits only
-//!    `system:kcp:logical-cluster-admin`; entering one at all takes the verb `access` on the
+//! 4. Workspace content: entering a logical cluster at all takes the verb `access` on the
 //!    non-resource URL `/` there (its own ServiceAccounts excepted). The refusal says the same
 //!    whether or not the logical cluster exists.
 //! 5. RBAC of the logical cluster, united with the bootstrap policy (see [`RbacIndex`]).
@@ -32,8 +31,6 @@ use crate::authz::{Attributes, Authorizer, Decision};
 pub const REQUIRED_GROUPS_ANNOTATION: &str = "authorization.kcp.io/required-groups";
 /// Admin through the front proxy: not bound by required groups.
 pub const EXTERNAL_LOGICAL_CLUSTER_ADMIN: &str = "system:kcp:external-logical-cluster-admin";
-/// May enter logical clusters that do not exist (yet), as kcp lets it.
-pub const LOGICAL_CLUSTER_ADMIN: &str = "system:kcp:logical-cluster-admin";
 /// What a caller who may not enter a logical cluster is told.
 pub const ACCESS_NOT_PERMITTED: &str = "workspace access not permitted";
 /// The refusal of wildcard and system logical clusters to unprivileged callers.
@@ -47,11 +44,6 @@ const CACHE_ENTRIES: usize = 65_536;
 pub trait ClusterFacts: Send + Sync + 'static {
     /// The `authorization.kcp.io/required-groups` annotation of `cluster`, if any.
     fn required_groups(&self, cluster: &str) -> Option<String>;
-    /// Whether `cluster` has its LogicalCluster object; `None` when that is not known (servers
-    /// without such objects), and then nobody is refused for it.
-    fn exists(&self, _cluster: &str) -> Option<bool> {
-        None
-    }
 }
 
 /// No logical cluster requires groups (tests, and servers without LogicalCluster objects).
@@ -140,13 +132,6 @@ impl KcpAuthorizer {
         // A deep review asks what the LC's RBAC alone grants (kcp's admission asks "may U bind X in
         // L" without U being allowed into L); the privileged-only rule above still holds.
         if !cluster.is_empty() && !attrs.deep_review {
-            // A logical cluster without its LogicalCluster is no workspace's: nobody but its
-            // admins writes there (kcp's content authorizer), not even a cluster-admin of all.
-            if self.clusters.exists(cluster) == Some(false)
-                && !user.groups.iter().any(|g| g == LOGICAL_CLUSTER_ADMIN)
-            {
-                return Decision::Deny(ACCESS_NOT_PERMITTED.to_string());
-            }
             let own_service_account = is_own_service_account(user, cluster);
             if !own_service_account
                 && !user
@@ -345,39 +330,6 @@ mod tests {
         assert_eq!(
             get(&admin, "system:admin"),
             Decision::Deny(PRIVILEGED_ONLY.into())
-        );
-    }
-
-    /// Only `a` has its LogicalCluster.
-    struct OnlyA;
-    impl ClusterFacts for OnlyA {
-        fn required_groups(&self, _cluster: &str) -> Option<String> {
-            None
-        }
-        fn exists(&self, cluster: &str) -> Option<bool> {
-            Some(cluster == "a")
-        }
-    }
-
-    #[test]
-    fn nobody_but_lc_admins_enters_a_cluster_without_its_logical_cluster() {
-        let index = index_with_grants();
-        bind_cluster_role(&index, "gone", "cluster-admin", "Group", "system:kcp:admin");
-        bind_cluster_role(&index, "gone", "cluster-admin", "User", "lc-admin");
-        let authz = KcpAuthorizer::new(index, Arc::new(OnlyA));
-        let admin = user("kcp-admin", &["system:kcp:admin"]);
-        assert_eq!(
-            authz.authorize(&configmaps(&admin, "gone", "create")),
-            Decision::Deny(ACCESS_NOT_PERMITTED.into())
-        );
-        assert_eq!(
-            authz.authorize(&configmaps(&admin, "a", "list")),
-            Decision::Allow
-        );
-        let lc_admin = user("lc-admin", &[LOGICAL_CLUSTER_ADMIN]);
-        assert_eq!(
-            authz.authorize(&configmaps(&lc_admin, "gone", "create")),
-            Decision::Allow
         );
     }
 
