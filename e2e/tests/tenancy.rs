@@ -204,6 +204,10 @@ fn workspaces_are_validated(store: StoreKind) {
             r#"spec.type: Invalid value: "object": path is immutable"#,
         ),
         (
+            r#"{"spec":{"type":{"name":"team","path":"root:other"}}}"#,
+            "* spec.type: Invalid value: \"object\": name is immutable\n* spec.type: Invalid value: \"object\": path is immutable",
+        ),
+        (
             r#"{"spec":{"type":null}}"#,
             r#"is forbidden: spec.type: Invalid value: "null": field is immutable"#,
         ),

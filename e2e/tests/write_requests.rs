@@ -76,7 +76,9 @@ fn write_options_and_bodies(store: StoreKind) {
     );
     assert_eq!(code, 400, "{body}");
     assert!(
-        body.contains("the name of the object () does not match the name on the URL (d3)"),
+        body.contains(
+            "the name of the object (d3 based on URL) was undeterminable: name must be provided"
+        ),
         "{body}"
     );
 

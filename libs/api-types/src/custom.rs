@@ -86,27 +86,10 @@ pub fn field_cause(cause: &kcp_schema::FieldCause) -> Cause {
     Cause::new(cause.reason.as_str(), &cause.field, cause.message.clone())
 }
 
-/// What Kubernetes' decoding of a custom resource does to numbers: one written with a fraction or
-/// exponent but integral (`2.0`, `1e3`) comes out as an integer, so typed clients can read it
-/// into an integer field.
-fn integral_numbers(value: &mut Value) {
-    match value {
-        Value::Number(n) if n.is_f64() => {
-            // Within ±2^53 every integral f64 is exactly an i64.
-            const EXACT: f64 = 9_007_199_254_740_992.0;
-            if let Some(f) = n.as_f64().filter(|f| f.fract() == 0.0 && f.abs() <= EXACT) {
-                *value = Value::from(f as i64);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(integral_numbers),
-        Value::Object(map) => map.values_mut().for_each(integral_numbers),
-        _ => {}
-    }
-}
-
 impl Strategy for CustomResourceStrategy {
+    /// Kubernetes decodes a custom resource into float64s first: `2.0` is stored as `2`.
     fn decode(&self, obj: &mut Value) {
-        integral_numbers(obj);
+        kcp_apimachinery::numbers::integral_floats_to_integers(obj);
     }
 
     fn allow_unconditional_update(&self) -> bool {

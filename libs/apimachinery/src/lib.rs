@@ -11,6 +11,7 @@
 pub mod field_error;
 pub mod managed_fields;
 pub mod names;
+pub mod numbers;
 pub mod patch;
 pub mod protobuf;
 pub mod quantity;

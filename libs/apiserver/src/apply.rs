@@ -196,7 +196,9 @@ pub fn track_write(
     old: Option<&Value>,
     mut new: Value,
 ) -> Value {
-    def.strategy.decode(&mut new);
+    // Decoded first, so duplicate owner references are not tracked as fields (Kubernetes dedups
+    // them before its field manager runs).
+    crate::registry::decoded(def, &mut new, false);
     let base = mf::managed_fields_for_update(old, &new, kind != UpdateKind::Main);
     // Replaced below anyway; without them the tracker need not copy `new` to ignore them.
     mf::strip_managed_fields(&mut new);

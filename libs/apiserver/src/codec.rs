@@ -200,7 +200,11 @@ pub fn decode_yaml(body: &[u8]) -> Result<Value, ApiError> {
     let text = std::str::from_utf8(body)
         .map_err(|_| ApiError::bad_request("the YAML body is not valid UTF-8"))?;
     match serde_saphyr::from_str::<Value>(text) {
-        Ok(v @ Value::Object(_)) => Ok(v),
+        // YAMLToJSON re-encodes YAML numbers as Go prints float64s: `15.0` becomes `15`.
+        Ok(mut v @ Value::Object(_)) => {
+            kcp_apimachinery::numbers::integral_floats_to_integers(&mut v);
+            Ok(v)
+        }
         Ok(_) => Err(ApiError::bad_request(
             "the request body must be a YAML mapping",
         )),

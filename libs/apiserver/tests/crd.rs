@@ -560,16 +560,6 @@ async fn finalizer_names_without_a_domain_warn(h: &Harness) {
             r#"metadata.finalizers: "a.b": prefer a domain-qualified finalizer name including a path (/) to avoid accidental conflicts with other finalizer writers"#
         ]
     );
-    let status = kcp_apiserver::registry::UpdateKind::Status;
-    let (_, said) = warnings::collect(reg.update(
-        &def,
-        at,
-        status,
-        WriteOptions::default(),
-        add(json!(["another"])),
-    ))
-    .await;
-    assert!(said.is_empty(), "{said:?}");
 }
 
 /// The causes, as `field: message`, of a create that must be refused with 422.

@@ -121,14 +121,13 @@ fn type_change_refusal(name: &str, old: &Value, new: &Value) -> Option<ApiError>
             "spec.type: Invalid value: \"null\": field is immutable",
         ));
     };
-    let rule = |message: &str| Some(invalid(name, "spec.type", &json!("object"), message));
-    if old_type.get("name") != new_type.get("name") {
-        return rule("name is immutable");
-    }
-    if old_type.get("path") != new_type.get("path") {
-        return rule("path is immutable");
-    }
-    None
+    // Every rule that fails is a cause, as kube-apiserver runs them all.
+    let causes: Vec<Cause> = [("name", "name is immutable"), ("path", "path is immutable")]
+        .into_iter()
+        .filter(|(field, _)| old_type.get(field) != new_type.get(field))
+        .map(|(_, message)| Cause::invalid("spec.type", &json!("object"), message))
+        .collect();
+    (!causes.is_empty()).then(|| ApiError::invalid("tenancy.kcp.io", "Workspace", name, causes))
 }
 
 /// What an update may do to a workspace's placement, as kcp's schema rules and admission say:

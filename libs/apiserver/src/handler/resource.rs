@@ -361,13 +361,10 @@ impl ApiServer {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
                 let raw = codec::read_body(body).await?;
                 let opts = delete_options(ctx, &raw)?;
-                let mut list_opts = list_options(ctx, &def, None)?;
+                let list_opts = list_options(ctx, &def, None)?;
                 // With a limit, one page goes (Kubernetes' answer carries its continue token);
-                // without, every object selected.
+                // without, every object selected (from a continue token on, if one came).
                 let paged = list_opts.limit > 0;
-                if !paged {
-                    list_opts.continue_token = None;
-                }
                 let scope = ListScope {
                     cluster,
                     namespace: req.namespace.as_deref(),
@@ -480,7 +477,7 @@ impl ApiServer {
             .update(def, at, kind, opts, |old| {
                 let patched = apply_patch(def, &patch_type, old, &patch)?;
                 let patched = match &schema {
-                    Some(schema) => decode_patched(def, schema, mode, patched)?,
+                    Some(schema) => decode_patched(def, schema, mode, &patch_type, patched)?,
                     None => patched,
                 };
                 Ok(apply::track_write(def, kind, &manager, Some(old), patched))
@@ -613,8 +610,14 @@ fn decode_patched(
     def: &ResourceDef,
     schema: &kcp_schema::Schema,
     mode: &str,
-    patched: Value,
+    patch_type: &PatchType,
+    mut patched: Value,
 ) -> Result<Value, ApiError> {
+    // A strategic merge is decoded from its map of float64s (`15.0` fits an integer field), the
+    // others from JSON bytes by Go's decoder.
+    if *patch_type == PatchType::Strategic {
+        kcp_apimachinery::numbers::integral_floats_to_integers(&mut patched);
+    }
     let refused = |detail: String| {
         let value = Value::String(patched.to_string());
         ApiError::invalid("", "", "", vec![Cause::invalid("patch", &value, &detail)])
@@ -634,10 +637,15 @@ fn decode_patched(
         }
         "Ignore" => {}
         _ => unknown
-            .into_iter()
+            .iter()
+            .cloned()
             .for_each(crate::admission::warnings::add),
     }
-    Ok(kcp_schema::prune(schema, patched))
+    // Pruning only drops unknown fields: with none, the walk is saved.
+    Ok(match unknown.is_empty() {
+        true => patched,
+        false => kcp_schema::prune(schema, patched),
+    })
 }
 
 fn apply_patch(

@@ -229,12 +229,12 @@ pub fn same_name_as_url(obj: &Value, url_name: &str) -> Result<(), ApiError> {
     }
 }
 
-/// The name in a PUT's body must be the URL's, as Kubernetes' `checkName` has it: an empty one is
-/// a mismatch too.
+/// The name in a PUT's body must be the URL's, as Kubernetes' `checkName` has it: without one
+/// the object's name is undeterminable.
 pub fn name_is_url_name(obj: &Value, url_name: &str) -> Result<(), ApiError> {
     match meta_str(obj, "name") {
         "" => Err(ApiError::bad_request(format!(
-            "the name of the object () does not match the name on the URL ({url_name})"
+            "the name of the object ({url_name} based on URL) was undeterminable: name must be provided"
         ))),
         _ => same_name_as_url(obj, url_name),
     }
@@ -472,16 +472,20 @@ pub fn dedup_owner_references(obj: &mut Value) -> Vec<String> {
     else {
         return Vec::new();
     };
+    let uid = |r: &Value| {
+        r.get("uid")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string()
+    };
+    // Whole entries are compared only among those sharing a uid (a body may hold many).
+    let mut seen = std::collections::HashSet::new();
     let mut kept: Vec<Value> = Vec::with_capacity(refs.len());
     let mut dropped = Vec::new();
     for r in refs.drain(..) {
-        if kept.contains(&r) {
-            dropped.push(
-                r.get("uid")
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string(),
-            );
+        let id = uid(&r);
+        if !seen.insert(id.clone()) && kept.contains(&r) {
+            dropped.push(id);
         } else {
             kept.push(r);
         }

@@ -25,6 +25,7 @@ pub use delete::{
 pub(crate) use list::parse_rv;
 pub use list::{ListOptions, ListResult, ListScope, Selectors};
 pub use metadata::now_rfc3339;
+pub(crate) use write::decoded;
 pub use write::{
     Batch, BatchWritten, NewObject, ObjectDeletion, ObjectUpdate, UpdateKind, WriteOptions, Written,
 };

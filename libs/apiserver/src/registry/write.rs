@@ -240,8 +240,9 @@ fn invalid(def: &ResourceDef, name: &str, causes: Vec<Cause>) -> ApiError {
 /// What kube-apiserver makes of every object it is about to write, before mutating admission and
 /// again after it (a webhook's patch is decoded too): the kind's decoding, so no preparation
 /// repeats it (server-side apply's result and the shard's own writes included), and duplicate
-/// owner references dropped with a warning.
-fn decoded(def: &ResourceDef, obj: &mut Value, after_mutation: bool) {
+/// owner references dropped with a warning. A request's write is decoded so before its fields
+/// are tracked too (see `apply::track_write`).
+pub(crate) fn decoded(def: &ResourceDef, obj: &mut Value, after_mutation: bool) {
     def.strategy.decode(obj);
     let dropped = metadata::dedup_owner_references(obj);
     if !dropped.is_empty() {
@@ -584,17 +585,20 @@ impl Registry {
             name: &requested_name,
             subresource: None,
         };
-        self.admit_mutate(
-            def,
-            at,
-            Operation::Create,
-            opts.user,
-            opts.dry_run,
-            Some(obj),
-            None,
-        )
-        .await?;
-        decoded(def, obj, true);
+        let mutated = self
+            .admit_mutate(
+                def,
+                at,
+                Operation::Create,
+                opts.user,
+                opts.dry_run,
+                Some(obj),
+                None,
+            )
+            .await?;
+        if mutated {
+            decoded(def, obj, true);
+        }
         let generate =
             meta_str(obj, "name").is_empty() && !meta_str(obj, "generateName").is_empty();
         if generate {
