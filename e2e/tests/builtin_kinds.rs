@@ -550,6 +550,18 @@ fn update_policies(store: StoreKind) {
     ] {
         assert!(wide.contains(text), "{text}: {wide}");
     }
+    // A field a kind cannot select on: in its conversion's words (Secret: "field label not
+    // supported"), or apimachinery's default one's for kinds with none (ConfigMap).
+    for (resource, expected) in [
+        ("secrets", "field label not supported: data.x"),
+        (
+            "configmaps",
+            r#""data.x" is not a known field selector: only "metadata.name", "metadata.namespace""#,
+        ),
+    ] {
+        let err = shard.kubectl_fails(&["get", resource, "--field-selector", "data.x=1"]);
+        assert!(err.contains(expected), "{resource}: {err}");
+    }
     // Other kinds: a PUT of a missing object is 404.
     let (code, body) = send(
         &shard,

@@ -148,6 +148,19 @@ fn terminating_namespace_shows_its_conditions(store: StoreKind) {
         "NamespaceTerminating",
         "{body}"
     );
+    // NamespaceLifecycle's words: forbidden for the object, the cause naming the namespace.
+    assert_eq!(
+        json_str(&status, "/message"),
+        r#"configmaps "late" is forbidden: unable to create new content in namespace doomed because it is being terminated"#
+    );
+    assert_eq!(
+        (
+            json_str(&status, "/details/name"),
+            json_str(&status, "/details/kind"),
+            json_str(&status, "/details/causes/0/message")
+        ),
+        ("late", "configmaps", "namespace doomed is being terminated")
+    );
 
     shard.kubectl_ok(&[
         "-n",

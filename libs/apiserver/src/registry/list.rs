@@ -24,6 +24,26 @@ pub struct Selectors {
     pub field: FieldSelector,
 }
 
+/// Kubernetes' refusal of a field selector's field: a built-in kind that registers no field
+/// conversion of its own (it selects on metadata only) answers with apimachinery's default
+/// conversion's words; the others, custom resources and kcp's kinds included, with theirs.
+fn unsupported_field(
+    def: &ResourceDef,
+    allowed: &[&str],
+    err: kcp_apimachinery::selector::field::FieldSelectorError,
+) -> String {
+    use kcp_apimachinery::selector::field::FieldSelectorError;
+    let metadata_only = allowed.iter().all(|f| f.starts_with("metadata."));
+    let kubes_own = def.custom_schema.is_none() && !def.group.ends_with(".kcp.io");
+    match err {
+        FieldSelectorError::UnsupportedField(field) if metadata_only && kubes_own => format!(
+            "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+            kcp_apimachinery::field_error::go_quote(&field)
+        ),
+        other => other.to_string(),
+    }
+}
+
 impl Selectors {
     pub fn parse(
         def: &ResourceDef,
@@ -40,7 +60,7 @@ impl Selectors {
                     FieldSelector::parse(s).map_err(|e| ApiError::bad_request(e.to_string()))?;
                 let allowed = def.selectable_fields();
                 sel.check_supported(&allowed)
-                    .map_err(|e| ApiError::bad_request(e.to_string()))?;
+                    .map_err(|e| ApiError::bad_request(unsupported_field(def, &allowed, e)))?;
                 sel
             }
             None => FieldSelector::everything(),

@@ -203,7 +203,13 @@ impl Registry {
     /// Like kube-apiserver's namespace lifecycle admission, this trusts the cache when it knows the
     /// namespace and only waits for the cache to catch up when it does not (a namespace created just
     /// before), so writes do not wait on the watch round trip.
-    async fn check_namespace(&self, cluster: &str, namespace: &str) -> Result<(), ApiError> {
+    async fn check_namespace(
+        &self,
+        def: &ResourceDef,
+        cluster: &str,
+        namespace: &str,
+        name: &str,
+    ) -> Result<(), ApiError> {
         let key =
             ResourceKeyspace::new("", "namespaces", None, false).object(cluster, None, namespace);
         let ns = match self.cache.get(&key) {
@@ -230,17 +236,21 @@ impl Registry {
             .parse::<Namespace>()
             .is_ok_and(|n| n.metadata.deletion_timestamp.is_some());
         if terminating {
-            let message = format!(
-                "unable to create new content in namespace {namespace} because it is being terminated"
+            // NamespaceLifecycle's words: forbidden for the object, with a cause naming why.
+            let mut err = ApiError::forbidden(
+                &def.group,
+                &def.plural,
+                name,
+                &format!(
+                    "unable to create new content in namespace {namespace} because it is being terminated"
+                ),
             );
-            let mut err =
-                ApiError::new(kcp_apimachinery::status::Reason::Forbidden, message.clone());
             err.details
                 .causes
                 .push(kcp_apimachinery::status::Cause::new(
                     "NamespaceTerminating",
                     "metadata.namespace",
-                    message,
+                    format!("namespace {namespace} is being terminated"),
                 ));
             return Err(err);
         }

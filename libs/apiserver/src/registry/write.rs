@@ -576,7 +576,8 @@ impl Registry {
         metadata::check_type(def, obj)?;
         metadata::check_namespace(def, obj, namespace)?;
         if let (true, true, Some(ns)) = (check_namespace, def.namespaced, namespace) {
-            self.check_namespace(cluster, ns).await?;
+            self.check_namespace(def, cluster, ns, meta_str(obj, "name"))
+                .await?;
         }
         let requested_name = meta_str(obj, "name").to_string();
         let at = Target {
