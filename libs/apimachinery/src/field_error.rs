@@ -217,6 +217,35 @@ pub fn aggregate_message<T: fmt::Display>(errors: &[T]) -> String {
     }
 }
 
+/// Prints an untyped JSON value as Go's `%v` prints what `json.Unmarshal` makes of it
+/// (`map[a:1 b:[x y]]`, keys sorted): how Kubernetes shows a strategic merge patch in its errors.
+pub fn go_print_untyped(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Null => "<nil>".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => match n.as_f64() {
+            // float64s without a fraction print as integers below 1e21.
+            Some(f) if f.fract() == 0.0 && f.abs() < 1e21 && n.is_f64() => format!("{f:.0}"),
+            _ => n.to_string(),
+        },
+        Value::String(s) => s.clone(),
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(go_print_untyped).collect();
+            format!("[{}]", inner.join(" "))
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let inner: Vec<String> = entries
+                .into_iter()
+                .map(|(k, v)| format!("{k}:{}", go_print_untyped(v)))
+                .collect();
+            format!("map[{}]", inner.join(" "))
+        }
+    }
+}
+
 /// Quotes a string like Go's `%q` / `strconv.Quote`, which Kubernetes uses in messages.
 pub fn go_quote(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -252,6 +281,15 @@ pub fn go_quote(s: &str) -> String {
 #[cfg(test)]
 #[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
+
+    #[test]
+    fn untyped_values_print_as_go_prints_them() {
+        let v = serde_json::json!({"spec": {"b": [1, "x", true, null], "a": 2.0, "c": 0.5}});
+        assert_eq!(
+            go_print_untyped(&v),
+            "map[spec:map[a:2 b:[1 x true <nil>] c:0.5]]"
+        );
+    }
     use super::*;
     use serde_json::json;
 

@@ -477,7 +477,9 @@ impl ApiServer {
             .update(def, at, kind, opts, |old| {
                 let patched = apply_patch(def, &patch_type, old, &patch)?;
                 let patched = match &schema {
-                    Some(schema) => decode_patched(def, schema, mode, &patch_type, patched)?,
+                    Some(schema) => {
+                        decode_patched(def, schema, mode, (&patch_type, &patch), patched)?
+                    }
                     None => patched,
                 };
                 Ok(apply::track_write(def, kind, &manager, Some(old), patched))
@@ -610,16 +612,22 @@ fn decode_patched(
     def: &ResourceDef,
     schema: &kcp_schema::Schema,
     mode: &str,
-    patch_type: &PatchType,
+    (patch_type, patch): (&PatchType, &Value),
     mut patched: Value,
 ) -> Result<Value, ApiError> {
     // A strategic merge is decoded from its map of float64s (`15.0` fits an integer field), the
     // others from JSON bytes by Go's decoder.
-    if *patch_type == PatchType::Strategic {
+    let strategic = *patch_type == PatchType::Strategic;
+    if strategic {
         kcp_apimachinery::numbers::integral_floats_to_integers(&mut patched);
     }
+    // Kubernetes shows a strategic merge's refusal with the patch (as Go prints its map), the
+    // others with the patched object.
     let refused = |detail: String| {
-        let value = Value::String(patched.to_string());
+        let value = Value::String(match strategic {
+            true => kcp_apimachinery::field_error::go_print_untyped(patch),
+            false => patched.to_string(),
+        });
         ApiError::invalid("", "", "", vec![Cause::invalid("patch", &value, &detail)])
     };
     if def.custom_schema.is_none()
