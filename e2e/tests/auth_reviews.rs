@@ -9,7 +9,8 @@ on_both_stores!(
     auth_commands,
     create_token,
     impersonation,
-    in_cluster_client
+    in_cluster_client,
+    reviews_in_kcp_words
 );
 
 /// `kubectl get --raw` takes the path from the host, past the kubeconfig's `/clusters/root`.
@@ -206,5 +207,45 @@ fn in_cluster_client(store: StoreKind) {
     assert!(
         err.contains("User \"system:serviceaccount:default:robot\" cannot create"),
         "{err}"
+    );
+}
+
+/// A rules review names its namespace (Kubernetes' 400 otherwise); a caller kcp's content
+/// authorizer keeps out of a workspace is not allowed there, but not denied either (it has no
+/// opinion, as kcp's has).
+fn reviews_in_kcp_words(store: StoreKind) {
+    let shard = Shard::start(store);
+    let (code, body) = shard.curl(
+        "POST",
+        "/clusters/root/apis/authorization.k8s.io/v1/selfsubjectrulesreviews",
+        Some((
+            "application/json",
+            r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SelfSubjectRulesReview","spec":{}}"#,
+        )),
+    );
+    assert_eq!(code, 400, "{body}");
+    assert!(body.contains("no namespace on request"), "{body}");
+    let (code, body) = shard.curl(
+        "POST",
+        "/clusters/root/apis/authorization.k8s.io/v1/subjectaccessreviews",
+        Some((
+            "application/json",
+            r#"{"apiVersion":"authorization.k8s.io/v1","kind":"SubjectAccessReview","spec":{"user":"stranger","resourceAttributes":{"verb":"list","resource":"configmaps","namespace":"default"}}}"#,
+        )),
+    );
+    assert_eq!(code, 201, "{body}");
+    let review: serde_json::Value = serde_json::from_str(&body).expect("a review");
+    assert_eq!(
+        (
+            &review["status"]["allowed"],
+            review["status"].get("denied"),
+            &review["status"]["reason"]
+        ),
+        (
+            &serde_json::json!(false),
+            None,
+            &serde_json::json!("workspace access not permitted")
+        ),
+        "{body}"
     );
 }

@@ -110,6 +110,10 @@ impl ApiServer {
                     .pointer("/spec/namespace")
                     .and_then(Value::as_str)
                     .unwrap_or_default();
+                // Rules are per namespace: Kubernetes' REST refuses a review without one.
+                if namespace.is_empty() {
+                    return Err(ApiError::bad_request("no namespace on request"));
+                }
                 self.rules_status(&ctx.user, cluster, namespace)
             }
             "TokenReview" => self.token_review_status(def, &obj)?,
@@ -131,6 +135,11 @@ impl ApiServer {
         let mut status = json!({"allowed": false});
         match self.decide(attrs) {
             Decision::Allow => status["allowed"] = json!(true),
+            // kcp's content authorizer has no opinion where the caller may not enter: refused,
+            // not denied (a later authorizer could still allow).
+            Decision::Deny(reason) if reason == kcp_auth::authz::kcp::ACCESS_NOT_PERMITTED => {
+                status["reason"] = json!(reason);
+            }
             Decision::Deny(reason) => {
                 status["denied"] = json!(true);
                 if !reason.is_empty() {

@@ -184,14 +184,16 @@ impl Authorizer for KcpAuthorizer {
     }
 }
 
-/// A ServiceAccount in the logical cluster it belongs to.
+/// A ServiceAccount in the logical cluster it belongs to. One that names no cluster (an
+/// impersonated account, or one a SubjectAccessReview asks about; tokens always name theirs) is
+/// local to the cluster asked about, as kcp takes it.
 fn is_own_service_account(user: &UserInfo, cluster: &str) -> bool {
     user.name
         .starts_with(crate::authz::rbac::subject::SERVICE_ACCOUNT_PREFIX)
         && user
             .extra
             .get(CLUSTER_NAME_EXTRA)
-            .is_some_and(|c| c.iter().any(|c| c == cluster))
+            .is_none_or(|c| c.iter().any(|c| c == cluster))
 }
 
 /// Whether `user` holds every group of at least one `,`-separated set in `required`
@@ -519,6 +521,16 @@ mod tests {
         assert_eq!(
             authz.authorize(&configmaps(&sa, "b", "list")),
             Decision::Deny(ACCESS_NOT_PERMITTED.into())
+        );
+        // Named without its cluster (impersonated, or asked about in a review), it is local to
+        // the cluster asked about, as kcp takes it.
+        let unqualified = UserInfo {
+            extra: BTreeMap::new(),
+            ..sa.clone()
+        };
+        assert_eq!(
+            authz.authorize(&configmaps(&unqualified, "a", "list")),
+            Decision::Allow
         );
         // `b` grants the foreign SA by its kcp name; the cached refusal is forgotten.
         bind_cluster_role(
