@@ -617,12 +617,27 @@ fn remaining_message(left: &[(Arc<ResourceDef>, Arc<crate::watch_cache::CachedOb
     use std::collections::BTreeMap;
     let mut resources: BTreeMap<String, usize> = BTreeMap::new();
     let mut finalizers: BTreeMap<String, usize> = BTreeMap::new();
+    // Only the finalizers are read, and only from objects that have some: a tree's root is
+    // asked this with thousands of child workspaces going.
+    #[derive(serde::Deserialize, Default)]
+    struct Meta {
+        #[serde(default)]
+        finalizers: Vec<String>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Held {
+        #[serde(default)]
+        metadata: Meta,
+    }
     for (def, obj) in left {
         *resources
             .entry(format!("{}.{}", def.plural, def.group))
             .or_default() += 1;
-        let value = obj.value().unwrap_or_default();
-        for f in crate::registry::metadata::finalizers(&value) {
+        if !obj.json.may_contain(b"\"finalizers\"") {
+            continue;
+        }
+        let held = obj.json.parse::<Held>().map(|h| h.metadata.finalizers);
+        for f in held.unwrap_or_default() {
             *finalizers.entry(f).or_default() += 1;
         }
     }

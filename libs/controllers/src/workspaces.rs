@@ -21,7 +21,7 @@ mod creation;
 mod deletion;
 mod state;
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -101,6 +101,10 @@ struct Controller {
     /// LCs whose content is being deleted: a namespace or workspace leaving one of them brings the
     /// LC back at once instead of at its next recheck.
     deleting: Mutex<HashSet<String>>,
+    /// When each deleting LC's `WorkspaceContentDeleted` condition was last written: while a
+    /// tree goes, its root's account changes with every child gone, and is rewritten at most
+    /// every [`CONTENT_RECHECK`].
+    noted: Mutex<HashMap<String, std::time::Instant>>,
 }
 
 /// Starts the controller; it stops with the server.
@@ -145,6 +149,7 @@ pub fn spawn(server: Arc<ApiServer>) {
         defs,
         queue: WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY),
         deleting: Mutex::new(HashSet::new()),
+        noted: Mutex::new(HashMap::new()),
     });
     let source = Arc::downgrade(&controller);
     server
@@ -247,6 +252,7 @@ impl Controller {
             return;
         }
         self.deleting.lock().remove(&event.object.cluster);
+        self.noted.lock().remove(&event.object.cluster);
         if let Some((cluster, name)) = event
             .object
             .json
@@ -1057,6 +1063,11 @@ impl Controller {
         if lc.content_remaining() == Some(remaining) {
             return Ok(());
         }
+        let recent =
+            (self.noted.lock().get(cluster)).is_some_and(|at| at.elapsed() < CONTENT_RECHECK);
+        if recent && lc.content_remaining().is_some() {
+            return Ok(());
+        }
         let condition = state::content_remaining_condition(remaining);
         let written = server
             .registry()
@@ -1081,6 +1092,9 @@ impl Controller {
                 },
             )
             .await;
+        self.noted
+            .lock()
+            .insert(cluster.to_string(), std::time::Instant::now());
         match written {
             Err(e) if e.code != 404 => Err(e),
             _ => Ok(()),
