@@ -552,6 +552,46 @@ impl Shard {
         (code, body.to_string())
     }
 
+    /// Status code and headers (names lower-cased) of a GET as kcp-admin, with `extra` request
+    /// headers (`"Name: value"`).
+    pub fn head(&self, path: &str, extra: &[&str]) -> (u16, Vec<(String, String)>) {
+        let mut command = Command::new("curl");
+        command
+            .args([
+                "-sS",
+                "-k",
+                "--max-time",
+                "30",
+                "-o",
+                "/dev/null",
+                "-D",
+                "-",
+            ])
+            .arg("--cert")
+            .arg(self.dir().join("kcp-admin.crt"))
+            .arg("--key")
+            .arg(self.dir().join("kcp-admin.key"));
+        for header in extra {
+            command.args(["-H", header]);
+        }
+        let output = command
+            .arg(format!("{}{path}", self.base_url))
+            .output()
+            .expect("running curl");
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        let mut lines = text.lines();
+        let code = lines
+            .next()
+            .and_then(|status| status.split_whitespace().nth(1))
+            .and_then(|c| c.parse().ok())
+            .unwrap_or(0);
+        let headers = lines
+            .filter_map(|l| l.split_once(':'))
+            .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
+            .collect();
+        (code, headers)
+    }
+
     /// A `kube` client built from admin.kubeconfig (context `root`, i.e. the root LC).
     pub async fn kube_client(&self) -> kube::Client {
         self.kube_client_for("root").await

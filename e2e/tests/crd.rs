@@ -2,8 +2,6 @@
 //! then custom resources, printer columns, explain, validation errors, field selectors, per-LC
 //! schemas, core-group CRDs, kcp's reserved groups, and deletion.
 
-use std::process::Command;
-
 use kcp_e2e::{Shard, StoreKind, json_str, on_both_stores};
 
 on_both_stores!(
@@ -466,29 +464,6 @@ fn kubectl_stderr(shard: &Shard, args: &[&str]) -> (bool, String) {
     )
 }
 
-/// The response headers of a GET as kcp-admin (curl `-D -`).
-fn response_headers(shard: &Shard, path: &str) -> String {
-    let out = Command::new("curl")
-        .args([
-            "-sS",
-            "-k",
-            "--max-time",
-            "30",
-            "-o",
-            "/dev/null",
-            "-D",
-            "-",
-        ])
-        .arg("--cert")
-        .arg(shard.dir().join("kcp-admin.crt"))
-        .arg("--key")
-        .arg(shard.dir().join("kcp-admin.key"))
-        .arg(format!("{}{path}", shard.base_url()))
-        .output()
-        .expect("running curl");
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 const DEPRECATED_CRD: &str = r#"
 apiVersion: apiextensions.k8s.io/v1
 kind: CustomResourceDefinition
@@ -545,15 +520,14 @@ fn deprecated_versions_warn(store: StoreKind) {
     );
     let (ok, stderr) = kubectl_stderr(&shard, &["get", "widgets.v1.example.com", "w"]);
     assert!(ok && !stderr.contains("Warning"), "{stderr}");
-    let headers = response_headers(
-        &shard,
+    let (_, headers) = shard.head(
         "/clusters/root/apis/example.com/v1beta1/namespaces/default/widgets?watch=1&timeoutSeconds=1",
+        &[],
     );
     assert!(
-        headers.to_lowercase().contains(
-            "warning: 299 - \"example.com/v1beta1 widget is deprecated; use example.com/v1 widget\""
-        ),
-        "{headers}"
+        headers.iter().any(|(k, v)| k == "warning"
+            && v == "299 - \"example.com/v1beta1 Widget is deprecated; use example.com/v1 Widget\""),
+        "{headers:?}"
     );
 }
 

@@ -57,45 +57,6 @@ fn health_checks(store: StoreKind) {
     });
 }
 
-/// Status line and headers (lower-cased names) of a GET as kcp-admin, with extra headers.
-fn head_of(shard: &Shard, path: &str, extra: &[&str]) -> (u16, Vec<(String, String)>) {
-    let mut command = std::process::Command::new("curl");
-    command
-        .args([
-            "-sS",
-            "-k",
-            "--max-time",
-            "30",
-            "-o",
-            "/dev/null",
-            "-D",
-            "-",
-        ])
-        .arg("--cert")
-        .arg(shard.dir().join("kcp-admin.crt"))
-        .arg("--key")
-        .arg(shard.dir().join("kcp-admin.key"));
-    for header in extra {
-        command.args(["-H", header]);
-    }
-    let output = command
-        .arg(format!("{}{path}", shard.base_url()))
-        .output()
-        .expect("running curl");
-    let text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let mut lines = text.lines();
-    let code = lines
-        .next()
-        .and_then(|status| status.split_whitespace().nth(1))
-        .and_then(|c| c.parse().ok())
-        .unwrap_or(0);
-    let headers = lines
-        .filter_map(|l| l.split_once(':'))
-        .map(|(k, v)| (k.trim().to_ascii_lowercase(), v.trim().to_string()))
-        .collect();
-    (code, headers)
-}
-
 fn header<'a>(headers: &'a [(String, String)], name: &str) -> Option<&'a str> {
     headers
         .iter()
@@ -117,7 +78,7 @@ fn openapi_documents_are_cached(store: StoreKind) {
         .to_string();
     let hash = url.split_once("?hash=").expect("a hash").1.to_string();
 
-    let (code, headers) = head_of(&shard, &format!("/clusters/root{url}"), &[]);
+    let (code, headers) = shard.head(&format!("/clusters/root{url}"), &[]);
     assert_eq!(code, 200, "{headers:?}");
     assert_eq!(
         header(&headers, "etag"),
@@ -126,18 +87,14 @@ fn openapi_documents_are_cached(store: StoreKind) {
     assert_eq!(header(&headers, "cache-control"), Some("public, immutable"));
     assert!(header(&headers, "expires").is_some(), "{headers:?}");
 
-    let (code, headers) = head_of(&shard, "/clusters/root/openapi/v3/api/v1", &[]);
+    let (code, headers) = shard.head("/clusters/root/openapi/v3/api/v1", &[]);
     assert_eq!(code, 200);
     assert_ne!(header(&headers, "cache-control"), Some("public, immutable"));
     let if_none_match = format!("If-None-Match: \"{hash}\"");
-    let (code, _) = head_of(
-        &shard,
-        "/clusters/root/openapi/v3/api/v1",
-        &[&if_none_match],
-    );
+    let (code, _) = shard.head("/clusters/root/openapi/v3/api/v1", &[&if_none_match]);
     assert_eq!(code, 304);
 
-    let (code, headers) = head_of(&shard, "/clusters/root/openapi/v3/api/v1?hash=0ld", &[]);
+    let (code, headers) = shard.head("/clusters/root/openapi/v3/api/v1?hash=0ld", &[]);
     assert_eq!(code, 301);
     assert_eq!(
         header(&headers, "location"),
