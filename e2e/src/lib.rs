@@ -523,7 +523,7 @@ impl Shard {
         if let Some((content_type, body)) = body {
             // HTTP/2, as kubectl uses it. (Answers given before the body is read used to reach curl
             // as error 92, "Stream error in the HTTP/2 framing layer", most of the time; the shard
-            // now reads such bodies to their end, see `kcp_apiserver::request_body`.)
+            // now reads such bodies to their end, see `kcp_http::request_body`.)
             command
                 .arg("-H")
                 .arg(format!("Content-Type: {content_type}"))

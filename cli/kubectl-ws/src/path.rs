@@ -11,74 +11,15 @@ pub enum PathError {
     AboveRoot,
 }
 
-/// A logical-cluster path: colon-separated segments, the first an LC name, every further one a Workspace
-/// name inside the previous LC.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct WorkspacePath {
-    segments: Vec<String>,
-}
+/// A logical-cluster path, the server's type: colon-separated segments, the first an LC name, every
+/// further one a Workspace name inside the previous LC.
+pub use kcp_apimachinery::logical_cluster::{ROOT, WorkspacePath};
 
-impl WorkspacePath {
-    /// Parses an absolute path without a leading colon, e.g. `root:org`: colon-joined segments as kcp's
-    /// `logicalcluster.Path.IsValid` accepts them, `[a-z0-9]([-a-z0-9]*[a-z0-9])?`.
-    pub fn parse(s: &str) -> Result<Self, PathError> {
-        if !kcp_apimachinery::names::is_valid_path(s) {
-            return Err(PathError::Invalid(s.to_owned()));
-        }
-        Ok(Self {
-            segments: s.split(':').map(str::to_owned).collect(),
-        })
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.segments.is_empty()
-    }
-
-    /// The path with `name` appended.
-    pub fn join(&self, name: &str) -> Self {
-        let mut segments = self.segments.clone();
-        segments.push(name.to_owned());
-        Self { segments }
-    }
-
-    /// The parent path, or `None` for a one-segment path (an LC name has no parent in the path).
-    pub fn parent(&self) -> Option<Self> {
-        (self.segments.len() > 1).then(|| Self {
-            segments: self.segments[..self.segments.len() - 1].to_vec(),
-        })
-    }
-
-    /// The last segment: the Workspace name in the parent (or the LC name).
-    pub fn base(&self) -> &str {
-        self.segments.last().map(String::as_str).unwrap_or_default()
-    }
-
-    /// The first segment: the root of the tree this path lives in (`root`, or a home's LC name).
-    pub fn tree_root(&self) -> Self {
-        Self {
-            segments: self.segments.iter().take(1).cloned().collect(),
-        }
-    }
-
-    /// Whether the first segment is `root`, i.e. the path is absolute in the `root` tree.
-    pub fn starts_with_root(&self) -> bool {
-        self.segments.first().is_some_and(|s| s == ROOT)
-    }
-
-    /// `/clusters/<path>`, the URL prefix of this workspace.
-    pub fn request_path(&self) -> String {
-        format!("/clusters/{self}")
+impl From<kcp_apimachinery::logical_cluster::InvalidName> for PathError {
+    fn from(err: kcp_apimachinery::logical_cluster::InvalidName) -> PathError {
+        PathError::Invalid(err.text)
     }
 }
-
-impl fmt::Display for WorkspacePath {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(&self.segments.join(":"))
-    }
-}
-
-/// The name of the root logical cluster.
-pub const ROOT: &str = "root";
 
 /// What the argument of `kubectl ws [<arg>]` asks for, after kcp's preprocessing.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -251,7 +192,7 @@ mod tests {
             "root:a_b",
         ] {
             assert_eq!(
-                WorkspacePath::parse(bad),
+                WorkspacePath::parse(bad).map_err(PathError::from),
                 Err(PathError::Invalid(bad.to_owned())),
                 "{bad:?}"
             );

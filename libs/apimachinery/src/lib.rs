@@ -9,6 +9,7 @@
 //! - [`status`]: `metav1.Status` errors
 
 pub mod field_error;
+pub mod logical_cluster;
 pub mod managed_fields;
 pub mod names;
 pub mod numbers;

@@ -231,6 +231,31 @@ impl ApiError {
         }
     }
 
+    /// The object (or path) addressed does not exist, as client-go's `IsNotFound`.
+    pub fn is_not_found(&self) -> bool {
+        self.reason == Reason::NotFound
+    }
+
+    /// The write lost a race: a stale resourceVersion or precondition, as `IsConflict`.
+    pub fn is_conflict(&self) -> bool {
+        self.reason == Reason::Conflict
+    }
+
+    /// The object to create exists already, as `IsAlreadyExists`.
+    pub fn is_already_exists(&self) -> bool {
+        self.reason == Reason::AlreadyExists
+    }
+
+    /// A 409 of either kind: someone else's write got there first.
+    pub fn is_conflict_or_exists(&self) -> bool {
+        self.is_conflict() || self.is_already_exists()
+    }
+
+    /// Refused, as `IsForbidden`.
+    pub fn is_forbidden(&self) -> bool {
+        self.reason == Reason::Forbidden
+    }
+
     fn with_details(mut self, group: &str, kind: &str, name: &str) -> ApiError {
         if !group.is_empty() {
             self.details.group = Some(group.to_string());

@@ -10,6 +10,8 @@ use kcp_auth::authz::rbac::RbacKind;
 use kcp_auth::{ClusterFacts, KcpAuthorizer, RbacIndex};
 use kcp_store::keys::ResourceKeyspace;
 
+use crate::registry::keyspaces;
+
 use crate::watch_cache::{CacheEventType, CacheObserver, CachedObject, WatchCache};
 
 const RBAC_GROUP: &str = "rbac.authorization.k8s.io";
@@ -25,15 +27,10 @@ impl CachedClusterFacts {
     }
 }
 
-fn logical_cluster_key(cluster: &str) -> String {
-    ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
-        .object(cluster, None, "cluster")
-}
-
 impl ClusterFacts for CachedClusterFacts {
     fn required_groups(&self, cluster: &str) -> Option<String> {
         self.cache
-            .get(&logical_cluster_key(cluster))?
+            .get(&keyspaces::logical_cluster_key(cluster))?
             .annotation(REQUIRED_GROUPS_ANNOTATION)
     }
 }
@@ -66,9 +63,7 @@ impl AuthorizationFeed {
                     RbacKind::ClusterRoleBinding,
                 ),
             ],
-            logical_clusters: ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
-                .all_clusters()
-                .to_string(),
+            logical_clusters: keyspaces::logical_clusters().all_clusters().to_string(),
         }
     }
 

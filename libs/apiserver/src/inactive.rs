@@ -8,12 +8,11 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use kcp_api_types::builtin::marked_inactive;
-use kcp_store::keys::ResourceKeyspace;
 use parking_lot::RwLock;
 use tokio::sync::broadcast;
 
-use crate::request_info::Target;
 use crate::watch_cache::{CacheEvent, CacheEventType, CacheObserver, CachedObject};
+use kcp_http::request_info::Target;
 
 /// Markings waiting for slow watchers; one that falls further behind ends as if told (its client
 /// watches again).
@@ -37,7 +36,7 @@ impl InactiveClusters {
         InactiveClusters {
             marked: RwLock::new(HashSet::new()),
             markings: broadcast::channel(MARKINGS_KEPT).0,
-            logical_clusters: ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
+            logical_clusters: crate::registry::keyspaces::logical_clusters()
                 .all_clusters()
                 .to_string(),
         }

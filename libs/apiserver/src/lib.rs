@@ -1,31 +1,23 @@
 //! kcp-apiserver: the generic Kubernetes API server shared by kcp-rs services.
 //!
-//! A request walks: TLS ([`serve`]) → [`handler`] (parse with [`request_info`], authenticate, authorize)
+//! A request walks: TLS and request parsing ([`kcp_http`]) → [`handler`] (authenticate, authorize)
 //! → the generic [`registry`] over the store and the [`watch_cache`] → encoding ([`codec`], [`table`]).
 
 pub mod admission;
 pub mod apply;
 mod authorization;
 mod cache_snapshot;
-mod client_auth;
 pub mod codec;
 pub mod crd;
 pub mod discovery;
-mod first_bytes;
 mod handler;
-mod in_flight;
 pub mod inactive;
 mod lifecycle;
 pub mod metrics;
 pub mod object_json;
 pub mod openapi;
 pub mod paths;
-pub mod query;
 pub mod registry;
-pub mod request_body;
-pub mod request_info;
-pub mod response;
-pub mod serve;
 mod stored_json;
 pub mod table;
 pub mod tenancy;
@@ -33,11 +25,8 @@ pub mod tenancy;
 pub mod testing;
 pub mod watch_cache;
 
-use std::convert::Infallible;
 use std::sync::Arc;
 
-use bytes::Bytes;
-use http_body_util::combinators::UnsyncBoxBody;
 use kcp_auth::{
     Authenticator, Authorizer, AuthorizerChain, IdentityHeaders, KcpAuthorizer, RbacIndex,
     ServiceAccountTokens,
@@ -47,14 +36,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::discovery::ApiSet;
 use crate::registry::Registry;
-use crate::request_info::ClusterTarget;
 use crate::watch_cache::WatchCache;
+use kcp_http::request_info::ClusterTarget;
 
 pub use handler::version;
 pub use lifecycle::ContentDeletion;
 
-/// The response body type of every handler: whole bodies and streamed watches alike.
-pub type Body = UnsyncBoxBody<Bytes, Infallible>;
+pub use kcp_http::Body;
 
 /// What the API server needs from the process that hosts it.
 pub struct ApiServerConfig {
@@ -110,7 +98,7 @@ pub struct ApiServer {
     /// LCs marked inactive (fed by the watch cache).
     inactive: Arc<inactive::InactiveClusters>,
     /// Requests in flight, bounded as kube-apiserver bounds them.
-    in_flight: in_flight::InFlight,
+    in_flight: kcp_http::in_flight::InFlight,
     /// What `/metrics` shows.
     metrics: metrics::Metrics,
     /// The store's last answer to the health checks.
@@ -195,7 +183,7 @@ impl ApiServer {
             authorizers,
             paths,
             inactive,
-            in_flight: in_flight::InFlight::default(),
+            in_flight: kcp_http::in_flight::InFlight::default(),
             metrics,
             store_health: Default::default(),
         });
@@ -216,7 +204,7 @@ impl ApiServer {
             ClusterTarget::Name(name) => self.crds.for_cluster(name),
             // Wildcard requests see the built-ins only; custom resources across clusters need
             // identical schemas everywhere, which bound APIs (not local CRDs) provide.
-            ClusterTarget::Wildcard | ClusterTarget::None => self.crds.builtins().clone(),
+            _ => self.crds.builtins().clone(),
         }
     }
 

@@ -412,18 +412,10 @@ impl ApiServer {
                 namespace: Some(namespace),
                 name: &obj.name,
             };
-            match self
-                .registry
-                .delete(&def, at, &DeleteOptions::default())
-                .await
-            {
-                Ok(_) => {}
-                Err(e) if e.code == 404 => {}
-                Err(e) => {
-                    let message = format!("{}: {}", def.qualified_resource(), e.message);
-                    if !totals.errors.contains(&message) {
-                        totals.errors.push(message);
-                    }
+            if let Err(e) = self.registry.delete_if_present(&def, at).await {
+                let message = format!("{}: {}", def.qualified_resource(), e.message);
+                if !totals.errors.contains(&message) {
+                    totals.errors.push(message);
                 }
             }
         }
@@ -468,7 +460,7 @@ impl ApiServer {
             .delete(def, at, &DeleteOptions::default())
             .await
         {
-            Err(e) if e.code != 404 && e.code != 409 => Err(e),
+            Err(e) if !e.is_not_found() && !e.is_conflict_or_exists() => Err(e),
             _ => Ok(()),
         }
     }
@@ -528,7 +520,7 @@ impl ApiServer {
             .finalize(&ns_def, at, NAMESPACE_FINALIZER)
             .await
         {
-            Err(e) if e.code != 404 => Err(e),
+            Err(e) if !e.is_not_found() => Err(e),
             _ => Ok(()),
         }
     }
@@ -580,7 +572,7 @@ impl ApiServer {
             .await;
         match result {
             Ok(_) => {}
-            Err(e) if e.code == 404 => {}
+            Err(e) if e.is_not_found() => {}
             Err(e) => {
                 tracing::warn!(%cluster, %namespace, error = %e, "reporting namespace deletion conditions failed")
             }

@@ -23,8 +23,8 @@ mod process;
 
 use kcp_api_types::ResourceDef;
 
-use crate::query::Query;
-use crate::request_info::{RequestInfo, Target};
+use kcp_http::query::Query;
+use kcp_http::request_info::{RequestInfo, Target};
 
 /// kube-apiserver's buckets for `apiserver_request_duration_seconds`.
 const DURATION_BUCKETS: [f64; 23] = [
@@ -342,7 +342,7 @@ pub(crate) type FloatGauge = Gauge<f64, AtomicU64>;
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request_info::{VerbHints, parse};
+    use kcp_http::request_info::{VerbHints, parse};
 
     fn shape(method: Method, path: &str, query: &str, content_type: Option<&str>) -> RequestShape {
         let q = Query::parse(Some(query));

@@ -15,8 +15,8 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use kcp_api_types::tenancy::{PHASE_LABEL, home_cluster_name};
+use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
 use kcp_apimachinery::selector::label::Labels;
-use kcp_store::keys::ResourceKeyspace;
 use parking_lot::RwLock;
 
 use crate::tenancy::TypeSpecs;
@@ -185,15 +185,11 @@ struct ClusterSpec {
 
 impl PathIndex {
     pub fn new() -> PathIndex {
-        let all = |group, resource| {
-            ResourceKeyspace::new(group, resource, None, false)
-                .all_clusters()
-                .to_string()
-        };
+        use crate::registry::keyspaces;
         PathIndex {
             graph: RwLock::new(Graph::default()),
-            logical_clusters: all("core.kcp.io", "logicalclusters"),
-            workspaces: all("tenancy.kcp.io", "workspaces"),
+            logical_clusters: keyspaces::logical_clusters().all_clusters().to_string(),
+            workspaces: keyspaces::workspaces().all_clusters().to_string(),
             type_specs: TypeSpecs::default(),
         }
     }
@@ -206,6 +202,12 @@ impl PathIndex {
     /// The LC a path leads to, if it is one of this shard's.
     pub fn resolve(&self, path: &str) -> Option<String> {
         self.graph.read().resolve(path).map(|c| c.to_string())
+    }
+
+    /// [`PathIndex::resolve`] of a request's path, as the name requests are served under.
+    pub fn cluster_of(&self, path: &WorkspacePath) -> Option<LogicalClusterName> {
+        let graph = self.graph.read();
+        LogicalClusterName::parse(graph.resolve(path.as_str())?).ok()
     }
 
     /// The canonical path of an LC: the path that leads to it through Workspaces from `root` or a
@@ -291,9 +293,8 @@ mod tests {
             "metadata": {"name": name, "labels": {PHASE_LABEL: phase}},
             "spec": {"cluster": cluster},
         });
-        let prefix = ResourceKeyspace::new("tenancy.kcp.io", "workspaces", None, false);
         let object = CachedObject {
-            key: prefix.object(parent, None, name),
+            key: crate::registry::keyspaces::workspaces().object(parent, None, name),
             cluster: parent.into(),
             namespace: None,
             name: name.into(),

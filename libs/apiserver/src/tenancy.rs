@@ -5,7 +5,6 @@
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 
-use kcp_store::keys::ResourceKeyspace;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
@@ -168,11 +167,8 @@ impl Types<'_> {
 
     pub fn get(&self, reference: &TypeRef) -> Option<ResolvedType> {
         let cluster = self.cluster_of(&reference.path)?;
-        let key = ResourceKeyspace::new("tenancy.kcp.io", "workspacetypes", None, false).object(
-            &cluster,
-            None,
-            &reference.name,
-        );
+        let key =
+            crate::registry::keyspaces::workspace_types().object(&cluster, None, &reference.name);
         let spec = self.paths.type_specs().get(self.cache, &key)?;
         Some(ResolvedType {
             reference: reference.clone(),

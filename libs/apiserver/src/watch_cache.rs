@@ -93,10 +93,8 @@ impl CachedObject {
     pub(crate) fn logical_cluster(cluster: &str, annotations: Value) -> CachedObject {
         let value =
             serde_json::json!({"metadata": {"name": "cluster", "annotations": annotations}});
-        let prefix =
-            kcp_store::keys::ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false);
         CachedObject {
-            key: prefix.object(cluster, None, "cluster"),
+            key: crate::registry::keyspaces::logical_cluster_key(cluster),
             cluster: cluster.into(),
             namespace: None,
             name: "cluster".into(),

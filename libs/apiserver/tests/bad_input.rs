@@ -2,8 +2,8 @@
 
 use http::Method;
 use kcp_apiserver::codec::{Produces, decode_object, negotiate};
-use kcp_apiserver::query::Query;
-use kcp_apiserver::request_info::{VerbHints, parse};
+use kcp_http::query::Query;
+use kcp_http::request_info::{VerbHints, parse};
 use proptest::prelude::*;
 
 fn method() -> impl Strategy<Value = Method> {

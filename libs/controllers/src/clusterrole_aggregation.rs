@@ -195,7 +195,7 @@ impl Controller {
                 .await;
             match written {
                 // Gone meanwhile: nothing to keep.
-                Err(e) if e.code == 404 => {}
+                Err(e) if e.is_not_found() => {}
                 Err(e) => return Err(e),
                 Ok(_) => {}
             }

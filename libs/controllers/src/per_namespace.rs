@@ -81,8 +81,8 @@ fn is_terminating(ns: &CachedObject) -> bool {
 
 /// A create refused because the namespace is gone or going: nothing to do there.
 fn namespace_unavailable(err: &ApiError) -> bool {
-    err.code == 404
-        || (err.code == 403
+    err.is_not_found()
+        || (err.is_forbidden()
             && err
                 .details
                 .causes
@@ -172,7 +172,7 @@ impl<O: NamespaceObject> Controller<O> {
                 .await;
             return match created {
                 Ok(_) => Ok(()),
-                Err(e) if e.code == 409 || namespace_unavailable(&e) => Ok(()),
+                Err(e) if e.is_conflict_or_exists() || namespace_unavailable(&e) => Ok(()),
                 Err(e) => Err(e),
             };
         };
@@ -198,7 +198,7 @@ impl<O: NamespaceObject> Controller<O> {
         match updated {
             Ok(_) => Ok(()),
             // Deleted meanwhile: its deletion event brings it back here.
-            Err(e) if e.code == 404 => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
             Err(e) => Err(e),
         }
     }

@@ -238,8 +238,8 @@ impl Controller {
                 .await;
             match written {
                 Ok(_) => {}
-                Err(e) if e.code == 404 => {}
-                Err(e) if e.code == 409 => return Ok(Outcome::Soon),
+                Err(e) if e.is_not_found() => {}
+                Err(e) if e.is_conflict_or_exists() => return Ok(Outcome::Soon),
                 Err(e) => return Err(e),
             }
         }

@@ -159,7 +159,7 @@ impl Controller {
             )
             .await;
         match written {
-            Err(e) if e.code != 404 => Err(e),
+            Err(e) if !e.is_not_found() => Err(e),
             _ => Ok(()),
         }
     }

@@ -303,7 +303,7 @@ async fn release(
         })
         .await;
     match released {
-        Err(e) if e.code != 404 => Err(e),
+        Err(e) if !e.is_not_found() => Err(e),
         _ => Ok(Outcome::Done),
     }
 }
@@ -486,7 +486,7 @@ impl Controller {
             })
             .await;
         match written {
-            Err(e) if e.code != 404 => Err(e),
+            Err(e) if !e.is_not_found() => Err(e),
             _ => Ok(()),
         }
     }
@@ -576,7 +576,7 @@ impl Controller {
             )
             .await;
         match written {
-            Err(e) if e.code != 404 => Err(e),
+            Err(e) if !e.is_not_found() => Err(e),
             _ => Ok(()),
         }
     }
@@ -655,7 +655,7 @@ impl Controller {
             )
             .await;
         match deleted {
-            Err(e) if e.code != 404 => Err(e),
+            Err(e) if !e.is_not_found() => Err(e),
             _ => Ok(()),
         }
     }
@@ -831,7 +831,7 @@ impl Controller {
                     .await
                 {
                     Ok(lc) => (lc, true),
-                    Err(e) if e.code == 409 => {
+                    Err(e) if e.is_conflict_or_exists() => {
                         // Created meanwhile: ours (an earlier attempt) or someone else's.
                         let _ = registry.cache().wait_fresh().await;
                         (self.cached_lc(server, &lc_name).unwrap_or_default(), false)
@@ -951,7 +951,7 @@ impl Controller {
             .await;
         match written {
             Ok(w) => Ok(Some(w.object)),
-            Err(e) if e.code == 404 => Ok(None),
+            Err(e) if e.is_not_found() => Ok(None),
             Err(e) => Err(e),
         }
     }
@@ -1031,7 +1031,7 @@ impl Controller {
                 )
                 .await;
             if let Err(e) = written
-                && e.code != 404
+                && !e.is_not_found()
             {
                 return Err(e);
             }
@@ -1096,7 +1096,7 @@ impl Controller {
             .lock()
             .insert(cluster.to_string(), std::time::Instant::now());
         match written {
-            Err(e) if e.code != 404 => Err(e),
+            Err(e) if !e.is_not_found() => Err(e),
             _ => Ok(()),
         }
     }

@@ -64,7 +64,7 @@ async fn create(h: &Harness, def: &ResourceDef, cluster: &str, obj: Value) -> Va
 async fn get(h: &Harness, def: &ResourceDef, cluster: &str, name: &str) -> Option<Value> {
     match h.server.registry().get(def, at(cluster, name)).await {
         Ok(obj) => Some(obj.value().expect("stored JSON")),
-        Err(e) if e.code == 404 => None,
+        Err(e) if e.is_not_found() => None,
         Err(e) => panic!("get {name} failed: {e}"),
     }
 }

@@ -1,8 +1,7 @@
 //! kcp-shard: wires the libraries into one process: PKI and kubeconfig on disk, the store, the API
 //! server, and the TLS listener. `main.rs` only parses flags, sets up logging and handles signals.
 
-pub mod kubeconfig;
-pub mod pki;
+use kcp_pki::{kubeconfig, pki};
 pub mod service_accounts;
 
 use std::net::{IpAddr, SocketAddr};
@@ -272,7 +271,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
             .context("PKI task")??
     };
     let authn = Authentication::build(&options, &pki)?;
-    let tls = kcp_apiserver::serve::server_tls_config(
+    let tls = kcp_http::serve::server_tls_config(
         pki.serving.cert_pem.as_bytes(),
         pki.serving.key_pem.as_bytes(),
         authn.tls_client_cas.as_bytes(),
@@ -342,7 +341,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         move |req, peer| server.clone().handle(req, peer)
     };
     let served =
-        kcp_apiserver::serve::serve_tls(listener, Arc::new(tls), handler, shutdown.clone()).await;
+        kcp_http::serve::serve_tls(listener, Arc::new(tls), handler, shutdown.clone()).await;
     // serve_tls only returns on shutdown or error; make sure watches end either way.
     shutdown.cancel();
     let _ = stop_watches.await;

@@ -4,7 +4,6 @@ use std::sync::{Arc, OnceLock};
 
 use kcp_apiserver::watch_cache::WatchCache;
 use kcp_auth::ServiceAccountLookup;
-use kcp_store::keys::ResourceKeyspace;
 
 /// Answers from the watch cache once [`StoredServiceAccounts::attach`] has given it one. The
 /// authenticators are built before the API server (which owns the cache), so the cache arrives late;
@@ -23,7 +22,7 @@ impl StoredServiceAccounts {
 impl ServiceAccountLookup for StoredServiceAccounts {
     fn uid(&self, cluster: &str, namespace: &str, name: &str) -> Option<String> {
         let cache = self.cache.get()?;
-        let key = ResourceKeyspace::new("", "serviceaccounts", None, true).object(
+        let key = kcp_apiserver::registry::keyspaces::service_accounts().object(
             cluster,
             Some(namespace),
             name,

@@ -18,7 +18,7 @@ use base64::engine::general_purpose::STANDARD;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
 use hyper_util::rt::{TokioExecutor, TokioIo};
-use kcp_shard::kubeconfig::Config;
+use kcp_pki::kubeconfig::Config;
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName};
 use tokio_rustls::TlsConnector;
@@ -55,7 +55,7 @@ impl Admin {
         &self.cluster("base").server
     }
 
-    fn cluster(&self, name: &str) -> &kcp_shard::kubeconfig::Cluster {
+    fn cluster(&self, name: &str) -> &kcp_pki::kubeconfig::Cluster {
         &self
             .kubeconfig
             .clusters
@@ -65,7 +65,7 @@ impl Admin {
             .cluster
     }
 
-    fn user(&self, name: &str) -> &kcp_shard::kubeconfig::User {
+    fn user(&self, name: &str) -> &kcp_pki::kubeconfig::User {
         &self
             .kubeconfig
             .users
@@ -262,7 +262,7 @@ async fn serves_tls_with_the_generated_kubeconfig() {
     // A certificate from a CA the shard does not trust is no credential: the handshake succeeds (as
     // kube-apiserver's), health checks answer, and an API request is 401, not a broken connection.
     let foreign = tempfile::tempdir().unwrap();
-    let foreign_pki = kcp_shard::pki::ensure(foreign.path(), &[]).unwrap();
+    let foreign_pki = kcp_pki::pki::ensure(foreign.path(), &[]).unwrap();
     let (chain, key) = client_identity(
         foreign_pki.kcp_admin.cert_pem.as_bytes(),
         foreign_pki.kcp_admin.key_pem.as_bytes(),

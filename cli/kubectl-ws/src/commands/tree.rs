@@ -8,7 +8,7 @@ use super::{Env, Streams};
 use crate::client::Client;
 use crate::cluster_url::ClusterUrl;
 use crate::error::{Error, Result};
-use crate::path::WorkspacePath;
+use crate::path::{PathError, WorkspacePath};
 use crate::tabwriter;
 
 /// One line of the tree and what hangs below it.
@@ -118,6 +118,7 @@ fn populate<'a>(
             // The URL names the child's logical cluster; before the server fills it in, use the path.
             let child_path = if ws.spec.url.is_empty() {
                 path.join(&ws.metadata.name)
+                    .ok_or_else(|| PathError::Invalid(ws.metadata.name.clone()))?
             } else {
                 ClusterUrl::parse(&ws.spec.url)
                     .map(|u| u.path)

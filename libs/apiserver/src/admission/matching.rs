@@ -6,7 +6,6 @@ use std::sync::Arc;
 use kcp_apimachinery::selector::Selector;
 use kcp_apimachinery::status::ApiError;
 use kcp_schema::cel::Expression;
-use kcp_store::keys::ResourceKeyspace;
 use serde_json::{Map, Value};
 
 use super::Attributes;
@@ -57,11 +56,7 @@ pub fn selectors_match(
             selected(namespace_selector, labels_of(object.or(attrs.old_object)))
         } else {
             let ns = attrs.namespace.unwrap_or_default();
-            let key = ResourceKeyspace::new("", "namespaces", None, false).object(
-                attrs.cluster,
-                None,
-                ns,
-            );
+            let key = crate::registry::keyspaces::namespace_key(attrs.cluster, ns);
             let Some(cached) = cache.get(&key) else {
                 return Err(ApiError::not_found("", "namespaces", ns));
             };

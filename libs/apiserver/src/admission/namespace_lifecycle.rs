@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use kcp_apimachinery::status::ApiError;
-use kcp_store::keys::ResourceKeyspace;
 use serde_json::Value;
 
 use super::{Admission, Attributes, Operation};
@@ -27,8 +26,7 @@ impl NamespaceLifecycle {
 
     /// Whether `cluster`'s LogicalCluster is being deleted (then everything in it may go).
     fn cluster_deleting(&self, cluster: &str) -> bool {
-        let key = ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
-            .object(cluster, None, "cluster");
+        let key = crate::registry::keyspaces::logical_cluster_key(cluster);
         self.cache.get(&key).is_some_and(|lc| lc.is_deleting())
     }
 }

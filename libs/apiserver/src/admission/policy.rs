@@ -411,11 +411,7 @@ impl PolicyAdmission {
         let namespace_object = attrs
             .namespace
             .and_then(|ns| {
-                let key = ResourceKeyspace::new("", "namespaces", None, false).object(
-                    attrs.cluster,
-                    None,
-                    ns,
-                );
+                let key = crate::registry::keyspaces::namespace_key(attrs.cluster, ns);
                 self.cache.get(&key)
             })
             .and_then(|o| o.value().ok())

@@ -39,8 +39,8 @@ fn ignored(group: &str, plural: &str) -> bool {
 }
 
 /// The ResourceQuota keyspace (core, namespaced).
-pub fn quota_keyspace() -> ResourceKeyspace {
-    ResourceKeyspace::new("", "resourcequotas", None, true)
+pub fn quota_keyspace() -> &'static ResourceKeyspace {
+    crate::registry::keyspaces::resource_quotas()
 }
 
 /// The built-in ResourceQuota definition, for writing quota status through the registry.
@@ -199,26 +199,23 @@ fn evaluate(quota: &Value, names: &[String]) -> Verdict {
     Verdict::Reserve(new_used)
 }
 
-type InFlightKey = (usize, String, String);
+/// A logical cluster and namespace.
+type InFlightKey = (String, String);
 
-/// Reserved creates not yet written, per registry (by address: one process may host several API
-/// servers, e.g. in tests), logical cluster and namespace.
-static IN_FLIGHT: LazyLock<Mutex<HashMap<InFlightKey, usize>>> =
-    LazyLock::new(|| Mutex::new(HashMap::new()));
+/// Creates that reserved quota and are not written (or failed) yet, per logical cluster and
+/// namespace: one count per registry (its own, so several API servers in one process, e.g. in
+/// tests, never see each other's).
+#[derive(Clone, Default)]
+pub struct CreatesInFlight(Arc<Mutex<HashMap<InFlightKey, usize>>>);
 
-fn in_flight_key(registry: &Registry, cluster: &str, namespace: &str) -> InFlightKey {
-    (
-        registry as *const Registry as usize,
-        cluster.to_string(),
-        namespace.to_string(),
-    )
+fn in_flight_key(cluster: &str, namespace: &str) -> InFlightKey {
+    (cluster.to_string(), namespace.to_string())
 }
 
 /// How many creates in `cluster`/`namespace` reserved quota and are not written (or failed) yet.
 pub fn creates_in_flight(registry: &Registry, cluster: &str, namespace: &str) -> usize {
-    IN_FLIGHT
-        .lock()
-        .get(&in_flight_key(registry, cluster, namespace))
+    (registry.quota_reservations().0.lock())
+        .get(&in_flight_key(cluster, namespace))
         .copied()
         .unwrap_or(0)
 }
@@ -226,25 +223,30 @@ pub fn creates_in_flight(registry: &Registry, cluster: &str, namespace: &str) ->
 /// Held by a create from before its quota reservation until its write is acknowledged (or failed).
 #[must_use]
 pub struct Reservation {
-    key: Option<InFlightKey>,
+    held: Option<(CreatesInFlight, InFlightKey)>,
 }
 
 impl Reservation {
     fn none() -> Reservation {
-        Reservation { key: None }
+        Reservation { held: None }
     }
 
     fn start(registry: &Registry, cluster: &str, namespace: &str) -> Reservation {
-        let key = in_flight_key(registry, cluster, namespace);
-        *IN_FLIGHT.lock().entry(key.clone()).or_insert(0) += 1;
-        Reservation { key: Some(key) }
+        let key = in_flight_key(cluster, namespace);
+        let counts = registry.quota_reservations().clone();
+        *counts.0.lock().entry(key.clone()).or_insert(0) += 1;
+        Reservation {
+            held: Some((counts, key)),
+        }
     }
 }
 
 impl Drop for Reservation {
     fn drop(&mut self) {
-        let Some(key) = self.key.take() else { return };
-        let mut map = IN_FLIGHT.lock();
+        let Some((counts, key)) = self.held.take() else {
+            return;
+        };
+        let mut map = counts.0.lock();
         if let Some(count) = map.get_mut(&key) {
             *count -= 1;
             if *count == 0 {
@@ -324,7 +326,7 @@ pub async fn admit(
         match result {
             Ok(_) => {}
             // Deleted meanwhile: it limits nothing any more.
-            Err(e) if e.code == 404 => {}
+            Err(e) if e.is_not_found() => {}
             Err(e) => return Err(e),
         }
     }

@@ -450,7 +450,7 @@ mod condition_tests {
         let obj = json!({"metadata": {"name": "x"}});
         let err = check(&with_conditions(conditions.clone(), false), &obj);
         assert!(
-            matches!(&err, Err(e) if e.code == 403 && e.message.contains("matchCondition \"broken\"")),
+            matches!(&err, Err(e) if e.is_forbidden() && e.message.contains("matchCondition \"broken\"")),
             "{err:?}"
         );
         assert_eq!(check(&with_conditions(conditions, true), &obj), Ok(false));

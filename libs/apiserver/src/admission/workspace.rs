@@ -13,7 +13,6 @@ use kcp_api_types::tenancy::ROOT;
 use kcp_apimachinery::status::{ApiError, Cause, Reason};
 use kcp_auth::UserInfo;
 use kcp_auth::authz::{Attributes as AuthzAttributes, Authorizer, AuthorizerChain, Decision};
-use kcp_store::keys::ResourceKeyspace;
 use serde_json::{Value, json};
 
 use super::{Admission, Attributes, Operation};
@@ -50,8 +49,7 @@ impl WorkspaceAdmission {
 
     /// One annotation of LC `cluster`'s LogicalCluster, as the cache has it.
     fn lc_annotation(&self, cluster: &str, name: &str) -> Option<String> {
-        let key = ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
-            .object(cluster, None, "cluster");
+        let key = crate::registry::keyspaces::logical_cluster_key(cluster);
         self.cache.get(&key).and_then(|lc| lc.annotation(name))
     }
 

@@ -19,7 +19,7 @@ use super::{ServedCrd, has_cleanup_finalizer};
 use crate::ApiServer;
 use crate::registry::metadata::now_rfc3339;
 use crate::registry::metadata::str_at;
-use crate::registry::{DeleteOptions, ObjectRef, UpdateKind, WriteOptions, keyspace};
+use crate::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
 use crate::watch_cache::{Scope, WatchItem};
 
 /// How soon a cluster with a CRD still being cleaned up (custom resources with finalizers) is looked at again.
@@ -339,7 +339,7 @@ impl ApiServer {
         match result {
             Ok(_) => Ok(()),
             // Gone meanwhile: its deletion event brings the controller back.
-            Err(e) if e.code == 404 => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
             Err(e) => Err(e),
         }
     }
@@ -358,29 +358,7 @@ impl ApiServer {
         else {
             return Ok(true);
         };
-        let prefix = keyspace(&def).cluster(cluster);
-        let objects = self.registry.cache().list(&prefix, None);
-        if objects.is_empty() {
-            return Ok(true);
-        }
-        for obj in &objects {
-            let at = ObjectRef {
-                cluster,
-                namespace: obj.namespace.as_deref(),
-                name: &obj.name,
-            };
-            match self
-                .registry
-                .delete(&def, at, &DeleteOptions::default())
-                .await
-            {
-                Ok(_) => {}
-                Err(e) if e.code == 404 => {}
-                Err(e) => return Err(e),
-            }
-        }
-        let _ = self.registry.cache().wait_fresh().await;
-        Ok(self.registry.cache().list(&prefix, None).is_empty())
+        self.registry.delete_all_in_cluster(&def, cluster).await
     }
 
     async fn release_cleanup_finalizer(
@@ -409,7 +387,7 @@ impl ApiServer {
             .await;
         match result {
             Ok(_) => Ok(()),
-            Err(e) if e.code == 404 => Ok(()),
+            Err(e) if e.is_not_found() => Ok(()),
             Err(e) => Err(e),
         }
     }

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 
 use http::{HeaderValue, Response, StatusCode, header};
 
-use crate::query::Query;
-use crate::{ApiServer, Body, response};
+use crate::ApiServer;
+use kcp_http::query::Query;
+use kcp_http::{Body, response};
 
 /// kube-apiserver's `--etcd-healthcheck-timeout`.
 const STORE_TIMEOUT: Duration = Duration::from_secs(2);
@@ -49,7 +50,7 @@ impl Endpoint {
 }
 
 impl ApiServer {
-    /// Answers `path`: `readyz`, `readyz/etcd`, ... (a [`crate::request_info::Target::Health`]).
+    /// Answers `path`: `readyz`, `readyz/etcd`, ... (a [`kcp_http::request_info::Target::Health`]).
     pub(super) async fn serve_health(&self, path: &str, query: &Query) -> Response<Body> {
         let (endpoint, check) = match path.split_once('/') {
             Some((endpoint, check)) => (endpoint, Some(check)),

@@ -10,11 +10,12 @@ use kcp_apimachinery::status::ApiError;
 use kcp_auth::{Attributes, UserInfo};
 use serde_json::{Value, json};
 
+use crate::ApiServer;
 use crate::lifecycle::ROOT_CLUSTER;
 use crate::registry::{WriteOptions, created_or_existed};
-use crate::request_info::{ClusterTarget, RequestInfo, Target};
 use crate::tenancy::{TypeRef, Types, new_logical_cluster, owner_info, workspace_admin_binding};
-use crate::{ApiServer, Body, response};
+use kcp_http::request_info::{ClusterTarget, RequestInfo, Target};
+use kcp_http::{Body, response};
 
 /// Whether the request is `GET workspaces/~` in `root`.
 pub(crate) fn is_home_request(info: &RequestInfo) -> bool {

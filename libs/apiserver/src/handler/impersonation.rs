@@ -19,7 +19,7 @@ use kcp_auth::authz::{KCP_ADMIN, SYSTEM_MASTERS};
 use kcp_auth::{Attributes, UserInfo};
 
 use crate::ApiServer;
-use crate::request_info::{ClusterTarget, RequestInfo};
+use kcp_http::request_info::{ClusterTarget, RequestInfo};
 
 const USER_HEADER: &str = "impersonate-user";
 const GROUP_HEADER: &str = "impersonate-group";
@@ -175,7 +175,7 @@ impl ApiServer {
         // The impersonated identity is scoped to one logical cluster; a request that names none
         // (or all) leaves nothing to scope it to.
         let cluster = match &info.cluster {
-            ClusterTarget::Name(name) => name.as_str(),
+            ClusterTarget::Name(_) | ClusterTarget::Unnamed(_) => info.cluster.as_str(),
             _ if masters => info.cluster.as_str(),
             _ => {
                 return Err(forbidden(

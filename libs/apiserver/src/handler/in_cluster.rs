@@ -9,7 +9,7 @@ use kcp_auth::authn::service_account::CLUSTER_NAME_EXTRA;
 use kcp_auth::{Authenticator, UserInfo};
 
 use crate::ApiServer;
-use crate::request_info::{self, ClusterTarget, RequestInfo, VerbHints};
+use kcp_http::request_info::{self, ClusterTarget, RequestInfo, VerbHints};
 
 /// Requests a shard sends to another for a sharded operation carry this header; kcp does not
 /// reroute them, and neither do we.

@@ -7,9 +7,10 @@ use kcp_api_types::tenancy::{PHASE_LABEL, ROOT};
 use kcp_apimachinery::status::ApiError;
 use kcp_auth::{Attributes, UserInfo};
 
+use crate::ApiServer;
 use crate::metrics::ScrapeInputs;
 use crate::registry::keyspace;
-use crate::{ApiServer, Body, response};
+use kcp_http::{Body, response};
 
 /// The OpenMetrics text format, which Prometheus reads (and asks for first).
 const CONTENT_TYPE: &str = "application/openmetrics-text; version=1.0.0; charset=utf-8";

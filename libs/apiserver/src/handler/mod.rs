@@ -1,6 +1,5 @@
 //! The handler chain: parse → authenticate → authorize → dispatch, with one log line per request.
 
-mod authentication;
 mod health;
 pub(crate) use health::StoreHealth;
 mod home;
@@ -16,20 +15,21 @@ mod token_review;
 mod watch;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use http::{Method, Request, Response, StatusCode, header};
 use kcp_apimachinery::status::ApiError;
 use kcp_auth::{Attributes, Authorizer, Decision, UserInfo};
 use serde_json::json;
 
+use crate::ApiServer;
 use crate::codec::{Output, Produces, negotiate};
 use crate::discovery::{V2_CONTENT_TYPE, V2BETA1_CONTENT_TYPE};
 use crate::metrics::RequestShape;
-use crate::query::Query;
-use crate::request_info::{self, ClusterTarget, RequestInfo, Target, VerbHints};
-use crate::serve::PeerInfo;
-use crate::{ApiServer, Body, response};
+use kcp_http::query::Query;
+use kcp_http::request_info::{self, ClusterTarget, RequestInfo, Target, VerbHints};
+use kcp_http::serve::PeerInfo;
+use kcp_http::{Body, response};
 
 /// Groups that may address a logical cluster without its LogicalCluster object, as kcp's content
 /// authorizer lets them. Not `system:kcp:admin`: its cluster-admin everywhere (the bootstrap
@@ -57,59 +57,6 @@ pub struct RequestContext {
 /// kcp's answer to `/metrics` under a workspace.
 const SHARD_LEVEL_ONLY: &str = "shard-level endpoint not available at workspace scope\n";
 
-/// kube-apiserver's answer when too many requests are in flight: plain text, retried by clients.
-fn too_many_requests() -> Response<Body> {
-    let mut resp = response::text(
-        StatusCode::TOO_MANY_REQUESTS,
-        "Too many requests, please try again later.\n",
-    );
-    resp.headers_mut().insert(
-        http::header::RETRY_AFTER,
-        http::HeaderValue::from_static("1"),
-    );
-    resp
-}
-
-/// kube-apiserver's default request timeout for requests that are not long-running.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(60);
-
-/// How long a request may take: `None` for a watch (long-running: a GET asking to watch), else
-/// the request timeout or the shorter one its `timeout` parameter asks for (a Go duration such as
-/// `30s`). Any other request asking to watch is bounded like any other.
-fn request_deadline(method: &Method, path: &str, query: &Query) -> Option<Duration> {
-    if *method == Method::GET && (query.flag("watch") || path.contains("/watch/")) {
-        return None;
-    }
-    let asked = query.get("timeout").and_then(go_duration);
-    Some(asked.map_or(REQUEST_TIMEOUT, |d| d.min(REQUEST_TIMEOUT)))
-}
-
-/// A Go duration made of numbers with units (`1m30s`, `500ms`); `None` when it is not one.
-fn go_duration(text: &str) -> Option<Duration> {
-    let mut total = Duration::ZERO;
-    let mut rest = text;
-    while !rest.is_empty() {
-        let digits = rest.find(|c: char| !c.is_ascii_digit() && c != '.')?;
-        let number: f64 = rest[..digits].parse().ok()?;
-        rest = &rest[digits..];
-        let unit_len = rest
-            .find(|c: char| c.is_ascii_digit())
-            .unwrap_or(rest.len());
-        let seconds = match &rest[..unit_len] {
-            "h" => 3600.0,
-            "m" => 60.0,
-            "s" => 1.0,
-            "ms" => 1e-3,
-            "us" | "µs" => 1e-6,
-            "ns" => 1e-9,
-            _ => return None,
-        };
-        total += Duration::try_from_secs_f64(number * seconds).ok()?;
-        rest = &rest[unit_len..];
-    }
-    (!text.is_empty()).then_some(total)
-}
-
 impl RequestContext {
     /// The write's `dryRun`, refused as its options kind (per the request's verb) when invalid.
     pub fn dry_run(&self) -> Result<bool, ApiError> {
@@ -132,13 +79,13 @@ impl ApiServer {
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let query = Query::parse(req.uri().query());
-        let deadline = request_deadline(&method, req.uri().path(), &query);
+        let deadline = kcp_http::deadline::request_deadline(&method, req.uri().path(), &query);
         // Watches are long-running and not counted; health checks must answer under load.
         let place = match deadline {
             Some(_) if !request_info::is_health(&path) => match self.in_flight.admit(&method) {
                 Some(place) => Some(place),
                 None => {
-                    let resp = too_many_requests();
+                    let resp = kcp_http::in_flight::too_many_requests();
                     self.metrics.observe(
                         RequestShape::of_method(&method),
                         resp.status().as_u16(),
@@ -149,7 +96,7 @@ impl ApiServer {
             },
             _ => None,
         };
-        let req = req.map(crate::request_body::RequestBody::new);
+        let req = req.map(kcp_http::request_body::RequestBody::new);
         // serve() fills in what the metrics are labelled with once it has read the path.
         let mut shape = None;
         let served = self.serve(req, query, &peer, &mut shape);
@@ -169,7 +116,7 @@ impl ApiServer {
             },
         };
         let resp = match place {
-            Some(place) => resp.map(|body| crate::in_flight::holding(body, place)),
+            Some(place) => resp.map(|body| kcp_http::in_flight::holding(body, place)),
             None => resp,
         };
         let shape = shape.unwrap_or_else(|| RequestShape::of_method(&method));
@@ -178,7 +125,7 @@ impl ApiServer {
         let resp = if shape.is_watch() && resp.status().is_success() {
             let open = self.metrics.long_running(&shape);
             self.metrics.count(shape, code);
-            resp.map(|body| crate::in_flight::holding(body, open))
+            resp.map(|body| kcp_http::in_flight::holding(body, open))
         } else {
             self.metrics.observe(shape, code, started.elapsed());
             resp
@@ -265,30 +212,29 @@ impl ApiServer {
     /// `/clusters/root:org:team/...` names a workspace path: serve the LC it leads to. A path this
     /// shard does not know is 404, as kcp answers; the raw path is never used as an LC name.
     fn resolve_path(&self, mut info: RequestInfo) -> Result<RequestInfo, ApiError> {
-        let ClusterTarget::Name(name) = &info.cluster else {
-            return Ok(info);
-        };
-        // kcp's answer to a path no workspace could have (400, its words).
-        if !kcp_apimachinery::names::is_valid_path(name) {
-            return Err(ApiError::bad_request(format!(
-                "invalid cluster: {name:?} does not match the regex"
-            )));
-        }
-        if !name.contains(':') || name.starts_with(kcp_apimachinery::names::SYSTEM_CLUSTER_PREFIX) {
-            return Ok(info);
-        }
-        match self.paths.resolve(name) {
-            Some(cluster) => {
-                info.cluster = ClusterTarget::Name(cluster);
-                Ok(info)
-            }
-            None => Err(ApiError::not_found("tenancy.kcp.io", "workspaces", name)),
+        match &info.cluster {
+            // kcp's answer to a path no workspace could have (400, its words).
+            ClusterTarget::Invalid(text) => Err(ApiError::bad_request(format!(
+                "invalid cluster: {text:?} does not match the regex"
+            ))),
+            ClusterTarget::Path(path) => match self.paths.cluster_of(path) {
+                Some(cluster) => {
+                    info.cluster = ClusterTarget::Name(cluster);
+                    Ok(info)
+                }
+                None => Err(ApiError::not_found(
+                    "tenancy.kcp.io",
+                    "workspaces",
+                    path.as_str(),
+                )),
+            },
+            _ => Ok(info),
         }
     }
 
     async fn serve(
         self: &Arc<Self>,
-        req: Request<crate::request_body::RequestBody>,
+        req: Request<kcp_http::request_body::RequestBody>,
         query: Query,
         peer: &PeerInfo,
         shape: &mut Option<RequestShape>,
@@ -313,7 +259,7 @@ impl ApiServer {
             (Target::Health(path), _) => return Ok(self.serve_health(path, &query).await),
             // kcp's answer, before any credential is looked at: the shard's metrics are not a
             // workspace's.
-            (Target::Metrics, ClusterTarget::Name(_) | ClusterTarget::Wildcard) => {
+            (Target::Metrics, cluster) if *cluster != ClusterTarget::None => {
                 return Ok(response::text(
                     StatusCode::NOT_IMPLEMENTED,
                     SHARD_LEVEL_ONLY,
@@ -321,7 +267,7 @@ impl ApiServer {
             }
             _ => {}
         }
-        let (user, authenticated_by) = authentication::authenticate(
+        let (user, authenticated_by) = kcp_http::authentication::authenticate(
             &self.config.authenticators,
             &self.config.identity_headers,
             &mut parts,
@@ -358,10 +304,12 @@ impl ApiServer {
             return self.serve_home(&user).await;
         }
         let deep_review = is_deep_review(&parts.headers, &user, &info);
-        if let ClusterTarget::Name(name) = &info.cluster
-            && !kcp_apimachinery::names::is_valid_cluster_name(name)
-        {
-            return Err(ApiError::not_found("tenancy.kcp.io", "workspaces", name));
+        if let ClusterTarget::Unnamed(path) = &info.cluster {
+            return Err(ApiError::not_found(
+                "tenancy.kcp.io",
+                "workspaces",
+                path.as_str(),
+            ));
         }
         self.authorize(&user, &info, &parts.method)?;
         if let ClusterTarget::Name(name) = &info.cluster {
@@ -501,9 +449,7 @@ impl ApiServer {
         &self,
         cluster: &str,
     ) -> Result<Option<Arc<crate::watch_cache::CachedObject>>, ApiError> {
-        let key =
-            kcp_store::keys::ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false)
-                .object(cluster, None, "cluster");
+        let key = crate::registry::keyspaces::logical_cluster_key(cluster);
         let cache = self.registry.cache();
         if let Some(found) = cache.get(&key) {
             return Ok(Some(found));
@@ -557,7 +503,7 @@ pub fn version() -> serde_json::Value {
 
 /// The namespace a request is authorized in. As in kube-apiserver, a Namespace object is in
 /// itself: a RoleBinding in namespace `x` may grant `get` on namespace `x`.
-fn authorized_namespace(r: &crate::request_info::ResourceRequest) -> &str {
+fn authorized_namespace(r: &kcp_http::request_info::ResourceRequest) -> &str {
     match (&r.namespace, &r.name) {
         (Some(ns), _) => ns,
         (None, Some(name)) if r.group.is_empty() && r.resource == "namespaces" => name,
@@ -609,48 +555,5 @@ fn forbidden(user: &UserInfo, attrs: &Attributes<'_>, reason: &str) -> ApiError 
         ApiError::forbidden(attrs.api_group, attrs.resource, attrs.name, &detail)
     } else {
         ApiError::forbidden_path(&detail)
-    }
-}
-
-#[cfg(test)]
-mod deadline_tests {
-    use super::*;
-
-    #[test]
-    fn watches_have_no_deadline_others_the_shorter() {
-        let uri = |s: &str| s.parse::<http::Uri>().expect("a URI");
-        let request_deadline =
-            |uri: http::Uri| request_deadline(&Method::GET, uri.path(), &Query::parse(uri.query()));
-        assert_eq!(
-            request_deadline(uri("/clusters/root/api/v1/configmaps?watch=true")),
-            None
-        );
-        assert_eq!(
-            request_deadline(uri("/clusters/root/api/v1/watch/configmaps")),
-            None
-        );
-        assert_eq!(
-            request_deadline(uri("/clusters/root/api/v1/configmaps")),
-            Some(REQUEST_TIMEOUT)
-        );
-        assert_eq!(
-            request_deadline(uri("/clusters/root/api/v1/configmaps?timeout=1m30s")),
-            Some(REQUEST_TIMEOUT)
-        );
-        assert_eq!(
-            request_deadline(uri("/x?timeout=1500ms")),
-            Some(Duration::from_millis(1500))
-        );
-        // Only a GET watches: a write asking to is bounded as any write.
-        assert_eq!(
-            super::request_deadline(
-                &Method::POST,
-                "/clusters/root/api/v1/configmaps",
-                &Query::parse(Some("watch=1"))
-            ),
-            Some(REQUEST_TIMEOUT)
-        );
-        assert_eq!(go_duration("10x"), None);
-        assert_eq!(go_duration(""), None);
     }
 }

@@ -8,8 +8,9 @@ use http::{HeaderValue, Response, StatusCode, header};
 use kcp_apimachinery::status::ApiError;
 
 use super::RequestContext;
-use crate::request_info::ClusterTarget;
-use crate::{ApiServer, Body, response};
+use crate::ApiServer;
+use kcp_http::request_info::ClusterTarget;
+use kcp_http::{Body, response};
 
 /// How long an immutable document may be kept: kube-apiserver's year.
 const IMMUTABLE_FOR: chrono::TimeDelta = chrono::TimeDelta::days(365);

@@ -15,10 +15,11 @@ use crate::registry::{
     DeleteOptions, DeleteOutcome, ListOptions, ListScope, ObjectRef, Selectors, UpdateKind,
     WriteOptions, Written,
 };
-use crate::request_info::{ClusterTarget, ResourceRequest, Target};
 use crate::table::{self, IncludeObject};
 use crate::watch_cache::CachedObject;
-use crate::{ApiServer, Body, apply, response};
+use crate::{ApiServer, apply};
+use kcp_http::request_info::{ClusterTarget, ResourceRequest, Target};
+use kcp_http::{Body, response};
 
 /// How a request body is to be applied.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -34,7 +35,7 @@ impl ApiServer {
         &self,
         ctx: &RequestContext,
         method: &Method,
-        body: crate::request_body::RequestBody,
+        body: kcp_http::request_body::RequestBody,
     ) -> Result<Response<Body>, ApiError> {
         let Target::Resource(req) = &ctx.info.target else {
             return Err(ApiError::path_not_found());
@@ -140,7 +141,7 @@ impl ApiServer {
                     req.verb
                 )));
             }
-            ClusterTarget::None => return Err(ApiError::path_not_found()),
+            _ => return Err(ApiError::path_not_found()),
         };
         if def.backing == ResourceKind::Review {
             let raw = codec::read_body(body).await?;
@@ -173,7 +174,7 @@ impl ApiServer {
                         "sendInitialEvents",
                         "sendInitialEvents is forbidden for list",
                     );
-                    return Err(crate::query::invalid_options("list", vec![cause]));
+                    return Err(kcp_http::query::invalid_options("list", vec![cause]));
                 }
                 let opts = list_options(ctx, &def, None)?;
                 let scope = ListScope {
@@ -303,7 +304,7 @@ impl ApiServer {
                     .await;
                 let (written, status) = match updated {
                     Err(err)
-                        if err.code == 404
+                        if err.is_not_found()
                             && update_kind == UpdateKind::Main
                             && def.strategy.allow_create_on_update() =>
                     {
@@ -387,7 +388,7 @@ impl ApiServer {
                             self.after_delete_started(&def, at).await;
                             deleted.push(item.clone());
                         }
-                        Err(e) if e.code == 404 => {}
+                        Err(e) if e.is_not_found() => {}
                         Err(e) => return Err(e),
                     }
                 }
@@ -527,7 +528,7 @@ impl ApiServer {
             })
             .await;
         match result {
-            Err(err) if err.code == 404 && kind == UpdateKind::Main => {
+            Err(err) if err.is_not_found() && kind == UpdateKind::Main => {
                 let mut obj = apply::apply(def, kind, manager, force, None, &config)?;
                 if let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) {
                     meta.insert("name".into(), Value::String(at.name.to_string()));
@@ -602,7 +603,7 @@ fn validation_mode(ctx: &RequestContext) -> Result<&str, ApiError> {
         Target::Resource(r) => r.verb.as_str(),
         _ => "",
     };
-    Err(crate::query::invalid_options(verb, vec![cause]))
+    Err(kcp_http::query::invalid_options(verb, vec![cause]))
 }
 
 /// What kube-apiserver's decode of a JSON, merge or strategic patch's result does: a value a

@@ -11,9 +11,10 @@ use kcp_auth::{Attributes, Decision, RbacAuthorizer, UserInfo};
 use serde_json::{Value, json};
 
 use super::RequestContext;
+use crate::ApiServer;
 use crate::admission::rules::strings;
-use crate::request_info::Target;
-use crate::{ApiServer, Body, response};
+use kcp_http::request_info::Target;
+use kcp_http::{Body, response};
 
 /// What an access review asks about, owned (the spec's strings outlive no request).
 #[derive(Debug, Default)]

@@ -7,10 +7,11 @@ use kcp_apimachinery::status::{ApiError, Cause};
 use serde_json::{Value, json};
 
 use super::RequestContext;
+use crate::ApiServer;
 use crate::apply;
 use crate::codec::{self, Produces, negotiate};
 use crate::registry::{ObjectRef, UpdateKind, WriteOptions};
-use crate::{ApiServer, Body, response};
+use kcp_http::{Body, response};
 
 /// A path such as `.spec.replicas` as its field names.
 fn fields(path: &str) -> Vec<&str> {
@@ -90,7 +91,7 @@ impl ApiServer {
         scale: &ScaleDef,
         at: ObjectRef<'_>,
         verb: &str,
-        body: crate::request_body::RequestBody,
+        body: kcp_http::request_body::RequestBody,
     ) -> Result<Response<Body>, ApiError> {
         negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
         let current = || async {

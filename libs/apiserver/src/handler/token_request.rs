@@ -9,11 +9,12 @@ use kcp_apimachinery::status::{ApiError, Cause};
 use serde_json::{Value, json};
 
 use super::RequestContext;
+use crate::ApiServer;
 use crate::admission::rules::strings;
 use crate::codec;
 use crate::registry::ObjectRef;
-use crate::request_info::ResourceRequest;
-use crate::{ApiServer, Body, response};
+use kcp_http::request_info::ResourceRequest;
+use kcp_http::{Body, response};
 
 const GROUP: &str = "authentication.k8s.io";
 const KIND: &str = "TokenRequest";
@@ -31,7 +32,7 @@ impl ApiServer {
         serviceaccounts: &ResourceDef,
         cluster: &str,
         req: &ResourceRequest,
-        body: crate::request_body::RequestBody,
+        body: kcp_http::request_body::RequestBody,
     ) -> Result<Response<Body>, ApiError> {
         if req.verb != "create" {
             return Err(ApiError::method_not_allowed(format!(

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::RequestContext;
+use crate::ApiServer;
 use crate::codec::Output;
 use crate::registry::ListOptions;
 use crate::registry::{Selectors, keyspace};
@@ -25,7 +26,7 @@ use crate::watch_cache::{
     CacheEvent, CacheEventType, CachedObject, Scope, Subscription, WatchCache, WatchItem,
     json_frame,
 };
-use crate::{ApiServer, Body};
+use kcp_http::Body;
 
 /// How often a watcher that asked for bookmarks gets one.
 const BOOKMARK_INTERVAL: Duration = Duration::from_secs(30);
@@ -406,7 +407,7 @@ fn watch_options_valid(opts: &ListOptions, send_initial: Option<bool>) -> Result
     }
     match causes.is_empty() {
         true => Ok(()),
-        false => Err(crate::query::invalid_options("watch", causes)),
+        false => Err(kcp_http::query::invalid_options("watch", causes)),
     }
 }
 

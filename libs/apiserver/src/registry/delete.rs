@@ -81,7 +81,7 @@ impl DeleteOptions {
             ));
         }
         if !causes.is_empty() {
-            return Err(crate::query::invalid_options("delete", causes));
+            return Err(kcp_http::query::invalid_options("delete", causes));
         }
         let orphan = orphan_dependents.map(|o| if o { "Orphan" } else { "Background" });
         Ok(DeleteOptions {
@@ -322,6 +322,43 @@ impl Registry {
             Err(StoreError::Conflict { .. }) => Ok(None),
             Err(err) => Err(store_error(def, name, err)),
         }
+    }
+
+    /// [`Registry::delete`] for whoever cleans up: an object already gone counts as deleted.
+    pub async fn delete_if_present(
+        &self,
+        def: &ResourceDef,
+        at: ObjectRef<'_>,
+    ) -> Result<(), ApiError> {
+        match self.delete(def, at, &DeleteOptions::default()).await {
+            Err(e) if !e.is_not_found() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// Deletes every object of `def` in `cluster` the cache holds (one already gone counts as
+    /// deleted; the first other failure stops). `true` once none is left when the deletions are
+    /// visible: objects held by finalizers stay until those are released.
+    pub async fn delete_all_in_cluster(
+        &self,
+        def: &ResourceDef,
+        cluster: &str,
+    ) -> Result<bool, ApiError> {
+        let prefix = keyspace(def).cluster(cluster);
+        let objects = self.cache().list(&prefix, None);
+        if objects.is_empty() {
+            return Ok(true);
+        }
+        for obj in &objects {
+            let at = ObjectRef {
+                cluster,
+                namespace: obj.namespace.as_deref(),
+                name: &obj.name,
+            };
+            self.delete_if_present(def, at).await?;
+        }
+        let _ = self.cache().wait_fresh().await;
+        Ok(self.cache().list(&prefix, None).is_empty())
     }
 
     /// Removes one kind-specific finalizer through the `/finalize` path (the namespace controller).

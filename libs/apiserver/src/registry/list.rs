@@ -252,7 +252,7 @@ impl Registry {
                 ));
             }
             if !causes.is_empty() {
-                return Err(crate::query::invalid_options("list", causes));
+                return Err(kcp_http::query::invalid_options("list", causes));
             }
         }
         if opts.continue_token.is_some() && rv.is_some_and(|v| v != "0") {

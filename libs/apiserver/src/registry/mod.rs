@@ -4,6 +4,7 @@
 
 mod companions;
 mod delete;
+pub mod keyspaces;
 mod list;
 pub(crate) mod metadata;
 mod write;
@@ -34,7 +35,7 @@ pub use write::{
 pub fn created_or_existed<T>(result: Result<T, ApiError>) -> Result<(), ApiError> {
     match result {
         Ok(_) => Ok(()),
-        Err(e) if e.code == 409 => Ok(()),
+        Err(e) if e.is_conflict_or_exists() => Ok(()),
         Err(e) => Err(e),
     }
 }
@@ -58,6 +59,8 @@ pub struct Registry {
     admission: parking_lot::RwLock<Option<Arc<dyn crate::admission::Admission>>>,
     /// What creates bring along; none until controllers add theirs.
     companions: parking_lot::RwLock<companions::Sources>,
+    /// Quota admission's reservations not yet written.
+    quota_reservations: crate::admission::quota::CreatesInFlight,
 }
 
 pub fn keyspace(def: &ResourceDef) -> ResourceKeyspace {
@@ -163,7 +166,13 @@ impl Registry {
             external_url,
             admission: parking_lot::RwLock::new(None),
             companions: parking_lot::RwLock::default(),
+            quota_reservations: Default::default(),
         }
+    }
+
+    /// The creates of this registry that reserved quota and are on their way to the store.
+    pub(crate) fn quota_reservations(&self) -> &crate::admission::quota::CreatesInFlight {
+        &self.quota_reservations
     }
 
     /// Installs the admission chain requests' writes pass through.
@@ -210,8 +219,7 @@ impl Registry {
         namespace: &str,
         name: &str,
     ) -> Result<(), ApiError> {
-        let key =
-            ResourceKeyspace::new("", "namespaces", None, false).object(cluster, None, namespace);
+        let key = keyspaces::namespace_key(cluster, namespace);
         let ns = match self.cache.get(&key) {
             Some(ns) => ns,
             None => {

@@ -59,7 +59,7 @@ fn at(obj: &CachedObject) -> ObjectRef<'_> {
 fn gone_is_fine<T>(result: Result<T, ApiError>) -> Result<(), GcError> {
     match result {
         Ok(_) => Ok(()),
-        Err(e) if e.code == 404 => Ok(()),
+        Err(e) if e.is_not_found() => Ok(()),
         Err(e) => Err(e.into()),
     }
 }
@@ -298,7 +298,7 @@ impl Collector {
             .await
         {
             Ok(written) => written,
-            Err(e) if e.code == 404 => return Ok(()),
+            Err(e) if e.is_not_found() => return Ok(()),
             Err(e) => return Err(e.into()),
         };
         // Releasing the last finalizer deletes the object in the same update, unless a concurrent

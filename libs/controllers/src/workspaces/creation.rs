@@ -200,8 +200,8 @@ impl Controller {
         match registry.write_batch(batch).await {
             Ok(_) => Ok(true),
             // The workspace itself is gone: nothing to schedule (the next reconcile finds so).
-            Err(e) if e.code == 404 && e.details.kind.as_deref() == Some("workspaces") => Err(e),
-            Err(e) if e.code == 409 || e.code == 404 => Ok(false),
+            Err(e) if e.is_not_found() && e.details.kind.as_deref() == Some("workspaces") => Err(e),
+            Err(e) if e.is_conflict_or_exists() || e.is_not_found() => Ok(false),
             Err(e) => Err(e),
         }
     }

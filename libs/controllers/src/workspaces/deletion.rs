@@ -24,7 +24,7 @@ use super::{Controller, WORKSPACE_FINALIZER, desired_workspace, lc_at};
 fn landed(written: Result<BatchWritten, ApiError>) -> Result<bool, ApiError> {
     match written {
         Ok(_) => Ok(true),
-        Err(e) if e.code == 409 || e.code == 404 => Ok(false),
+        Err(e) if e.is_conflict_or_exists() || e.is_not_found() => Ok(false),
         Err(e) => Err(e),
     }
 }

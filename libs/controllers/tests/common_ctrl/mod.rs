@@ -143,7 +143,7 @@ pub async fn create_cluster(h: &Harness, cluster: &str) {
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}});
     match create(h, cluster, None, "", "namespaces", ns).await {
         Ok(_) => {}
-        Err(e) if e.code == 409 => {}
+        Err(e) if e.is_conflict_or_exists() => {}
         Err(e) => panic!("creating the default namespace of {cluster}: {e:?}"),
     }
 }

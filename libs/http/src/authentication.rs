@@ -12,7 +12,7 @@ use rustls_pki_types::CertificateDer;
 /// Asks `authenticators` in order (the first that recognises a credential decides), then strips
 /// the identity headers from `parts`. No credential, or an invalid one, is a 401. The user comes with
 /// the authenticator that recognised it.
-pub(super) fn authenticate<'a>(
+pub fn authenticate<'a>(
     authenticators: &'a [Arc<dyn Authenticator>],
     identity_headers: &IdentityHeaders,
     parts: &mut http::request::Parts,

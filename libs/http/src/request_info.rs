@@ -2,23 +2,54 @@
 //! `/clusters/<name>` prefix.
 
 use http::Method;
+use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
 
-/// Which logical cluster(s) a request targets.
+/// Which logical cluster(s) a request targets, as its `/clusters/<segment>` says. The segment is
+/// classified once here; the server resolves a [`ClusterTarget::Path`] to the logical cluster it
+/// leads to and refuses the others that name none.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ClusterTarget {
     /// No `/clusters/` prefix: top-level paths such as `/healthz` or `/version`.
     None,
-    /// `/clusters/<name>`.
-    Name(String),
+    /// `/clusters/<name>`: a logical cluster by its name (`root`, `system:admin`, ...).
+    Name(LogicalClusterName),
+    /// `/clusters/root:org:team`: a workspace path, leading through Workspaces to a logical cluster.
+    Path(WorkspacePath),
+    /// A valid path that names no logical cluster by itself and leads through no Workspace (a
+    /// segment too long for a name): nothing is there.
+    Unnamed(WorkspacePath),
+    /// `/clusters/<text>` where the text is no workspace path at all.
+    Invalid(String),
     /// `/clusters/*`: every logical cluster of this shard.
     Wildcard,
 }
 
 impl ClusterTarget {
+    /// What a `/clusters/<segment>` (percent-decoded) addresses.
+    pub fn of_segment(segment: &str) -> ClusterTarget {
+        // kubectl sends `*` percent-encoded.
+        if segment == "*" || segment.eq_ignore_ascii_case("%2A") {
+            return ClusterTarget::Wildcard;
+        }
+        let Ok(path) = WorkspacePath::parse(segment) else {
+            return ClusterTarget::Invalid(segment.to_string());
+        };
+        if path.is_nested() {
+            return ClusterTarget::Path(path);
+        }
+        match path.as_cluster_name() {
+            Some(name) => ClusterTarget::Name(name),
+            None => ClusterTarget::Unnamed(path),
+        }
+    }
+
+    /// The segment as the request gave it (`*` for the wildcard, empty for none).
     pub fn as_str(&self) -> &str {
         match self {
             ClusterTarget::None => "",
-            ClusterTarget::Name(n) => n,
+            ClusterTarget::Name(n) => n.as_str(),
+            ClusterTarget::Path(p) | ClusterTarget::Unnamed(p) => p.as_str(),
+            ClusterTarget::Invalid(text) => text,
             ClusterTarget::Wildcard => "*",
         }
     }
@@ -103,10 +134,80 @@ pub enum Target {
 
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RequestInfo {
+    /// The `/services/<family>/...` prefix the request came through, if any.
+    pub service: Option<ServicePath>,
     pub cluster: ClusterTarget,
     pub target: Target,
-    /// The path without the `/clusters/<name>` prefix.
+    /// The path without the `/services/...` and `/clusters/<name>` prefixes.
     pub path: String,
+}
+
+/// A family of `/services/<name>/<param>.../` paths a server serves (a virtual workspace): its
+/// name and how many path segments of its own follow the name, before the cluster path
+/// (`/clusters/<name|*>/...`) that every family ends in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServiceFamily {
+    pub name: &'static str,
+    pub params: usize,
+}
+
+/// The `/services/...` prefix of a request: its family and that family's parameters.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServicePath {
+    pub family: &'static str,
+    pub params: Vec<String>,
+}
+
+/// The path families a server serves: bare paths and `/clusters/<name>/...` always, and the
+/// `/services/...` families it names. A `/services/` path of another family addresses nothing
+/// (404).
+#[derive(Clone, Debug, Default)]
+pub struct PathFamilies {
+    services: Vec<ServiceFamily>,
+}
+
+impl PathFamilies {
+    pub fn with_service(mut self, family: ServiceFamily) -> PathFamilies {
+        self.services.push(family);
+        self
+    }
+
+    /// Parses a percent-decoded `path` (see [`decode_path`]).
+    pub fn parse(&self, method: &Method, path: &str, hints: VerbHints) -> RequestInfo {
+        let (service, path) = self.split_service(path);
+        let mut info = parse(method, path, hints);
+        info.service = service;
+        info
+    }
+
+    /// `/services/<family>/<params>/<rest>` as the family and `<rest>` (`/` and after); anything
+    /// else as it is.
+    fn split_service<'p>(&self, path: &'p str) -> (Option<ServicePath>, &'p str) {
+        let Some(after) = path.strip_prefix("/services/") else {
+            return (None, path);
+        };
+        let (name, mut rest) = after.split_at(after.find('/').unwrap_or(after.len()));
+        let Some(family) = self.services.iter().find(|f| f.name == name) else {
+            return (None, path);
+        };
+        let mut params = Vec::with_capacity(family.params);
+        for _ in 0..family.params {
+            let Some(tail) = rest.strip_prefix('/') else {
+                return (None, path);
+            };
+            let (param, tail) = tail.split_at(tail.find('/').unwrap_or(tail.len()));
+            if param.is_empty() {
+                return (None, path);
+            }
+            params.push(param.to_string());
+            rest = tail;
+        }
+        let service = ServicePath {
+            family: family.name,
+            params,
+        };
+        (Some(service), rest)
+    }
 }
 
 /// The query flags that change the verb.
@@ -136,13 +237,15 @@ pub fn decode_path(raw: &str) -> Option<std::borrow::Cow<'_, str>> {
     String::from_utf8(out).ok().map(std::borrow::Cow::Owned)
 }
 
-/// Parses a percent-decoded `path` (see [`decode_path`]).
+/// Parses a percent-decoded `path` (see [`decode_path`]) of the families every server serves:
+/// bare paths and `/clusters/<name>/...`.
 pub fn parse(method: &Method, path: &str, hints: VerbHints) -> RequestInfo {
     let (cluster, rest) = split_cluster(path);
     let trimmed = rest.trim_end_matches('/');
     let segments: Vec<&str> = trimmed.split('/').filter(|s| !s.is_empty()).collect();
     let target = classify(method, &segments, &hints);
     RequestInfo {
+        service: None,
         cluster,
         target,
         path: if rest.is_empty() {
@@ -159,13 +262,7 @@ fn split_cluster(path: &str) -> (ClusterTarget, &str) {
             Some(i) => (&after[..i], &after[i..]),
             None => (after, ""),
         };
-        // kubectl sends `*` percent-encoded.
-        let target = if name == "*" || name.eq_ignore_ascii_case("%2A") {
-            ClusterTarget::Wildcard
-        } else {
-            ClusterTarget::Name(name.to_string())
-        };
-        return (target, rest);
+        return (ClusterTarget::of_segment(name), rest);
     }
     (ClusterTarget::None, path)
 }
@@ -295,7 +392,7 @@ mod tests {
             Method::GET,
             "/clusters/root/api/v1/namespaces/default/configmaps",
         );
-        assert_eq!(i.cluster, ClusterTarget::Name("root".into()));
+        assert_eq!(i.cluster, ClusterTarget::Name(LogicalClusterName::root()));
         let r = res(&i);
         assert_eq!(
             (r.verb.as_str(), r.namespace.as_deref(), r.resource.as_str()),
@@ -310,10 +407,57 @@ mod tests {
             ClusterTarget::Wildcard
         );
         assert_eq!(p(Method::GET, "/healthz").cluster, ClusterTarget::None);
+        let cluster = |path: &str| p(Method::GET, path).cluster;
+        assert!(
+            matches!(cluster("/clusters/root:org/api"), ClusterTarget::Path(p) if p.as_str() == "root:org")
+        );
+        assert!(
+            matches!(cluster("/clusters/system:admin/api"), ClusterTarget::Name(n) if n.is_system())
+        );
+        assert!(matches!(cluster("/clusters/Root/api"), ClusterTarget::Invalid(t) if t == "Root"));
+        let long = format!("/clusters/{}/api", "a".repeat(64));
+        assert!(matches!(cluster(&long), ClusterTarget::Unnamed(_)));
         assert_eq!(
             p(Method::GET, "/clusters/root/version/").target,
             Target::Version
         );
+    }
+
+    #[test]
+    fn service_families() {
+        let families = PathFamilies::default().with_service(ServiceFamily {
+            name: "apiexport",
+            params: 2,
+        });
+        let i = families.parse(
+            &Method::GET,
+            "/services/apiexport/root:provider/widgets/clusters/*/apis/example.com/v1/widgets",
+            VerbHints { watch: false },
+        );
+        assert_eq!(
+            i.service,
+            Some(ServicePath {
+                family: "apiexport",
+                params: vec!["root:provider".into(), "widgets".into()],
+            })
+        );
+        assert_eq!(i.cluster, ClusterTarget::Wildcard);
+        assert_eq!(res(&i).resource, "widgets");
+        assert_eq!(i.path, "/apis/example.com/v1/widgets");
+        // Too few parameters, another family, or none served: the path addresses nothing.
+        for path in [
+            "/services/apiexport/root:provider",
+            "/services/apiexport//widgets/clusters/x/api/v1/configmaps",
+            "/services/other/a/b/clusters/x/api/v1/configmaps",
+        ] {
+            let i = families.parse(&Method::GET, path, VerbHints { watch: false });
+            assert_eq!((i.service, i.target), (None, Target::Unknown), "{path}");
+        }
+        let i = p(
+            Method::GET,
+            "/services/apiexport/a/b/clusters/x/api/v1/configmaps",
+        );
+        assert_eq!((i.service, i.target), (None, Target::Unknown));
     }
 
     #[test]

@@ -16,6 +16,19 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use crate::Body;
 
+/// kube-apiserver's answer when too many requests are in flight: plain text, retried by clients.
+pub fn too_many_requests() -> http::Response<Body> {
+    let mut resp = crate::response::text(
+        http::StatusCode::TOO_MANY_REQUESTS,
+        "Too many requests, please try again later.\n",
+    );
+    resp.headers_mut().insert(
+        http::header::RETRY_AFTER,
+        http::HeaderValue::from_static("1"),
+    );
+    resp
+}
+
 /// kube-apiserver's defaults.
 pub const MAX_READS: usize = 400;
 pub const MAX_WRITES: usize = 200;
