@@ -4,23 +4,23 @@
 //! → the generic [`registry`] over the store and the [`watch_cache`] → encoding ([`codec`], [`table`]).
 
 pub mod admission;
+pub mod apis;
 pub mod apply;
 mod authorization;
 mod cache_snapshot;
+pub mod cache_source;
 pub mod codec;
 pub mod crd;
 pub mod discovery;
 mod handler;
-pub mod inactive;
+pub mod hooks;
 mod lifecycle;
 pub mod metrics;
 pub mod object_json;
 pub mod openapi;
-pub mod paths;
 pub mod registry;
 mod stored_json;
 pub mod table;
-pub mod tenancy;
 #[cfg(feature = "test-util")]
 pub mod testing;
 pub mod watch_cache;
@@ -84,7 +84,9 @@ pub enum ApiServerError {
 pub struct ApiServer {
     config: ApiServerConfig,
     registry: Registry,
-    /// The API set of each logical cluster: the built-ins, plus its CRDs.
+    /// The API set of each logical cluster, composed of the built-ins and its CRDs.
+    apis: apis::ClusterApis,
+    /// The CRDs' part of those sets.
     crds: crd::CrdApis,
     crd_requeue: crd::controller::Requeue,
     /// `host:port` for `serverAddressByClientCIDRs`.
@@ -93,10 +95,12 @@ pub struct ApiServer {
     namespaces: lifecycle::NamespaceFinalizer,
     /// The configured authorizers, then kcp's chain (fed by the watch cache).
     authorizers: AuthorizerChain,
-    /// Workspace paths of this shard's LCs (fed by the watch cache).
-    paths: Arc<paths::PathIndex>,
-    /// LCs marked inactive (fed by the watch cache).
-    inactive: Arc<inactive::InactiveClusters>,
+    /// Resolves workspace paths, when something plugged it in.
+    resolver: Option<Arc<dyn hooks::ClusterResolver>>,
+    /// Closes logical clusters to requests, when something plugged it in.
+    gate: Option<Arc<dyn hooks::ClusterGate>>,
+    /// Answer some requests before authorization (home workspaces).
+    request_hooks: Vec<Arc<dyn hooks::RequestHook>>,
     /// Requests in flight, bounded as kube-apiserver bounds them.
     in_flight: kcp_http::in_flight::InFlight,
     /// What `/metrics` shows.
@@ -105,9 +109,64 @@ pub struct ApiServer {
     store_health: handler::StoreHealth,
 }
 
-impl ApiServer {
+/// Assembles an [`ApiServer`]: the generic server, and what the process plugs into it
+/// ([`hooks`]).
+pub struct ApiServerBuilder {
+    config: ApiServerConfig,
+    hooks: hooks::Hooks,
+}
+
+impl ApiServerBuilder {
+    /// Told of every cache event, in order, with the server's own observers.
+    pub fn observer(mut self, observer: Arc<dyn watch_cache::CacheObserver>) -> Self {
+        self.hooks.observers.push(observer);
+        self
+    }
+
+    /// Resolves `/clusters/<path>` workspace paths (without one, every such path is a 404).
+    pub fn resolver(mut self, resolver: Arc<dyn hooks::ClusterResolver>) -> Self {
+        self.hooks.resolver = Some(resolver);
+        self
+    }
+
+    /// Closes logical clusters to requests.
+    pub fn gate(mut self, gate: Arc<dyn hooks::ClusterGate>) -> Self {
+        self.hooks.gate = Some(gate);
+        self
+    }
+
+    /// Answers some requests before authorization.
+    pub fn request_hook(mut self, hook: Arc<dyn hooks::RequestHook>) -> Self {
+        self.hooks.requests.push(hook);
+        self
+    }
+
+    /// Creates more objects at start-up, after the generic ones.
+    pub fn bootstrap(mut self, bootstrap: Arc<dyn hooks::Bootstrap>) -> Self {
+        self.hooks.bootstrap.push(bootstrap);
+        self
+    }
+
+    /// Adds admission plugins, built once the cache and the authorizer chain exist.
+    pub fn admission(
+        mut self,
+        factory: impl FnOnce(&hooks::AdmissionContext<'_>) -> hooks::AdmissionPlugins + Send + 'static,
+    ) -> Self {
+        self.hooks.admission.push(Box::new(factory));
+        self
+    }
+
     /// Builds the server, loads the watch cache and bootstraps the `root` logical cluster.
-    pub async fn new(config: ApiServerConfig) -> Result<Arc<ApiServer>, ApiServerError> {
+    pub async fn build(self) -> Result<Arc<ApiServer>, ApiServerError> {
+        let ApiServerBuilder { config, hooks } = self;
+        let hooks::Hooks {
+            observers,
+            resolver,
+            gate,
+            requests,
+            bootstrap,
+            admission: factories,
+        } = hooks;
         let started = std::time::Instant::now();
         let cache =
             WatchCache::start_with_snapshot(config.store.clone(), config.cache_snapshot.as_deref())
@@ -116,16 +175,11 @@ impl ApiServer {
             config.rbac.clone(),
             Arc::new(authorization::CachedClusterFacts::new(cache.clone())),
         ));
-        let paths = Arc::new(paths::PathIndex::new());
-        let inactive = Arc::new(inactive::InactiveClusters::new());
-        cache.set_observer(Arc::new(watch_cache::Observers(vec![
-            Arc::new(authorization::AuthorizationFeed::new(
-                config.rbac.clone(),
-                authorizer.clone(),
-            )),
-            paths.clone(),
-            inactive.clone(),
-        ])));
+        let mut feed: Vec<Arc<dyn watch_cache::CacheObserver>> = vec![Arc::new(
+            authorization::AuthorizationFeed::new(config.rbac.clone(), authorizer.clone()),
+        )];
+        feed.extend(observers);
+        cache.set_observer(Arc::new(watch_cache::Observers(feed)));
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "start-up: authorization and path indexes built"
@@ -138,26 +192,34 @@ impl ApiServer {
             cache.clone(),
             config.external_url.clone(),
         );
-        // Policies before webhooks, in kube-apiserver's plugin order; a new Workspace's LC name
-        // after all of them.
-        registry.set_admission(Arc::new(admission::Chain(vec![
+        let context = hooks::AdmissionContext {
+            cache: &cache,
+            authorizers: &authorizers,
+        };
+        let mut plugged = hooks::AdmissionPlugins::default();
+        for factory in factories {
+            let more = factory(&context);
+            plugged.early.extend(more.early);
+            plugged.last.extend(more.last);
+        }
+        // Policies before webhooks, in kube-apiserver's plugin order; what was plugged in early
+        // right after RBAC escalation, the rest after all of them.
+        let mut plugins: Vec<Arc<dyn admission::Admission>> =
             // Kubernetes checks RBAC escalation in its RBAC registry, before validating admission.
-            Arc::new(admission::RbacEscalationAdmission::new(
+            vec![Arc::new(admission::RbacEscalationAdmission::new(
                 config.rbac.clone(),
                 authorizers.clone(),
-            )),
-            Arc::new(admission::WorkspaceAdmission::new(
-                cache.clone(),
-                paths.clone(),
-                authorizers.clone(),
-            )),
-            Arc::new(admission::LogicalClusterAdmission),
-            Arc::new(admission::NamespaceLifecycle::new(cache.clone())),
+            ))];
+        plugins.extend(plugged.early);
+        plugins.extend([
+            Arc::new(admission::NamespaceLifecycle::new(cache.clone()))
+                as Arc<dyn admission::Admission>,
             Arc::new(admission::CertificateAdmission::new(authorizers.clone())),
             Arc::new(admission::PolicyAdmission::new(cache.clone())),
             Arc::new(admission::WebhookAdmission::new(cache)),
-            Arc::new(admission::WorkspaceClusterName),
-        ])));
+        ]);
+        plugins.extend(plugged.last);
+        registry.set_admission(Arc::new(admission::Chain(plugins)));
         let builtins = Arc::new(ApiSet::new(
             kcp_api_types::builtin::catalogue()
                 .into_iter()
@@ -175,14 +237,16 @@ impl ApiServer {
         let server = Arc::new(ApiServer {
             config,
             registry,
-            crds: crd::CrdApis::new(builtins),
+            apis: apis::ClusterApis::new(builtins),
+            crds: crd::CrdApis::default(),
             crd_requeue,
             server_address,
             shutdown: CancellationToken::new(),
             namespaces,
             authorizers,
-            paths,
-            inactive,
+            resolver,
+            gate,
+            request_hooks: requests,
             in_flight: kcp_http::in_flight::InFlight::default(),
             metrics,
             store_health: Default::default(),
@@ -190,27 +254,42 @@ impl ApiServer {
         lifecycle::spawn_namespace_finalizer(server.clone(), queue);
         lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);
         crd::controller::spawn(server.clone(), crd_queue);
-        server.bootstrap().await?;
+        server.bootstrap(&bootstrap).await?;
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
             "start-up: bootstrap objects in place"
         );
         Ok(server)
     }
+}
+
+impl ApiServer {
+    /// Starts assembling a server.
+    pub fn builder(config: ApiServerConfig) -> ApiServerBuilder {
+        ApiServerBuilder {
+            config,
+            hooks: hooks::Hooks::default(),
+        }
+    }
+
+    /// The generic server alone: no workspace paths, homes or tenancy admission.
+    pub async fn new(config: ApiServerConfig) -> Result<Arc<ApiServer>, ApiServerError> {
+        ApiServer::builder(config).build().await
+    }
 
     /// The APIs served in a logical cluster.
     fn api_set(&self, cluster: &ClusterTarget) -> Arc<ApiSet> {
         match cluster {
-            ClusterTarget::Name(name) => self.crds.for_cluster(name),
+            ClusterTarget::Name(name) => self.apis.for_cluster(name),
             // Wildcard requests see the built-ins only; custom resources across clusters need
             // identical schemas everywhere, which bound APIs (not local CRDs) provide.
-            _ => self.crds.builtins().clone(),
+            _ => self.apis.builtins().clone(),
         }
     }
 
     /// The APIs a logical cluster serves now: the built-ins and its established CRDs.
     pub fn apis_of(&self, cluster: &str) -> Arc<ApiSet> {
-        self.crds.for_cluster(cluster)
+        self.apis.for_cluster(cluster)
     }
 
     /// The per-cluster API sets (for tests and benchmarks of their sharing).
@@ -246,11 +325,6 @@ impl ApiServer {
     /// The registry, for in-process controllers and tests.
     pub fn registry(&self) -> &Registry {
         &self.registry
-    }
-
-    /// The workspace paths of this shard's logical clusters.
-    pub fn paths(&self) -> &paths::PathIndex {
-        &self.paths
     }
 
     /// The URL clients reach this shard at.

@@ -58,8 +58,9 @@ impl NamespaceFinalizer {
 }
 
 impl ApiServer {
-    pub(crate) fn builtin(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
-        self.crds
+    /// The built-in resource `plural` of `group`.
+    pub fn builtin(&self, group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+        self.apis
             .builtins()
             .resources()
             .iter()
@@ -67,20 +68,23 @@ impl ApiServer {
             .cloned()
     }
 
-    /// Creates what a fresh shard needs: the `root` and `system:admin` logical clusters, each with its
-    /// `default` namespace, the bootstrap RBAC policy, workspace types and this shard's Shard object.
-    pub(crate) async fn bootstrap(self: &Arc<Self>) -> Result<(), ApiServerError> {
+    /// Creates what a fresh server needs: the `root` and `system:admin` logical clusters, each with
+    /// its `default` namespace, and the bootstrap RBAC policy; then what was plugged in creates its
+    /// own (kcp's tenancy: workspace types, this shard's Shard object).
+    pub(crate) async fn bootstrap(
+        self: &Arc<Self>,
+        plugged: &[Arc<dyn crate::hooks::Bootstrap>],
+    ) -> Result<(), ApiServerError> {
         let lc = self
             .builtin("core.kcp.io", "logicalclusters")
             .ok_or_else(|| ApiServerError::Bootstrap("LogicalCluster kind missing".into()))?;
         for cluster in [ROOT_CLUSTER, SYSTEM_ADMIN_CLUSTER] {
             let mut obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
-            if cluster == ROOT_CLUSTER {
-                // The top of the workspace tree: its children default their type from root's.
-                obj["metadata"]["annotations"] = json!({
-                    crate::tenancy::TYPE_ANNOTATION: "root:root",
-                    crate::paths::PATH_ANNOTATION: ROOT_CLUSTER,
-                });
+            let annotations: serde_json::Map<_, _> = (plugged.iter())
+                .flat_map(|b| b.root_annotations())
+                .collect();
+            if cluster == ROOT_CLUSTER && !annotations.is_empty() {
+                obj["metadata"]["annotations"] = serde_json::Value::Object(annotations);
             }
             self.create_missing(&lc, cluster, obj)
                 .await
@@ -112,22 +116,8 @@ impl ApiServer {
                 .await
                 .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
         }
-        // kcp's tenancy: the bootstrap workspace types, and this shard registered in `root`.
-        // Created once; an operator's later changes to them are kept.
-        let shard = kcp_api_types::tenancy::shard(
-            &self.config.shard_name,
-            &self.config.external_url,
-            &self.config.external_url,
-        );
-        let tenancy = kcp_api_types::tenancy::bootstrap_workspace_types()
-            .into_iter()
-            .map(|o| (("tenancy.kcp.io", "workspacetypes"), o))
-            .chain([(("core.kcp.io", "shards"), shard)]);
-        for ((group, plural), object) in tenancy {
-            let def = self
-                .builtin(group, plural)
-                .ok_or_else(|| ApiServerError::Bootstrap(format!("{plural} kind missing")))?;
-            self.create_missing(&def, ROOT_CLUSTER, object)
+        for more in plugged {
+            more.bootstrap(self)
                 .await
                 .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
         }
@@ -213,7 +203,7 @@ impl ApiServer {
         cluster: &str,
         releases: &[Release<'_>],
     ) -> Result<ContentDeletion, ApiError> {
-        let set = self.crds.for_cluster(cluster);
+        let set = self.apis.for_cluster(cluster);
         let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
         let is_logical_cluster = |def: &ResourceDef| def.is("core.kcp.io", "logicalclusters");
         let cache = self.registry.cache();
@@ -394,7 +384,7 @@ impl ApiServer {
     /// Deletes everything in a terminating namespace and reports progress in its conditions; once it
     /// is empty, releases the finalizer. Returns whether the namespace is done.
     async fn finalize_namespace(&self, cluster: &str, namespace: &str) -> Result<bool, ApiError> {
-        let set = self.crds.for_cluster(cluster);
+        let set = self.apis.for_cluster(cluster);
         let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
         let mut totals = ContentTotals::default();
         let mut served = 0usize;

@@ -8,7 +8,7 @@ use kcp_api_types::ResourceDef;
 use kcp_store::testing::EtcdProcess;
 use kcp_store::{Store, StoreConfig};
 
-use crate::{ApiServer, ApiServerConfig};
+use crate::{ApiServer, ApiServerBuilder, ApiServerConfig};
 
 /// Which store a test runs on.
 #[derive(Clone, Copy, Debug)]
@@ -32,7 +32,15 @@ impl Drop for Harness {
 
 /// An API server over `store`.
 pub async fn server(store: Arc<dyn Store>) -> Arc<ApiServer> {
-    ApiServer::new(ApiServerConfig {
+    server_with(store, |builder| builder).await
+}
+
+/// An API server over `store`, with what `install` plugs into it.
+pub async fn server_with(
+    store: Arc<dyn Store>,
+    install: impl FnOnce(ApiServerBuilder) -> ApiServerBuilder,
+) -> Arc<ApiServer> {
+    let builder = ApiServer::builder(ApiServerConfig {
         store,
         shard_name: "root".into(),
         external_url: "https://localhost:6443".into(),
@@ -42,17 +50,24 @@ pub async fn server(store: Arc<dyn Store>) -> Arc<ApiServer> {
         rbac: Default::default(),
         identity_headers: Default::default(),
         cache_snapshot: None,
-    })
-    .await
-    .expect("the API server starts")
+    });
+    (install(builder).build().await).expect("the API server starts")
 }
 
 /// A fresh store of the given kind (etcd: a throwaway process and a unique key prefix).
 pub async fn harness(engine: Engine) -> Harness {
+    harness_with(engine, |builder| builder).await
+}
+
+/// [`harness`], with what `install` plugs into the server.
+pub async fn harness_with(
+    engine: Engine,
+    install: impl FnOnce(ApiServerBuilder) -> ApiServerBuilder,
+) -> Harness {
     let dir = tempfile::tempdir().expect("tempdir");
     let (store, etcd) = open_store(engine, dir.path()).await;
     Harness {
-        server: server(store).await,
+        server: server_with(store, install).await,
         _dir: dir,
         _etcd: etcd,
     }

@@ -22,6 +22,7 @@ use parking_lot::RwLock;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
+use crate::cache_source::{CacheSource, StoreSource};
 use crate::object_json::ObjectJson;
 
 /// Resumptions of the store watch in a row that break again without progress before the cache
@@ -86,11 +87,11 @@ impl CachedObject {
     }
 }
 
-#[cfg(test)]
+#[cfg(any(test, feature = "test-util"))]
 impl CachedObject {
     /// LogicalCluster `cluster` with `annotations`, as the cache holds one (for the observers'
     /// unit tests).
-    pub(crate) fn logical_cluster(cluster: &str, annotations: Value) -> CachedObject {
+    pub fn logical_cluster(cluster: &str, annotations: Value) -> CachedObject {
         let value =
             serde_json::json!({"metadata": {"name": "cluster", "annotations": annotations}});
         CachedObject {
@@ -527,7 +528,7 @@ fn decode_page(kvs: Vec<kcp_store::KeyValue>) -> Vec<(String, String, CachedObje
 
 /// The resource prefixes that hold keys at `revision`, in key order: one key read per resource.
 async fn resource_prefixes(
-    store: &dyn Store,
+    store: &dyn CacheSource,
     revision: Revision,
 ) -> Result<Vec<String>, StoreError> {
     let mut prefixes = Vec::new();
@@ -557,7 +558,7 @@ async fn resource_prefixes(
 
 /// Sends every page of one resource at `revision` to `pages`.
 async fn read_resource(
-    store: &dyn Store,
+    store: &dyn CacheSource,
     prefix: String,
     revision: Revision,
     pages: mpsc::Sender<Vec<kcp_store::KeyValue>>,
@@ -587,7 +588,7 @@ async fn read_resource(
 /// Whether a snapshot with `header` continues the history of `store` (whose identity and current
 /// revision are given); the reason when not.
 async fn continues(
-    store: &dyn Store,
+    store: &dyn CacheSource,
     header: &crate::cache_snapshot::Header,
     identity: &str,
     current: Revision,
@@ -729,6 +730,14 @@ impl WatchCache {
         store: Arc<dyn Store>,
         snapshot: Option<&std::path::Path>,
     ) -> Result<Arc<WatchCache>, StoreError> {
+        Self::start_from(Arc::new(StoreSource(store)), snapshot).await
+    }
+
+    /// A cache fed by `store`, which need not be a store of this process (see [`CacheSource`]).
+    pub async fn start_from(
+        store: Arc<dyn CacheSource>,
+        snapshot: Option<&std::path::Path>,
+    ) -> Result<Arc<WatchCache>, StoreError> {
         let revision = store.current_revision().await?;
         let (revision_tx, _) = tokio::sync::watch::channel(revision);
         let cache = Arc::new(WatchCache {
@@ -795,7 +804,7 @@ impl WatchCache {
     /// when there is no snapshot or it cannot be used.
     async fn load_snapshot(
         &self,
-        store: &dyn Store,
+        store: &dyn CacheSource,
         path: &std::path::Path,
         current: Revision,
     ) -> Option<Revision> {
@@ -880,7 +889,7 @@ impl WatchCache {
     /// end on each page, so paging through the whole keyspace at once is quadratic in its size.
     /// Two resources are read at once, so that reading (one page after another) is not the
     /// decoding's bottleneck.
-    async fn load(&self, store: &dyn Store, revision: Revision) -> Result<(), StoreError> {
+    async fn load(&self, store: &dyn CacheSource, revision: Revision) -> Result<(), StoreError> {
         let prefixes = resource_prefixes(store, revision).await?;
         let (pages, mut arriving) = mpsc::channel::<Vec<kcp_store::KeyValue>>(LOAD_READERS);
         let read = async move {
@@ -966,7 +975,11 @@ impl WatchCache {
     /// revision instead, which ends every client watch (they resume or relist), when the store no
     /// longer has that history (compacted), is behind the cache (restored from a backup, or
     /// wiped), or a resumed watch keeps breaking without getting anywhere.
-    async fn follow(self: Arc<Self>, store: Arc<dyn Store>, mut stream: kcp_store::WatchStream) {
+    async fn follow(
+        self: Arc<Self>,
+        store: Arc<dyn CacheSource>,
+        mut stream: kcp_store::WatchStream,
+    ) {
         // The revision of the last resumption, and how many resumptions since made no progress.
         let mut resumed_at: Option<Revision> = None;
         let mut fruitless = 0u32;
@@ -1058,7 +1071,7 @@ impl WatchCache {
 
     /// Watches the store again after the cache's revision, unless the store is behind it (its
     /// history is another one: a restored backup or a wiped etcd).
-    async fn resume(&self, store: &dyn Store) -> Result<kcp_store::WatchStream, StoreError> {
+    async fn resume(&self, store: &dyn CacheSource) -> Result<kcp_store::WatchStream, StoreError> {
         let after = self.revision();
         let current = store.current_revision().await?;
         if current < after {
@@ -1070,7 +1083,7 @@ impl WatchCache {
         store.watch_changes("/", after).await
     }
 
-    async fn reload(&self, store: &dyn Store) -> Result<kcp_store::WatchStream, StoreError> {
+    async fn reload(&self, store: &dyn CacheSource) -> Result<kcp_store::WatchStream, StoreError> {
         let revision = store.current_revision().await?;
         self.load(store, revision).await?;
         if let Some(observer) = self.observer.get() {

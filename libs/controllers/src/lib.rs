@@ -18,10 +18,13 @@ use std::sync::Arc;
 use kcp_apiserver::ApiServer;
 
 /// What the controllers need from the process beyond the API server.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct ControllerConfig {
     /// PEM of the CA clients use to verify the shard, published as `kube-root-ca.crt`.
     pub root_ca_pem: String,
+    /// The workspace paths of the shard's logical clusters (kcp-tenancy's, plugged into the
+    /// server), which the workspace controller names workspaces by.
+    pub paths: Arc<kcp_tenancy::PathIndex>,
 }
 
 /// Starts every controller; they stop when the API server shuts down.
@@ -32,5 +35,5 @@ pub fn start(server: Arc<ApiServer>, config: ControllerConfig) {
     root_ca::spawn(server.clone(), config.root_ca_pem);
     quota::spawn(server.clone());
     workspace_types::spawn(server.clone());
-    workspaces::spawn(server);
+    workspaces::spawn(server, config.paths);
 }

@@ -31,12 +31,12 @@ use kcp_apimachinery::selector::label::Labels;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, ObjectUpdate, UpdateKind, WriteOptions, keyspace};
-use kcp_apiserver::tenancy::{
+use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType, CachedObject};
+use kcp_store::Revision;
+use kcp_tenancy::workspace_types::{
     CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER,
     lifecycle_names, new_cluster_name,
 };
-use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType, CachedObject};
-use kcp_store::Revision;
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
@@ -96,6 +96,8 @@ enum Key {
 
 struct Controller {
     server: Weak<ApiServer>,
+    /// Workspace paths, for the URLs and types of workspaces.
+    paths: Arc<kcp_tenancy::PathIndex>,
     defs: Defs,
     queue: Arc<WorkQueue<Key>>,
     /// LCs whose content is being deleted: a namespace or workspace leaving one of them brings the
@@ -108,7 +110,7 @@ struct Controller {
 }
 
 /// Starts the controller; it stops with the server.
-pub fn spawn(server: Arc<ApiServer>) {
+pub fn spawn(server: Arc<ApiServer>, paths: Arc<kcp_tenancy::PathIndex>) {
     let defs = match (
         builtin("tenancy.kcp.io", "workspaces"),
         builtin("core.kcp.io", "logicalclusters"),
@@ -146,6 +148,7 @@ pub fn spawn(server: Arc<ApiServer>) {
     ];
     let controller = Arc::new(Controller {
         server: Arc::downgrade(&server),
+        paths,
         defs,
         queue: WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY),
         deleting: Mutex::new(HashSet::new()),
@@ -362,7 +365,7 @@ fn string_list(v: &Value, pointer: &str) -> Vec<String> {
 }
 
 /// Whether a type chain's initializers include `root:universal`.
-fn initialized_by_universal(chain: &[kcp_apiserver::tenancy::ResolvedType]) -> bool {
+fn initialized_by_universal(chain: &[kcp_tenancy::workspace_types::ResolvedType]) -> bool {
     lifecycle_names(chain, "initializer")
         .iter()
         .any(|i| i == UNIVERSAL_INITIALIZER)
@@ -780,7 +783,7 @@ impl Controller {
         // kcp's URL names the workspace by its canonical path, not its LC.
         let parent_path = Types {
             cache: registry.cache(),
-            paths: server.paths(),
+            paths: &self.paths,
         }
         .path_of(at.cluster);
         let url = format!("{}/clusters/{parent_path}:{name}", server.external_url());
@@ -796,7 +799,7 @@ impl Controller {
             None => {
                 let chain = Types {
                     cache: registry.cache(),
-                    paths: server.paths(),
+                    paths: &self.paths,
                 }
                 .chain(&reference)
                 .map_err(ApiError::internal)?;

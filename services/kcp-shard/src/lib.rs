@@ -294,7 +294,10 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
 
     // kcp's own chain (inside the API server) decides everything.
     let authorizers: Vec<Arc<dyn Authorizer>> = Vec::new();
-    let server = ApiServer::new(ApiServerConfig {
+    // The generic server with kcp's tenancy plugged in: workspace paths, homes, inactive
+    // clusters, workspace admission and root's bootstrap.
+    let tenancy = kcp_tenancy::Tenancy::new();
+    let config = ApiServerConfig {
         store,
         shard_name: options.shard_name.clone(),
         external_url: external_url.clone(),
@@ -304,9 +307,9 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         rbac: Default::default(),
         identity_headers: authn.identity_headers,
         cache_snapshot: Some(root.join(CACHE_SNAPSHOT)),
-    })
-    .await
-    .context("starting the API server")?;
+    };
+    let server = (tenancy.install(ApiServer::builder(config)).build().await)
+        .context("starting the API server")?;
     step("API server built");
     authn
         .service_accounts
@@ -315,6 +318,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         server.clone(),
         kcp_controllers::ControllerConfig {
             root_ca_pem: pki.ca_cert_pem.clone(),
+            paths: tenancy.paths().clone(),
         },
     );
 

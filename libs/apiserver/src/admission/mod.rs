@@ -19,7 +19,6 @@
 mod certificates;
 mod client;
 mod config;
-mod logical_cluster;
 mod matching;
 mod namespace_lifecycle;
 pub mod policy;
@@ -30,7 +29,6 @@ mod review;
 pub mod rules;
 pub mod warnings;
 pub mod webhook;
-pub mod workspace;
 
 use std::sync::Arc;
 
@@ -43,12 +41,10 @@ use serde_json::Value;
 use crate::registry::Registry;
 
 pub use certificates::CertificateAdmission;
-pub use logical_cluster::LogicalClusterAdmission;
 pub use namespace_lifecycle::NamespaceLifecycle;
 pub use policy::PolicyAdmission;
 pub use rbac_escalation::RbacEscalationAdmission;
 pub use webhook::WebhookAdmission;
-pub use workspace::{WorkspaceAdmission, WorkspaceClusterName};
 
 /// The operation admitted, as AdmissionReview names it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

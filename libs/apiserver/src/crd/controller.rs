@@ -286,7 +286,7 @@ impl ApiServer {
         // Served before any status says Established: a client that sees the condition may use
         // the resource at once (as in Kubernetes, where Established means served).
         let served: Vec<ServedCrd<'_>> = accepted.iter().map(|crd| ServedCrd { crd }).collect();
-        self.crds.set_cluster(cluster, &served);
+        self.crds.set_cluster(&self.apis, cluster, &served);
         for (crd, desired) in status_writes {
             self.write_crd_status(&def, cluster, crd, desired).await?;
         }
@@ -348,7 +348,7 @@ impl ApiServer {
     async fn delete_custom_resources(&self, cluster: &str, crd: &Value) -> Result<bool, ApiError> {
         let group = str_at(crd, "/spec/group");
         let plural = str_at(crd, "/status/acceptedNames/plural");
-        let set = self.crds.for_cluster(cluster);
+        let set = self.apis.for_cluster(cluster);
         // Every version shares one storage prefix; any served version can delete.
         let Some(def) = set
             .resources()
@@ -426,7 +426,7 @@ pub fn spawn(server: Arc<ApiServer>, mut requeued: mpsc::UnboundedReceiver<Strin
                 .iter()
                 .map(|o| o.cluster.clone())
                 .collect();
-            pending.extend(server.crds.clusters());
+            pending.extend(server.apis.clusters_of(crate::apis::ApiSource::Crds));
             drop(server);
             loop {
                 for cluster in std::mem::take(&mut pending) {

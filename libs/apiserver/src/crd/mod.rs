@@ -1,10 +1,11 @@
-//! CustomResourceDefinitions per logical cluster: which APIs each cluster serves.
+//! CustomResourceDefinitions per logical cluster: the CRDs' part of each cluster's APIs.
 //!
-//! An LC without CRDs serves the shared built-in [`ApiSet`]. An LC with CRDs points at an API set
-//! interned by the content of its CRDs, so ten thousand LCs holding the same CRD share one API
-//! set, one compiled schema per version and one set of OpenAPI documents: the per-LC cost is a
-//! map entry. [`controller`] keeps these sets and the CRDs' conditions up to date from the watch
-//! cache, and deletes the custom resources of a deleted CRD.
+//! An LC without CRDs serves the shared built-in API set. An LC with CRDs has a part interned by
+//! the content of its CRDs ([`crate::apis`] composes it with the built-ins into an interned set),
+//! so ten thousand LCs holding the same CRD share one part, one compiled schema per version, one
+//! API set and one set of OpenAPI documents: the per-LC cost is a map entry. [`controller`] keeps
+//! these parts and the CRDs' conditions up to date from the watch cache, and deletes the custom
+//! resources of a deleted CRD.
 
 pub mod controller;
 mod openapi;
@@ -15,13 +16,11 @@ use std::sync::{Arc, Weak};
 use kcp_api_types::custom::{self, CompiledVersion};
 use kcp_api_types::{ResourceDef, builtin::crd::CLEANUP_FINALIZER};
 use kcp_apimachinery::status::ApiError;
-use parking_lot::{Mutex, RwLock};
+use parking_lot::Mutex;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::discovery::ApiSet;
-
-type Fingerprint = [u8; 32];
+use crate::apis::{ApiPart, ApiSource, ClusterApis, Fingerprint};
 
 fn fingerprint(parts: &[&Value]) -> Fingerprint {
     let mut hasher = Sha256::new();
@@ -34,11 +33,11 @@ fn fingerprint(parts: &[&Value]) -> Fingerprint {
     hasher.finalize().into()
 }
 
-/// The API sets of every logical cluster that has CRDs.
+/// The CRDs' part of each logical cluster's APIs ([`ApiSource::Crds`]): equal CRDs in many
+/// clusters share one part (one ResourceDef per version) and one compiled schema per version.
+#[derive(Default)]
 pub struct CrdApis {
-    builtins: Arc<ApiSet>,
-    by_cluster: RwLock<HashMap<String, Arc<ApiSet>>>,
-    interned_sets: Mutex<HashMap<Fingerprint, Weak<ApiSet>>>,
+    interned_parts: Mutex<HashMap<Fingerprint, Weak<ApiPart>>>,
     interned_versions: Mutex<HashMap<Fingerprint, Weak<CompiledVersion>>>,
 }
 
@@ -48,32 +47,10 @@ pub struct ServedCrd<'a> {
 }
 
 impl CrdApis {
-    pub fn new(builtins: Arc<ApiSet>) -> CrdApis {
-        CrdApis {
-            builtins,
-            by_cluster: RwLock::new(HashMap::new()),
-            interned_sets: Mutex::new(HashMap::new()),
-            interned_versions: Mutex::new(HashMap::new()),
-        }
-    }
-
-    pub fn builtins(&self) -> &Arc<ApiSet> {
-        &self.builtins
-    }
-
-    /// The APIs a logical cluster serves.
-    pub fn for_cluster(&self, cluster: &str) -> Arc<ApiSet> {
-        self.by_cluster
-            .read()
-            .get(cluster)
-            .cloned()
-            .unwrap_or_else(|| self.builtins.clone())
-    }
-
-    /// Replaces a cluster's API set with the built-ins plus the given CRDs (in a stable order).
-    pub fn set_cluster(&self, cluster: &str, crds: &[ServedCrd<'_>]) {
+    /// Makes the given CRDs (in a stable order) a cluster's CRD part of `apis`.
+    pub fn set_cluster(&self, apis: &ClusterApis, cluster: &str, crds: &[ServedCrd<'_>]) {
         if crds.is_empty() {
-            self.by_cluster.write().remove(cluster);
+            apis.set_part(ApiSource::Crds, cluster, None);
             return;
         }
         let terminating = Value::Bool(true);
@@ -98,22 +75,25 @@ impl CrdApis {
             })
             .collect();
         let key = fingerprint(&parts);
-        let existing = self.interned_sets.lock().get(&key).and_then(Weak::upgrade);
-        let set = match existing {
-            Some(set) => set,
+        let existing = self.interned_parts.lock().get(&key).and_then(Weak::upgrade);
+        let part = match existing {
+            Some(part) => part,
             None => {
-                let set = Arc::new(self.build_set(crds));
-                let mut interned = self.interned_sets.lock();
+                let part = Arc::new(ApiPart {
+                    resources: self.build_part(crds),
+                    fingerprint: key,
+                });
+                let mut interned = self.interned_parts.lock();
                 interned.retain(|_, w| w.strong_count() > 0);
-                interned.insert(key, Arc::downgrade(&set));
-                set
+                interned.insert(key, Arc::downgrade(&part));
+                part
             }
         };
-        self.by_cluster.write().insert(cluster.to_string(), set);
+        apis.set_part(ApiSource::Crds, cluster, Some(part));
     }
 
-    fn build_set(&self, crds: &[ServedCrd<'_>]) -> ApiSet {
-        let mut resources: Vec<Arc<ResourceDef>> = self.builtins.resources().to_vec();
+    fn build_part(&self, crds: &[ServedCrd<'_>]) -> Vec<Arc<ResourceDef>> {
+        let mut resources: Vec<Arc<ResourceDef>> = Vec::new();
         for served in crds {
             let mut versions = custom::served_versions(served.crd);
             versions.sort_by(|a, b| {
@@ -142,16 +122,12 @@ impl CrdApis {
                 if is_terminating(served.crd) {
                     def.verbs.retain(|v| v != "create");
                 }
-                // A built-in of the same group and resource wins, as kcp's system APIs do.
-                if resources.iter().any(|d| {
-                    d.group == def.group && d.version == def.version && d.plural == def.plural
-                }) {
-                    continue;
-                }
+                // A built-in of the same group and resource wins, as kcp's system APIs do:
+                // the composition keeps the first (ClusterApis).
                 resources.push(Arc::new(def));
             }
         }
-        ApiSet::new(resources)
+        resources
     }
 
     /// The compiled schema of a version definition, shared by every CRD with the same one.
@@ -179,15 +155,10 @@ impl CrdApis {
         Some(compiled)
     }
 
-    /// Every cluster that has CRDs now.
-    pub fn clusters(&self) -> Vec<String> {
-        self.by_cluster.read().keys().cloned().collect()
-    }
-
-    /// How many distinct API sets and compiled versions are alive (for tests and benchmarks).
+    /// How many distinct CRD parts and compiled versions are alive (for tests and benchmarks).
     pub fn interned_counts(&self) -> (usize, usize) {
         let sets = self
-            .interned_sets
+            .interned_parts
             .lock()
             .values()
             .filter(|w| w.strong_count() > 0)

@@ -2,7 +2,6 @@
 
 mod health;
 pub(crate) use health::StoreHealth;
-mod home;
 mod impersonation;
 mod in_cluster;
 mod metrics;
@@ -190,7 +189,7 @@ impl ApiServer {
     }
 
     /// [`ApiServer::check`], a refusal giving `reason` (when given) whatever the authorizer said.
-    pub(crate) fn check_saying(
+    pub fn check_saying(
         &self,
         user: &UserInfo,
         attrs: &Attributes<'_>,
@@ -217,17 +216,19 @@ impl ApiServer {
             ClusterTarget::Invalid(text) => Err(ApiError::bad_request(format!(
                 "invalid cluster: {text:?} does not match the regex"
             ))),
-            ClusterTarget::Path(path) => match self.paths.cluster_of(path) {
-                Some(cluster) => {
-                    info.cluster = ClusterTarget::Name(cluster);
-                    Ok(info)
+            ClusterTarget::Path(path) => {
+                match (self.resolver.as_ref()).and_then(|r| r.cluster_of(path)) {
+                    Some(cluster) => {
+                        info.cluster = ClusterTarget::Name(cluster);
+                        Ok(info)
+                    }
+                    None => Err(ApiError::not_found(
+                        "tenancy.kcp.io",
+                        "workspaces",
+                        path.as_str(),
+                    )),
                 }
-                None => Err(ApiError::not_found(
-                    "tenancy.kcp.io",
-                    "workspaces",
-                    path.as_str(),
-                )),
-            },
+            }
             _ => Ok(info),
         }
     }
@@ -285,23 +286,19 @@ impl ApiServer {
         if let Target::Resource(r) = &mut info.target {
             r.select_name(query.get("fieldSelector"));
         }
-        if let ClusterTarget::Name(name) = &info.cluster
-            && self.inactive.contains(name)
-            && !crate::inactive::InactiveClusters::serves(&info.target)
+        if let (ClusterTarget::Name(name), Some(gate)) = (&info.cluster, &self.gate)
+            && let Some(refusal) = gate.refuse(name, &info.target)
         {
-            return Err(ApiError::forbidden(
-                "core.kcp.io",
-                "logicalclusters",
-                name,
-                "logical cluster is marked inactive",
-            ));
+            return Err(refusal);
         }
         let user = self.impersonate(&parts, user, &info)?;
         if let Target::Metrics = info.target {
             return self.serve_metrics(&user, &parts.method);
         }
-        if home::is_home_request(&info) {
-            return self.serve_home(&user).await;
+        for hook in &self.request_hooks {
+            if let Some(answer) = hook.answer(self, &info, &user).await {
+                return answer;
+            }
         }
         let deep_review = is_deep_review(&parts.headers, &user, &info);
         if let ClusterTarget::Unnamed(path) = &info.cluster {
@@ -445,7 +442,7 @@ impl ApiServer {
     }
 
     /// A logical cluster's LogicalCluster object, looked up as [`Self::logical_cluster_exists`] does.
-    pub(crate) async fn logical_cluster(
+    pub async fn logical_cluster(
         &self,
         cluster: &str,
     ) -> Result<Option<Arc<crate::watch_cache::CachedObject>>, ApiError> {

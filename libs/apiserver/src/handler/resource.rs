@@ -151,13 +151,9 @@ impl ApiServer {
         match req.verb.as_str() {
             "get" => {
                 let output = negotiate(ctx.accept.as_deref(), Produces::Objects)?;
-                // A resourceVersion asks for a state not older than it ("0": any).
-                if let Some(v) = ctx
-                    .query
-                    .get("resourceVersion")
-                    .filter(|v| !v.is_empty() && *v != "0")
-                {
-                    let rev = crate::registry::parse_rv(v)?;
+                if let Some(rev) = crate::registry::resource_version::get_not_older_than(
+                    ctx.query.get("resourceVersion"),
+                )? {
                     self.registry
                         .cache()
                         .wait_for(rev)

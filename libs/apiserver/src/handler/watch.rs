@@ -12,19 +12,17 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
 use kcp_api_types::ResourceDef;
-use kcp_apimachinery::status::{ApiError, Cause};
+use kcp_apimachinery::status::ApiError;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::RequestContext;
 use crate::ApiServer;
 use crate::codec::Output;
-use crate::registry::ListOptions;
-use crate::registry::{Selectors, keyspace};
+use crate::registry::{ListOptions, ListScope, Watch, WatchFilter, WatchStart};
 use crate::table::{self, IncludeObject};
 use crate::watch_cache::{
-    CacheEvent, CacheEventType, CachedObject, Scope, Subscription, WatchCache, WatchItem,
-    json_frame,
+    CacheEvent, CacheEventType, CachedObject, Subscription, WatchCache, WatchItem, json_frame,
 };
 use kcp_http::Body;
 
@@ -106,47 +104,11 @@ fn error_event(err: &ApiError) -> Bytes {
     Bytes::from(out)
 }
 
-/// Who a watcher is: what it asked to see.
-struct Filter {
-    def: Arc<ResourceDef>,
-    selectors: Selectors,
-    namespace: Option<String>,
-}
-
-impl Filter {
-    fn matches(&self, o: &CachedObject) -> bool {
-        self.namespace
-            .as_deref()
-            .is_none_or(|n| o.namespace.as_deref() == Some(n))
-            && self.selectors.matches(&self.def, o)
-    }
-
-    /// What this watcher sees of one change: an object entering the selector is ADDED for it, one
-    /// leaving it is DELETED.
-    fn visible(&self, ev: &CacheEvent) -> Option<CacheEventType> {
-        match ev.kind {
-            CacheEventType::Added | CacheEventType::Deleted => {
-                self.matches(&ev.object).then_some(ev.kind)
-            }
-            CacheEventType::Modified => {
-                let now = self.matches(&ev.object);
-                let before = ev.prev.as_deref().is_some_and(|p| self.matches(p));
-                match (before, now) {
-                    (true, true) => Some(CacheEventType::Modified),
-                    (false, true) => Some(CacheEventType::Added),
-                    (true, false) => Some(CacheEventType::Deleted),
-                    (false, false) => None,
-                }
-            }
-        }
-    }
-}
-
 /// The state of one watch response body.
 struct WatchStream {
     sub: Subscription,
     encoder: Encoder,
-    filter: Filter,
+    filter: WatchFilter,
     /// Frames ready to go before the live queue is read (initial state, replayed history).
     pending: VecDeque<Bytes>,
     /// Events at or below this revision were already sent.
@@ -159,25 +121,22 @@ struct WatchStream {
     cache: Arc<WatchCache>,
 }
 
-/// Resolves when the server shuts down, or when a cluster a watch of `cluster` (`None`: all) shows
-/// is marked inactive. One future for the watch's whole life, polled with each frame.
+/// Resolves when the server shuts down, or when the server's gate closes a cluster a watch of
+/// `cluster` (`None`: all) shows. One future for the watch's whole life, polled with each frame.
 fn ending(
     shutdown: CancellationToken,
-    cluster: Option<String>,
-    mut marked: tokio::sync::broadcast::Receiver<Arc<str>>,
+    closed: Option<Pin<Box<dyn Future<Output = ()> + Send + Sync>>>,
 ) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
     Box::pin(async move {
-        let inactive = async {
-            loop {
-                let marking = marked.recv().await;
-                if crate::inactive::ends_watch(cluster.as_deref(), &marking) {
-                    return;
-                }
+        let closed = async {
+            match closed {
+                Some(closed) => closed.await,
+                None => std::future::pending().await,
             }
         };
         tokio::select! {
             _ = shutdown.cancelled() => {}
-            _ = inactive => {}
+            _ = closed => {}
         }
     })
 }
@@ -241,88 +200,43 @@ impl ApiServer {
             }
         };
         let include = IncludeObject::parse(q.get("includeObject"))?;
-        let rv = opts.resource_version.as_deref().filter(|v| !v.is_empty());
-        watch_options_valid(&opts, send_initial)?;
-        let ks = keyspace(&def);
-        let prefix = ks.all_clusters().to_string();
-        let cache = self.registry.cache().clone();
-        let scope = Scope {
-            cluster: cluster.map(str::to_string),
-            namespace: if def.namespaced {
-                namespace.clone()
-            } else {
-                None
-            },
-        };
-        // Initial state: synthetic ADDED events when no resourceVersion (or "0") is given, or when
-        // sendInitialEvents asks for them.
-        let initial = match (rv, send_initial) {
-            (_, Some(true)) => true,
-            (_, Some(false)) => false,
-            (None | Some("0"), None) => true,
-            _ => false,
-        };
-        let after = match rv.filter(|v| *v != "0") {
-            Some(v) => Some(v.parse::<i64>().map_err(|_| {
-                ApiError::bad_request(format!("resourceVersion: Invalid value: {v:?}"))
-            })?),
-            None => None,
-        };
-        if initial {
-            match after {
-                Some(want) => cache.wait_for(want).await,
-                None if rv.is_none() => cache.wait_fresh().await,
-                None => Ok(cache.revision()),
-            }
-            .map_err(crate::registry::cache_error)?;
-        }
         let encoder = Encoder {
             def: def.clone(),
             output,
             include,
         };
-        let filter = Filter {
-            def: def.clone(),
-            selectors: opts.selectors.clone(),
-            namespace: scope.namespace.clone(),
+        // Subscribed before the cache's subscription: a closing from here on ends this watch.
+        let closed = self.gate.as_ref().map(|gate| gate.watch_ends(cluster));
+        let scope = ListScope {
+            cluster,
+            namespace: namespace.as_deref(),
         };
-        // With an initial state, subscribe at the revision read first and list after: whatever
-        // happens in between arrives through the replayed history, and duplicates are dropped by revision.
-        // Subscribed before the cache's subscription: a marking from here on ends this watch.
-        let inactive = self.inactive.subscribe();
-        let snapshot_rev = initial.then(|| cache.revision());
-        let subscribed = cache.subscribe(
-            &prefix,
-            scope.clone(),
-            if initial { snapshot_rev } else { after },
-        );
-        let mut sub = match subscribed {
-            Ok(s) => s,
+        let watch = match self
+            .registry
+            .watch(&def, scope, &opts, send_initial)
+            .await?
+        {
+            WatchStart::Started(watch) => watch,
             // kube-apiserver answers a too-old watch with 200 and one ERROR event.
-            Err(err) => {
+            WatchStart::TooOld(err) => {
                 return Ok(watch_response(
-                    futures::stream::iter([error_event(&crate::registry::cache_error(err))]),
+                    futures::stream::iter([error_event(&err)]),
                     output,
                 ));
             }
         };
+        let Watch {
+            subscription: mut sub,
+            filter,
+            initial,
+            initial_at,
+            after,
+        } = watch;
         let mut pending = VecDeque::new();
-        // Nothing at or before the revision asked for is sent, even when it is ahead of this
-        // shard (Kubernetes' watchers send only events newer than it).
-        let mut last_rev = after.unwrap_or(0);
-        if let Some(at) = snapshot_rev {
+        let mut last_rev = after;
+        if let Some(at) = initial_at {
             last_rev = at;
-            let list_prefix = match (cluster, &scope.namespace) {
-                (Some(c), Some(ns)) => ks.namespace(c, ns),
-                (Some(c), None) => ks.cluster(c),
-                (None, _) => prefix.clone(),
-            };
-            // Objects newer than the snapshot revision arrive through the replayed history instead.
-            for obj in cache
-                .list(&list_prefix, None)
-                .iter()
-                .filter(|o| o.revision <= at && filter.matches(o))
-            {
+            for obj in &initial {
                 pending.extend(encoder.object(CacheEventType::Added, obj));
             }
             if send_initial == Some(true) && bookmarks {
@@ -350,8 +264,8 @@ impl ApiServer {
             last_rev,
             deadline: Box::pin(tokio::time::sleep(timeout)),
             bookmark,
-            ending: ending(self.shutdown.clone(), cluster.map(str::to_string), inactive),
-            cache,
+            ending: ending(self.shutdown.clone(), closed),
+            cache: self.registry.cache().clone(),
         };
         let stream = futures::stream::unfold(state, |mut st| async move {
             st.next_frame().await.map(|frame| (frame, st))
@@ -370,45 +284,6 @@ fn next_bookmark(
     let last_call = deadline.checked_sub(Duration::from_secs(2))?;
     let at = (now + BOOKMARK_INTERVAL).min(last_call);
     (at > now).then(|| Box::pin(tokio::time::sleep_until(at)))
-}
-
-/// Kubernetes' validation of a watch's options (422 `ListOptions.meta.k8s.io` with every cause):
-/// `resourceVersionMatch` only as `NotOlderThan` with `sendInitialEvents`, never with `continue`.
-fn watch_options_valid(opts: &ListOptions, send_initial: Option<bool>) -> Result<(), ApiError> {
-    let mut causes = Vec::new();
-    let rv_match = opts
-        .resource_version_match
-        .as_deref()
-        .filter(|m| !m.is_empty());
-    let forbidden = |detail: &str| Cause::forbidden("resourceVersionMatch", detail);
-    if send_initial.is_some() && rv_match != Some("NotOlderThan") {
-        causes.push(forbidden(
-            "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan",
-        ));
-    }
-    if let Some(m) = rv_match {
-        if send_initial.is_none() {
-            causes.push(forbidden(
-                "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided",
-            ));
-        }
-        if m != "NotOlderThan" {
-            causes.push(Cause::not_supported(
-                "resourceVersionMatch",
-                &Value::from(m),
-                &["NotOlderThan"],
-            ));
-        }
-        if opts.continue_token.is_some() {
-            causes.push(forbidden(
-                "resourceVersionMatch is forbidden when continue is provided",
-            ));
-        }
-    }
-    match causes.is_empty() {
-        true => Ok(()),
-        false => Err(kcp_http::query::invalid_options("watch", causes)),
-    }
 }
 
 fn watch_response<S>(frames: S, output: Output) -> Response<Body>

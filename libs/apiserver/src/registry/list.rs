@@ -10,10 +10,11 @@ use std::sync::Arc;
 use base64::Engine;
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::selector::{FieldSelector, Selector};
-use kcp_apimachinery::status::{ApiError, Cause};
+use kcp_apimachinery::status::ApiError;
 use kcp_store::{RangeRequest, Revision};
 use serde_json::{Value, json};
 
+use super::resource_version::{self, ListAt};
 use super::{Registry, cache_error, keyspace, store_error};
 use crate::watch_cache::{CachedObject, decorate};
 
@@ -171,17 +172,6 @@ fn compacted(continued: bool, resume_after: Option<&str>) -> ApiError {
     }
 }
 
-pub(crate) fn parse_rv(rv: &str) -> Result<Revision, ApiError> {
-    rv.parse::<Revision>()
-        .ok()
-        .filter(|r| *r >= 0)
-        .ok_or_else(|| {
-            ApiError::bad_request(format!(
-                "resourceVersion: Invalid value: {rv:?}: must be a non-negative integer"
-            ))
-        })
-}
-
 impl Registry {
     /// Lists `def`'s objects as `def` serves them.
     pub async fn list(
@@ -220,72 +210,25 @@ impl Registry {
         } else {
             None
         };
-        let rv = opts.resource_version.as_deref().filter(|s| !s.is_empty());
-        let rv_match = opts
-            .resource_version_match
-            .as_deref()
-            .filter(|s| !s.is_empty());
-        // Kubernetes' ListOptions validation: 422 with every cause.
-        if let Some(m) = rv_match {
-            let mut causes = Vec::new();
-            let forbidden = |detail: &str| Cause::forbidden("resourceVersionMatch", detail);
-            if rv.is_none() {
-                causes.push(forbidden(
-                    "resourceVersionMatch is forbidden unless resourceVersion is provided",
-                ));
-            }
-            if opts.continue_token.is_some() {
-                causes.push(forbidden(
-                    "resourceVersionMatch is forbidden when continue is provided",
-                ));
-            }
-            if !matches!(m, "NotOlderThan" | "Exact") {
-                causes.push(Cause::not_supported(
-                    "resourceVersionMatch",
-                    &Value::from(m),
-                    &["Exact", "NotOlderThan", ""],
-                ));
-            }
-            if m == "Exact" && rv == Some("0") {
-                causes.push(forbidden(
-                    "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"",
-                ));
-            }
-            if !causes.is_empty() {
-                return Err(kcp_http::query::invalid_options("list", causes));
-            }
-        }
-        if opts.continue_token.is_some() && rv.is_some_and(|v| v != "0") {
-            return Err(ApiError::bad_request(
-                "specifying resource version is not allowed when using continue",
-            ));
-        }
-
+        let at = resource_version::list_at(opts)?;
         let (snapshot, start_after) = match &opts.continue_token {
             Some(token) => {
                 let (rev, start) = decode_continue(token, &prefix)?;
                 // LATEST: the rest of the list as it is now.
                 ((rev != LATEST).then_some(rev), Some(start))
             }
-            None => {
-                let exact = rv_match == Some("Exact")
-                    || (opts.limit > 0 && rv_match.is_none() && rv.is_some_and(|v| v != "0"));
-                match (rv, exact) {
-                    (None, _) => {
-                        self.cache.wait_fresh().await.map_err(cache_error)?;
-                        (None, None)
-                    }
-                    (Some("0"), _) if rv_match != Some("Exact") => (None, None),
-                    (Some(v), true) => (Some(parse_rv(v)?), None),
-                    (Some(v), false) => {
-                        self.cache
-                            .wait_for(parse_rv(v)?)
-                            .await
-                            .map_err(cache_error)?;
-                        (None, None)
-                    }
+            None => match at {
+                ListAt::Fresh => {
+                    self.cache.wait_fresh().await.map_err(cache_error)?;
+                    (None, None)
                 }
-            }
+                ListAt::Any => (None, None),
+                ListAt::Exact(rev) => (Some(rev), None),
+                ListAt::NotOlderThan(rev) => {
+                    self.cache.wait_for(rev).await.map_err(cache_error)?;
+                    (None, None)
+                }
+            },
         };
 
         // The cache serves a snapshot while the resource is unchanged since it (checked on the

@@ -7,6 +7,8 @@ mod delete;
 pub mod keyspaces;
 mod list;
 pub(crate) mod metadata;
+pub(crate) mod resource_version;
+mod watch;
 mod write;
 
 use std::sync::Arc;
@@ -23,9 +25,9 @@ pub use delete::{
     DeleteOptions, DeleteOutcome, FOREGROUND_FINALIZER, ORPHAN_FINALIZER, Release, marked_deleting,
     propagation_finalizers,
 };
-pub(crate) use list::parse_rv;
 pub use list::{ListOptions, ListResult, ListScope, Selectors};
-pub use metadata::now_rfc3339;
+pub use metadata::{now_rfc3339, str_at};
+pub use watch::{Watch, WatchFilter, WatchStart};
 pub(crate) use write::decoded;
 pub use write::{
     Batch, BatchWritten, NewObject, ObjectDeletion, ObjectUpdate, UpdateKind, WriteOptions, Written,

@@ -19,11 +19,11 @@ use kcp_api_types::ResourceDef;
 use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{Batch, Companion, NewObject, ObjectRef, WriteOptions, keyspace};
-use kcp_apiserver::tenancy::{
+use kcp_store::Revision;
+use kcp_tenancy::workspace_types::{
     REQUIRED_GROUPS_ANNOTATION, ResolvedType, SHARD_ANNOTATION, TypeRef, Types,
     new_logical_cluster, workspace_admin_binding,
 };
-use kcp_store::Revision;
 use serde_json::{Value, json};
 
 use super::{
@@ -66,7 +66,7 @@ impl Controller {
     ) -> Value {
         let parent_path = Types {
             cache: server.registry().cache(),
-            paths: server.paths(),
+            paths: &self.paths,
         }
         .path_of(cluster);
         let mut lc = new_logical_cluster(
@@ -127,7 +127,7 @@ impl Controller {
             };
             let types = Types {
                 cache: server.registry().cache(),
-                paths: server.paths(),
+                paths: &self.paths,
             };
             types
                 .chain(&reference)

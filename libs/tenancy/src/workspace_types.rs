@@ -9,7 +9,7 @@ use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use crate::paths::PathIndex;
-use crate::watch_cache::{CachedObject, WatchCache};
+use kcp_apiserver::watch_cache::{CachedObject, WatchCache};
 
 /// On a LogicalCluster, and copied to its children: the groups a requester must be in.
 pub use kcp_auth::authz::kcp::REQUIRED_GROUPS_ANNOTATION;
@@ -167,8 +167,11 @@ impl Types<'_> {
 
     pub fn get(&self, reference: &TypeRef) -> Option<ResolvedType> {
         let cluster = self.cluster_of(&reference.path)?;
-        let key =
-            crate::registry::keyspaces::workspace_types().object(&cluster, None, &reference.name);
+        let key = kcp_apiserver::registry::keyspaces::workspace_types().object(
+            &cluster,
+            None,
+            &reference.name,
+        );
         let spec = self.paths.type_specs().get(self.cache, &key)?;
         Some(ResolvedType {
             reference: reference.clone(),

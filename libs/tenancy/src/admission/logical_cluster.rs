@@ -15,7 +15,7 @@ use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_auth::authz::SYSTEM_MASTERS;
 use serde_json::Value;
 
-use super::{Admission, Attributes, Operation};
+use kcp_apiserver::admission::{Admission, Attributes, Operation};
 
 /// Groups whose members may write LogicalClusters freely (kcp's names).
 const PRIVILEGED: [&str; 4] = [

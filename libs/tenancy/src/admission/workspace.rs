@@ -15,15 +15,15 @@ use kcp_auth::UserInfo;
 use kcp_auth::authz::{Attributes as AuthzAttributes, Authorizer, AuthorizerChain, Decision};
 use serde_json::{Value, json};
 
-use super::{Admission, Attributes, Operation};
 use crate::paths::PathIndex;
-use crate::registry::metadata::str_at;
-use crate::tenancy::{
+use crate::workspace_types::{
     CLUSTER_ANNOTATION, OWNER_ANNOTATION, REQUIRED_GROUPS_ANNOTATION, ResolvedType,
     TYPE_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER, new_cluster_name, owner_info,
     placement_error,
 };
-use crate::watch_cache::WatchCache;
+use kcp_apiserver::admission::{Admission, Attributes, Operation};
+use kcp_apiserver::registry::str_at;
+use kcp_apiserver::watch_cache::WatchCache;
 
 pub struct WorkspaceAdmission {
     cache: Arc<WatchCache>,
@@ -49,7 +49,7 @@ impl WorkspaceAdmission {
 
     /// One annotation of LC `cluster`'s LogicalCluster, as the cache has it.
     fn lc_annotation(&self, cluster: &str, name: &str) -> Option<String> {
-        let key = crate::registry::keyspaces::logical_cluster_key(cluster);
+        let key = kcp_apiserver::registry::keyspaces::logical_cluster_key(cluster);
         self.cache.get(&key).and_then(|lc| lc.annotation(name))
     }
 

@@ -5,13 +5,13 @@ mod common;
 
 use kcp_apiserver::on_both_stores;
 use kcp_apiserver::registry::{DeleteOptions, ObjectRef, UpdateKind, WriteOptions};
-use kcp_apiserver::tenancy::{TypeRef, Types};
+use kcp_tenancy::workspace_types::{TypeRef, Types};
 use serde_json::json;
 
 use common::Harness;
 
 async fn changed_types_are_seen(h: &Harness) {
-    let server = &h.server;
+    let server = &h.h.server;
     let reg = server.registry();
     let def = common::builtin("tenancy.kcp.io", "workspacetypes");
     let wt = |children: &str| {
@@ -24,7 +24,7 @@ async fn changed_types_are_seen(h: &Harness) {
         .expect("create");
     let types = Types {
         cache: reg.cache(),
-        paths: server.paths(),
+        paths: h.tenancy.paths(),
     };
     let squad = TypeRef {
         path: "root".into(),
@@ -60,4 +60,4 @@ async fn changed_types_are_seen(h: &Harness) {
     assert_eq!(allowed(&types), None);
 }
 
-on_both_stores!(changed_types_are_seen);
+on_both_stores!(with common::harness; changed_types_are_seen);

@@ -5,13 +5,18 @@
 //! request contexts). Fed by the watch cache, as the path index is.
 
 use std::collections::HashSet;
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::Arc;
 
 use kcp_api_types::builtin::marked_inactive;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
+use kcp_apimachinery::status::ApiError;
+use kcp_apiserver::hooks::ClusterGate;
 use parking_lot::RwLock;
 use tokio::sync::broadcast;
 
-use crate::watch_cache::{CacheEvent, CacheEventType, CacheObserver, CachedObject};
+use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType, CacheObserver, CachedObject};
 use kcp_http::request_info::Target;
 
 /// Markings waiting for slow watchers; one that falls further behind ends as if told (its client
@@ -36,7 +41,7 @@ impl InactiveClusters {
         InactiveClusters {
             marked: RwLock::new(HashSet::new()),
             markings: broadcast::channel(MARKINGS_KEPT).0,
-            logical_clusters: crate::registry::keyspaces::logical_clusters()
+            logical_clusters: kcp_apiserver::registry::keyspaces::logical_clusters()
                 .all_clusters()
                 .to_string(),
         }
@@ -93,6 +98,32 @@ pub fn ends_watch(
     match (cluster, marking) {
         (_, Err(_)) | (None, Ok(_)) => true,
         (Some(mine), Ok(marked)) => mine == &**marked,
+    }
+}
+
+impl ClusterGate for InactiveClusters {
+    fn refuse(&self, cluster: &LogicalClusterName, target: &Target) -> Option<ApiError> {
+        (self.contains(cluster) && !InactiveClusters::serves(target)).then(|| {
+            ApiError::forbidden(
+                "core.kcp.io",
+                "logicalclusters",
+                cluster,
+                "logical cluster is marked inactive",
+            )
+        })
+    }
+
+    fn watch_ends(&self, cluster: Option<&str>) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
+        let mut marked = self.subscribe();
+        let cluster = cluster.map(str::to_string);
+        Box::pin(async move {
+            loop {
+                let marking = marked.recv().await;
+                if ends_watch(cluster.as_deref(), &marking) {
+                    return;
+                }
+            }
+        })
     }
 }
 

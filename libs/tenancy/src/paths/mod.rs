@@ -14,13 +14,15 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use kcp_api_types::tenancy::{PHASE_LABEL, home_cluster_name};
+use kcp_api_types::tenancy::home_cluster_name;
 use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
-use kcp_apimachinery::selector::label::Labels;
 use parking_lot::RwLock;
 
-use crate::tenancy::TypeSpecs;
-use crate::watch_cache::{CacheEvent, CacheEventType, CacheObserver, CachedObject};
+use kcp_apiserver::hooks::ClusterResolver;
+
+use crate::workspace_types::TypeSpecs;
+
+mod feed;
 
 /// The annotation holding an LC's canonical path.
 pub const PATH_ANNOTATION: &str = "kcp.io/path";
@@ -144,7 +146,7 @@ impl Graph {
         // Paths start at `root`, a home, or (for LCs made without a workspace) an LC's name.
         let mut path = match self.clusters.get(at)? {
             Some(home) => home.to_string(),
-            None if at == crate::lifecycle::ROOT_CLUSTER || !names.is_empty() => at.to_string(),
+            None if at == kcp_api_types::tenancy::ROOT || !names.is_empty() => at.to_string(),
             None => return None,
         };
         for name in names.iter().rev() {
@@ -152,6 +154,12 @@ impl Graph {
             path.push_str(name);
         }
         Some(path)
+    }
+}
+
+impl ClusterResolver for PathIndex {
+    fn cluster_of(&self, path: &WorkspacePath) -> Option<LogicalClusterName> {
+        PathIndex::cluster_of(self, path)
     }
 }
 
@@ -170,22 +178,9 @@ impl Default for PathIndex {
     }
 }
 
-/// Only a Workspace's `spec.cluster`.
-#[derive(serde::Deserialize)]
-struct ClusterOnly {
-    #[serde(default)]
-    spec: ClusterSpec,
-}
-
-#[derive(serde::Deserialize, Default)]
-struct ClusterSpec {
-    #[serde(default)]
-    cluster: String,
-}
-
 impl PathIndex {
     pub fn new() -> PathIndex {
-        use crate::registry::keyspaces;
+        use kcp_apiserver::registry::keyspaces;
         PathIndex {
             graph: RwLock::new(Graph::default()),
             logical_clusters: keyspaces::logical_clusters().all_clusters().to_string(),
@@ -215,69 +210,14 @@ impl PathIndex {
     pub fn path_of(&self, cluster: &str) -> Option<String> {
         self.graph.read().path_of(cluster)
     }
-
-    fn apply(&self, object: &CachedObject, deleted: bool) {
-        if object.key.starts_with(&self.logical_clusters) {
-            self.apply_logical_cluster(object, deleted);
-        } else if object.key.starts_with(&self.workspaces) {
-            self.apply_workspace(object, deleted);
-        }
-    }
-
-    fn apply_logical_cluster(&self, object: &CachedObject, deleted: bool) {
-        if deleted {
-            self.graph.write().remove_cluster(&object.cluster);
-            return;
-        }
-        // A home's path is believed only if it is the one its name was made from.
-        let home_path = object
-            .annotation(PATH_ANNOTATION)
-            .filter(|path| match path.split_once(':') {
-                // A user name with a `:` has a home, but `user:<name>` leads elsewhere.
-                Some((USER_SEGMENT, user)) => {
-                    !user.contains(':') && home_cluster_name(user) == object.cluster
-                }
-                _ => false,
-            })
-            .map(String::into_boxed_str);
-        self.graph.write().add_cluster(&object.cluster, home_path);
-    }
-
-    fn apply_workspace(&self, object: &CachedObject, deleted: bool) {
-        // kcp's index takes a Workspace once it is past scheduling.
-        let child = if deleted || object.label(PHASE_LABEL) == Some("Scheduling") {
-            None
-        } else {
-            object
-                .json
-                .parse::<ClusterOnly>()
-                .ok()
-                .map(|w| w.spec.cluster)
-                .filter(|c| !c.is_empty())
-        };
-        let mut graph = self.graph.write();
-        match child {
-            Some(child) => graph.link(&object.cluster, &object.name, &child),
-            None => graph.unlink(&object.cluster, &object.name),
-        }
-    }
-}
-
-impl CacheObserver for PathIndex {
-    fn event(&self, event: &CacheEvent) {
-        self.apply(&event.object, event.kind == CacheEventType::Deleted);
-    }
-
-    fn reloaded(&self, objects: &[Arc<CachedObject>]) {
-        *self.graph.write() = Graph::default();
-        for object in objects {
-            self.apply(object, false);
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
+    use kcp_api_types::tenancy::PHASE_LABEL;
+    use kcp_apimachinery::selector::label::Labels;
+    use kcp_apiserver::watch_cache::{CacheObserver, CachedObject};
+
     use super::*;
 
     fn lc(cluster: &str, path: Option<&str>) -> CachedObject {
@@ -294,13 +234,13 @@ mod tests {
             "spec": {"cluster": cluster},
         });
         let object = CachedObject {
-            key: crate::registry::keyspaces::workspaces().object(parent, None, name),
+            key: kcp_apiserver::registry::keyspaces::workspaces().object(parent, None, name),
             cluster: parent.into(),
             namespace: None,
             name: name.into(),
             revision: 1,
             labels: vec![(PHASE_LABEL.into(), phase.into())],
-            json: crate::object_json::ObjectJson::encode(&value).expect("JSON"),
+            json: kcp_apiserver::object_json::ObjectJson::encode(&value).expect("JSON"),
         };
         assert_eq!(object.label(PHASE_LABEL), Some(phase));
         object

@@ -5,20 +5,27 @@
 //! cluster-admin there; until it is Ready the answer is 429 with `Retry-After: 1`, which client-go
 //! and the `kubectl ws` plugin retry. A Ready home is answered as a Workspace object.
 
-use http::{Response, StatusCode, header};
-use kcp_apimachinery::status::ApiError;
-use kcp_auth::{Attributes, UserInfo};
-use serde_json::{Value, json};
+use std::sync::Arc;
 
-use crate::ApiServer;
-use crate::lifecycle::ROOT_CLUSTER;
-use crate::registry::{WriteOptions, created_or_existed};
-use crate::tenancy::{TypeRef, Types, new_logical_cluster, owner_info, workspace_admin_binding};
+use async_trait::async_trait;
+use http::{Response, StatusCode, header};
+use kcp_api_types::tenancy::ROOT as ROOT_CLUSTER;
+use kcp_apimachinery::status::ApiError;
+use kcp_apiserver::ApiServer;
+use kcp_apiserver::hooks::RequestHook;
+use kcp_apiserver::registry::{WriteOptions, created_or_existed};
+use kcp_auth::{Attributes, UserInfo};
 use kcp_http::request_info::{ClusterTarget, RequestInfo, Target};
 use kcp_http::{Body, response};
+use serde_json::{Value, json};
+
+use crate::paths::PathIndex;
+use crate::workspace_types::{
+    TypeRef, Types, new_logical_cluster, owner_info, workspace_admin_binding,
+};
 
 /// Whether the request is `GET workspaces/~` in `root`.
-pub(crate) fn is_home_request(info: &RequestInfo) -> bool {
+fn is_home_request(info: &RequestInfo) -> bool {
     matches!(&info.cluster, ClusterTarget::Name(c) if c == ROOT_CLUSTER)
         && matches!(&info.target, Target::Resource(r)
             if r.verb == "get" && r.group == "tenancy.kcp.io" && r.resource == "workspaces"
@@ -40,11 +47,41 @@ fn creating() -> Response<Body> {
     resp
 }
 
-impl ApiServer {
-    pub(crate) async fn serve_home(&self, user: &UserInfo) -> Result<Response<Body>, ApiError> {
+/// Serves `GET workspaces/~` in `root`, before authorization (the caller's own home is theirs).
+pub struct HomeWorkspaces {
+    paths: Arc<PathIndex>,
+}
+
+impl HomeWorkspaces {
+    pub fn new(paths: Arc<PathIndex>) -> HomeWorkspaces {
+        HomeWorkspaces { paths }
+    }
+}
+
+#[async_trait]
+impl RequestHook for HomeWorkspaces {
+    async fn answer(
+        &self,
+        server: &ApiServer,
+        info: &RequestInfo,
+        user: &UserInfo,
+    ) -> Option<Result<Response<Body>, ApiError>> {
+        if !is_home_request(info) {
+            return None;
+        }
+        Some(self.serve_home(server, user).await)
+    }
+}
+
+impl HomeWorkspaces {
+    async fn serve_home(
+        &self,
+        server: &ApiServer,
+        user: &UserInfo,
+    ) -> Result<Response<Body>, ApiError> {
         let cluster = kcp_api_types::tenancy::home_cluster_name(&user.name);
-        let Some(existing) = self.logical_cluster(&cluster).await? else {
-            self.create_home(user, &cluster).await?;
+        let Some(existing) = server.logical_cluster(&cluster).await? else {
+            self.create_home(server, user, &cluster).await?;
             return Ok(creating());
         };
         let lc = existing.value().map_err(ApiError::internal)?;
@@ -75,7 +112,12 @@ impl ApiServer {
     }
 
     /// The home LogicalCluster and its admin binding, if the user may have a home.
-    async fn create_home(&self, user: &UserInfo, cluster: &str) -> Result<(), ApiError> {
+    async fn create_home(
+        &self,
+        server: &ApiServer,
+        user: &UserInfo,
+        cluster: &str,
+    ) -> Result<(), ApiError> {
         let attrs = Attributes {
             user: Some(user),
             cluster: ROOT_CLUSTER,
@@ -92,13 +134,13 @@ impl ApiServer {
         };
         // kcp gives one reason for any refusal here.
         let reason = kcp_auth::authz::kcp::ACCESS_NOT_PERMITTED;
-        self.check_saying(user, &attrs, Some(reason))?;
+        server.check_saying(user, &attrs, Some(reason))?;
         let home = TypeRef {
             path: ROOT_CLUSTER.to_string(),
             name: "home".to_string(),
         };
         let types = Types {
-            cache: self.registry.cache(),
+            cache: server.registry().cache(),
             paths: &self.paths,
         };
         let chain = types.chain(&home).map_err(ApiError::internal)?;
@@ -108,20 +150,22 @@ impl ApiServer {
             &chain,
             &owner_info(user),
         );
-        let lc_def = self
+        let lc_def = server
             .builtin("core.kcp.io", "logicalclusters")
             .ok_or_else(|| ApiError::internal("LogicalCluster kind missing"))?;
         created_or_existed(
-            self.registry
+            server
+                .registry()
                 .create(&lc_def, cluster, None, lc, WriteOptions::default())
                 .await,
         )?;
         let binding = workspace_admin_binding(&user.name);
-        let crb_def = self
+        let crb_def = server
             .builtin("rbac.authorization.k8s.io", "clusterrolebindings")
             .ok_or_else(|| ApiError::internal("ClusterRoleBinding kind missing"))?;
         created_or_existed(
-            self.registry
+            server
+                .registry()
                 .create(&crb_def, cluster, None, binding, WriteOptions::default())
                 .await,
         )

@@ -1,0 +1,188 @@
+//! The API set of each logical cluster, composed from sources: the built-ins, then what each source
+//! serves in that cluster (its CRDs; next, the APIs it binds). A source hands over its part of a
+//! cluster's APIs whenever that part changes; the composed set is kept per cluster and shared by
+//! every cluster composed of the same parts, so an LC costs an entry here, never a set of its own.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::{Arc, Weak};
+
+use kcp_api_types::ResourceDef;
+use parking_lot::{Mutex, RwLock};
+
+use crate::discovery::ApiSet;
+
+/// Where a part of a cluster's APIs comes from; parts are composed in this order, and the first
+/// to serve a group, version and resource keeps it (a built-in before all of them).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ApiSource {
+    /// The cluster's established CustomResourceDefinitions.
+    Crds,
+}
+
+/// A fingerprint of what a part was made from: equal parts have equal fingerprints.
+pub type Fingerprint = [u8; 32];
+
+/// One source's resources in one cluster (in a stable order).
+pub struct ApiPart {
+    pub resources: Vec<Arc<ResourceDef>>,
+    pub fingerprint: Fingerprint,
+}
+
+/// What a composed set is made of: each source's part, by its fingerprint.
+type PartsKey = Vec<(ApiSource, Fingerprint)>;
+
+/// A cluster's parts and the set they compose.
+struct Composed {
+    parts: BTreeMap<ApiSource, Arc<ApiPart>>,
+    set: Arc<ApiSet>,
+}
+
+/// The API sets of every logical cluster.
+pub struct ClusterApis {
+    builtins: Arc<ApiSet>,
+    /// Only clusters with a part; the others serve the built-ins.
+    by_cluster: RwLock<HashMap<String, Composed>>,
+    interned: Mutex<HashMap<PartsKey, Weak<ApiSet>>>,
+}
+
+impl ClusterApis {
+    pub fn new(builtins: Arc<ApiSet>) -> ClusterApis {
+        ClusterApis {
+            builtins,
+            by_cluster: RwLock::new(HashMap::new()),
+            interned: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// What every logical cluster serves, and the wildcard (`/clusters/*`) too.
+    pub fn builtins(&self) -> &Arc<ApiSet> {
+        &self.builtins
+    }
+
+    /// The APIs a logical cluster serves now.
+    pub fn for_cluster(&self, cluster: &str) -> Arc<ApiSet> {
+        (self.by_cluster.read().get(cluster))
+            .map(|c| c.set.clone())
+            .unwrap_or_else(|| self.builtins.clone())
+    }
+
+    /// Replaces what `source` serves in `cluster` (`None`: nothing).
+    pub fn set_part(&self, source: ApiSource, cluster: &str, part: Option<Arc<ApiPart>>) {
+        // Held throughout, so parts set at once by two sources both count.
+        let mut by_cluster = self.by_cluster.write();
+        let mut parts = (by_cluster.get(cluster))
+            .map(|c| c.parts.clone())
+            .unwrap_or_default();
+        match part {
+            Some(part) => parts.insert(source, part),
+            None => parts.remove(&source),
+        };
+        if parts.is_empty() {
+            by_cluster.remove(cluster);
+            return;
+        }
+        let set = self.compose(&parts);
+        by_cluster.insert(cluster.to_string(), Composed { parts, set });
+    }
+
+    /// The clusters `source` serves something in.
+    pub fn clusters_of(&self, source: ApiSource) -> Vec<String> {
+        (self.by_cluster.read().iter())
+            .filter(|(_, c)| c.parts.contains_key(&source))
+            .map(|(cluster, _)| cluster.clone())
+            .collect()
+    }
+
+    /// How many distinct composed sets are alive (for tests and benchmarks of their sharing).
+    pub fn interned_sets(&self) -> usize {
+        (self.interned.lock().values())
+            .filter(|w| w.strong_count() > 0)
+            .count()
+    }
+
+    /// The set of the built-ins and `parts`, shared with every cluster of the same parts.
+    fn compose(&self, parts: &BTreeMap<ApiSource, Arc<ApiPart>>) -> Arc<ApiSet> {
+        let key: PartsKey = (parts.iter())
+            .map(|(source, part)| (*source, part.fingerprint))
+            .collect();
+        if let Some(set) = self.interned.lock().get(&key).and_then(Weak::upgrade) {
+            return set;
+        }
+        let mut resources: Vec<Arc<ResourceDef>> = self.builtins.resources().to_vec();
+        for part in parts.values() {
+            for def in &part.resources {
+                let taken = resources.iter().any(|d| {
+                    d.group == def.group && d.version == def.version && d.plural == def.plural
+                });
+                if !taken {
+                    resources.push(def.clone());
+                }
+            }
+        }
+        let set = Arc::new(ApiSet::new(resources));
+        let mut interned = self.interned.lock();
+        interned.retain(|_, w| w.strong_count() > 0);
+        interned.insert(key, Arc::downgrade(&set));
+        set
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn def(group: &str, plural: &str) -> Arc<ResourceDef> {
+        let mut def = kcp_api_types::builtin::catalogue()
+            .into_iter()
+            .find(|d| d.is("", "configmaps"))
+            .expect("configmaps");
+        def.group = group.to_string();
+        def.plural = plural.to_string();
+        Arc::new(def)
+    }
+
+    fn part(resources: Vec<Arc<ResourceDef>>, tag: u8) -> Arc<ApiPart> {
+        Arc::new(ApiPart {
+            resources,
+            fingerprint: [tag; 32],
+        })
+    }
+
+    fn builtins() -> Arc<ApiSet> {
+        Arc::new(ApiSet::new(vec![def("", "configmaps")]))
+    }
+
+    #[test]
+    fn clusters_of_the_same_parts_share_one_set() {
+        let apis = ClusterApis::new(builtins());
+        let widgets = part(vec![def("example.com", "widgets")], 1);
+        apis.set_part(ApiSource::Crds, "a", Some(widgets.clone()));
+        apis.set_part(ApiSource::Crds, "b", Some(widgets));
+        assert!(Arc::ptr_eq(&apis.for_cluster("a"), &apis.for_cluster("b")));
+        assert_eq!(apis.interned_sets(), 1);
+        assert!(
+            apis.for_cluster("a")
+                .find("example.com", "v1", "widgets")
+                .is_some()
+        );
+        // Another cluster serves the built-ins alone.
+        assert!(Arc::ptr_eq(&apis.for_cluster("c"), apis.builtins()));
+        assert_eq!(apis.clusters_of(ApiSource::Crds).len(), 2);
+        // Without its part, a cluster is back to the built-ins.
+        apis.set_part(ApiSource::Crds, "a", None);
+        assert!(Arc::ptr_eq(&apis.for_cluster("a"), apis.builtins()));
+        assert_eq!(apis.clusters_of(ApiSource::Crds), ["b"]);
+    }
+
+    #[test]
+    fn a_built_in_keeps_its_resource() {
+        let apis = ClusterApis::new(builtins());
+        let mut shadow = (*def("", "configmaps")).clone();
+        shadow.kind = "Shadow".to_string();
+        apis.set_part(ApiSource::Crds, "a", Some(part(vec![Arc::new(shadow)], 2)));
+        let set = apis.for_cluster("a");
+        let served = set.find("", "v1", "configmaps").expect("configmaps");
+        assert_eq!(served.kind, "ConfigMap");
+        assert_eq!(set.resources().len(), 1);
+    }
+}

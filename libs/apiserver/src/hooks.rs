@@ -1,0 +1,91 @@
+//! Where a server that is more than the generic one plugs in. The generic server knows logical
+//! clusters by name and serves resources in them; what kcp adds on top (workspace paths, home
+//! workspaces, inactive clusters, workspace admission, its bootstrap objects) comes in through
+//! these interfaces, given to [`crate::ApiServerBuilder`] by the process that assembles the server
+//! (the shard plugs in kcp-tenancy). Without them the server serves `/clusters/<name>/...` only.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use http::Response;
+use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
+use kcp_apimachinery::status::ApiError;
+use kcp_auth::{AuthorizerChain, UserInfo};
+use kcp_http::Body;
+use kcp_http::request_info::{RequestInfo, Target};
+
+use crate::ApiServer;
+use crate::admission::Admission;
+use crate::watch_cache::{CacheObserver, WatchCache};
+
+/// Resolves `/clusters/<a:b:c>` workspace paths to the logical cluster they lead to.
+pub trait ClusterResolver: Send + Sync {
+    /// `None`: this server knows no such path (404).
+    fn cluster_of(&self, path: &WorkspacePath) -> Option<LogicalClusterName>;
+}
+
+/// Closes logical clusters to requests (kcp's inactive clusters).
+pub trait ClusterGate: Send + Sync {
+    /// Why a request for `target` into `cluster` is refused now, if it is.
+    fn refuse(&self, cluster: &LogicalClusterName, target: &Target) -> Option<ApiError>;
+
+    /// Resolves when a watch of `cluster` (`None`: of every cluster) must end. Subscribed when
+    /// called, so a watch asks before it subscribes to the cache.
+    fn watch_ends(&self, cluster: Option<&str>) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
+}
+
+/// Answers some requests itself, once the caller is known (after impersonation) and before
+/// authorization (kcp's home workspaces: `GET workspaces/~`).
+#[async_trait]
+pub trait RequestHook: Send + Sync {
+    /// `Some`: the answer; `None`: the request goes on.
+    async fn answer(
+        &self,
+        server: &ApiServer,
+        info: &RequestInfo,
+        user: &UserInfo,
+    ) -> Option<Result<Response<Body>, ApiError>>;
+}
+
+/// Objects a fresh server needs besides the generic ones, created through the registry.
+#[async_trait]
+pub trait Bootstrap: Send + Sync {
+    /// Annotations of the `root` LogicalCluster when the server first creates it.
+    fn root_annotations(&self) -> serde_json::Map<String, serde_json::Value> {
+        serde_json::Map::new()
+    }
+
+    /// Runs at the end of the generic bootstrap, before the server is handed out.
+    async fn bootstrap(&self, server: &ApiServer) -> Result<(), ApiError>;
+}
+
+/// What admission plugins are built from: the server's cache and its whole authorizer chain.
+pub struct AdmissionContext<'a> {
+    pub cache: &'a Arc<WatchCache>,
+    pub authorizers: &'a AuthorizerChain,
+}
+
+/// Admission plugins a server adds to the generic chain, by where they sit in it.
+#[derive(Default)]
+pub struct AdmissionPlugins {
+    /// Right after RBAC escalation, before the generic plugins and the webhooks.
+    pub early: Vec<Arc<dyn Admission>>,
+    /// After every webhook: the last word on what is written.
+    pub last: Vec<Arc<dyn Admission>>,
+}
+
+/// Builds admission plugins once the server's cache and authorizers exist.
+pub type AdmissionFactory = Box<dyn FnOnce(&AdmissionContext<'_>) -> AdmissionPlugins + Send>;
+
+/// Everything plugged into one server.
+#[derive(Default)]
+pub struct Hooks {
+    pub observers: Vec<Arc<dyn CacheObserver>>,
+    pub resolver: Option<Arc<dyn ClusterResolver>>,
+    pub gate: Option<Arc<dyn ClusterGate>>,
+    pub requests: Vec<Arc<dyn RequestHook>>,
+    pub bootstrap: Vec<Arc<dyn Bootstrap>>,
+    pub admission: Vec<AdmissionFactory>,
+}

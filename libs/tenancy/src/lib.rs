@@ -1,0 +1,71 @@
+//! kcp-tenancy: kcp's workspaces on top of the generic API server.
+//!
+//! The generic server ([`kcp_apiserver`]) serves logical clusters by name. This crate adds what
+//! makes them a tree of workspaces, through the server's [`kcp_apiserver::hooks`]:
+//!
+//! - [`paths`]: workspace paths (`root:org:team`) to logical clusters, the index and its feed from
+//!   the watch cache; the server's `ClusterResolver`.
+//! - [`workspace_types`]: WorkspaceTypes, their `extend.with` chains and what they give a workspace.
+//! - [`admission`]: kcp's Workspace and LogicalCluster admission.
+//! - [`home`]: home workspaces (`GET workspaces/~` in `root`).
+//! - [`inactive`]: logical clusters marked inactive; the server's `ClusterGate`.
+//! - [`bootstrap`]: root's type, the bootstrap WorkspaceTypes and the Shard object.
+//!
+//! [`Tenancy::install`] plugs all of it into an [`ApiServerBuilder`]; the workspace controllers
+//! (kcp-controllers) share its [`PathIndex`].
+
+pub mod admission;
+pub mod bootstrap;
+pub mod home;
+pub mod inactive;
+pub mod paths;
+pub mod workspace_types;
+
+use std::sync::Arc;
+
+use kcp_apiserver::ApiServerBuilder;
+use kcp_apiserver::hooks::AdmissionPlugins;
+
+pub use paths::PathIndex;
+
+/// kcp's tenancy for one server.
+#[derive(Clone, Default)]
+pub struct Tenancy {
+    paths: Arc<PathIndex>,
+    inactive: Arc<inactive::InactiveClusters>,
+}
+
+impl Tenancy {
+    pub fn new() -> Tenancy {
+        Tenancy::default()
+    }
+
+    /// The workspace paths of the server's logical clusters (for the workspace controllers).
+    pub fn paths(&self) -> &Arc<PathIndex> {
+        &self.paths
+    }
+
+    /// Plugs tenancy into `builder`.
+    pub fn install(&self, builder: ApiServerBuilder) -> ApiServerBuilder {
+        let paths = self.paths.clone();
+        builder
+            .observer(self.paths.clone())
+            .observer(self.inactive.clone())
+            .resolver(self.paths.clone())
+            .gate(self.inactive.clone())
+            .request_hook(Arc::new(home::HomeWorkspaces::new(self.paths.clone())))
+            .bootstrap(Arc::new(bootstrap::TenancyBootstrap))
+            .admission(move |ctx| AdmissionPlugins {
+                early: vec![
+                    Arc::new(admission::WorkspaceAdmission::new(
+                        ctx.cache.clone(),
+                        paths,
+                        ctx.authorizers.clone(),
+                    )),
+                    Arc::new(admission::LogicalClusterAdmission),
+                ],
+                // A new Workspace's logical cluster is named after every webhook.
+                last: vec![Arc::new(admission::WorkspaceClusterName)],
+            })
+    }
+}
