@@ -159,15 +159,26 @@ impl WorkspacePath {
     /// The logical cluster a path names by itself, without a lookup: a one-segment path that is a
     /// valid name, or a `system:` cluster. Longer paths lead through Workspaces.
     pub fn as_cluster_name(&self) -> Option<LogicalClusterName> {
-        let direct = !self.0.contains(':') || self.0.starts_with(SYSTEM_CLUSTER_PREFIX);
-        direct
-            .then(|| LogicalClusterName::parse(&self.0).ok())
-            .flatten()
+        self.names_cluster()
+            .then(|| LogicalClusterName(self.0.clone()))
     }
 
     /// `/clusters/<path>`, the URL prefix of this workspace.
     pub fn request_path(&self) -> String {
         format!("/clusters/{}", self.0)
+    }
+
+    /// [`WorkspacePath::as_cluster_name`], reusing the path's text.
+    pub fn into_cluster_name(self) -> Result<LogicalClusterName, WorkspacePath> {
+        match self.names_cluster() {
+            true => Ok(LogicalClusterName(self.0)),
+            false => Err(self),
+        }
+    }
+
+    fn names_cluster(&self) -> bool {
+        let direct = !self.0.contains(':') || self.0.starts_with(SYSTEM_CLUSTER_PREFIX);
+        direct && is_valid_cluster_name(&self.0)
     }
 
     /// Whether the path leads through Workspaces (more than one segment, not a `system:` name).

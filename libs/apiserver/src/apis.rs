@@ -42,6 +42,9 @@ pub struct ClusterApis {
     builtins: Arc<ApiSet>,
     /// Only clusters with a part; the others serve the built-ins.
     by_cluster: RwLock<HashMap<String, Composed>>,
+    /// Held by whoever changes a cluster's parts, so parts set at once by two sources both
+    /// count, while requests go on reading `by_cluster`.
+    changing: Mutex<()>,
     interned: Mutex<HashMap<PartsKey, Weak<ApiSet>>>,
 }
 
@@ -50,6 +53,7 @@ impl ClusterApis {
         ClusterApis {
             builtins,
             by_cluster: RwLock::new(HashMap::new()),
+            changing: Mutex::new(()),
             interned: Mutex::new(HashMap::new()),
         }
     }
@@ -68,9 +72,8 @@ impl ClusterApis {
 
     /// Replaces what `source` serves in `cluster` (`None`: nothing).
     pub fn set_part(&self, source: ApiSource, cluster: &str, part: Option<Arc<ApiPart>>) {
-        // Held throughout, so parts set at once by two sources both count.
-        let mut by_cluster = self.by_cluster.write();
-        let mut parts = (by_cluster.get(cluster))
+        let _changing = self.changing.lock();
+        let mut parts = (self.by_cluster.read().get(cluster))
             .map(|c| c.parts.clone())
             .unwrap_or_default();
         match part {
@@ -78,11 +81,11 @@ impl ClusterApis {
             None => parts.remove(&source),
         };
         if parts.is_empty() {
-            by_cluster.remove(cluster);
+            self.by_cluster.write().remove(cluster);
             return;
         }
         let set = self.compose(&parts);
-        by_cluster.insert(cluster.to_string(), Composed { parts, set });
+        (self.by_cluster.write()).insert(cluster.to_string(), Composed { parts, set });
     }
 
     /// The clusters `source` serves something in.

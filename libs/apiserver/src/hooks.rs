@@ -40,6 +40,10 @@ pub trait ClusterGate: Send + Sync {
 /// authorization (kcp's home workspaces: `GET workspaces/~`).
 #[async_trait]
 pub trait RequestHook: Send + Sync {
+    /// Whether [`RequestHook::answer`] is to be asked about this request (a cheap check, so the
+    /// others cost no call).
+    fn wants(&self, info: &RequestInfo) -> bool;
+
     /// `Some`: the answer; `None`: the request goes on.
     async fn answer(
         &self,

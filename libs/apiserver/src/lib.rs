@@ -182,7 +182,7 @@ impl ApiServerBuilder {
         cache.set_observer(Arc::new(watch_cache::Observers(feed)));
         tracing::info!(
             elapsed_ms = started.elapsed().as_millis() as u64,
-            "start-up: authorization and path indexes built"
+            "start-up: authorization index and cache observers built"
         );
         let mut chain = config.authorizers.clone();
         chain.push(authorizer);
@@ -292,9 +292,14 @@ impl ApiServer {
         self.apis.for_cluster(cluster)
     }
 
-    /// The per-cluster API sets (for tests and benchmarks of their sharing).
+    /// The CRDs' parts of the clusters' APIs (for tests and benchmarks of their sharing).
     pub fn crd_apis(&self) -> &crd::CrdApis {
         &self.crds
+    }
+
+    /// Every cluster's API set, as composed (for tests and benchmarks of their sharing).
+    pub fn cluster_apis(&self) -> &apis::ClusterApis {
+        &self.apis
     }
 
     /// Cancelled when the server shuts down; in-process controllers stop on it.

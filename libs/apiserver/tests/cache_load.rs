@@ -97,7 +97,7 @@ async fn filled(engine: Engine) -> Filled {
         })
         .collect();
     let namespace = ResourceKeyspace::new("", "namespaces", None, false);
-    let lc = ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false);
+    let lc = kcp_apiserver::registry::keyspaces::logical_clusters().clone();
     for key in [
         namespace.object("c", None, "default"),
         lc.object("c", None, "cluster"),
@@ -138,7 +138,7 @@ async fn every_object_of_every_resource_is_loaded(filled: &Filled) {
             Some(name)
         );
     }
-    let lc = ResourceKeyspace::new("core.kcp.io", "logicalclusters", None, false);
+    let lc = kcp_apiserver::registry::keyspaces::logical_clusters().clone();
     assert!(cache.get(&lc.object("c", None, "cluster")).is_some());
 }
 

@@ -18,7 +18,7 @@ use std::sync::Arc;
 use kcp_apiserver::ApiServer;
 
 /// What the controllers need from the process beyond the API server.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct ControllerConfig {
     /// PEM of the CA clients use to verify the shard, published as `kube-root-ca.crt`.
     pub root_ca_pem: String,

@@ -37,9 +37,9 @@ impl ClusterTarget {
         if path.is_nested() {
             return ClusterTarget::Path(path);
         }
-        match path.as_cluster_name() {
-            Some(name) => ClusterTarget::Name(name),
-            None => ClusterTarget::Unnamed(path),
+        match path.into_cluster_name() {
+            Ok(name) => ClusterTarget::Name(name),
+            Err(path) => ClusterTarget::Unnamed(path),
         }
     }
 

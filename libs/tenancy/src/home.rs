@@ -60,6 +60,10 @@ impl HomeWorkspaces {
 
 #[async_trait]
 impl RequestHook for HomeWorkspaces {
+    fn wants(&self, info: &RequestInfo) -> bool {
+        is_home_request(info)
+    }
+
     async fn answer(
         &self,
         server: &ApiServer,

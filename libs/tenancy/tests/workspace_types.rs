@@ -1,4 +1,4 @@
-//! Workspace types as `tenancy::Types` reads them from the cache, on both stores: a changed or
+//! Workspace types as `workspace_types::Types` reads them from the cache, on both stores: a changed or
 //! deleted type is seen at once (type specs are parsed once per version and kept).
 
 mod common;

@@ -276,7 +276,9 @@ impl ApiServer {
         )?;
         let info = self.in_cluster(&parts, &user, authenticated_by, info, VerbHints { watch });
         // A ServiceAccount's bare `/metrics` became its LC's: kcp answers that as above.
-        if let (Target::Metrics, ClusterTarget::Name(_)) = (&info.target, &info.cluster) {
+        if let (Target::Metrics, cluster) = (&info.target, &info.cluster)
+            && !matches!(cluster, ClusterTarget::None | ClusterTarget::Wildcard)
+        {
             return Ok(response::text(
                 StatusCode::NOT_IMPLEMENTED,
                 SHARD_LEVEL_ONLY,
@@ -295,7 +297,7 @@ impl ApiServer {
         if let Target::Metrics = info.target {
             return self.serve_metrics(&user, &parts.method);
         }
-        for hook in &self.request_hooks {
+        for hook in self.request_hooks.iter().filter(|h| h.wants(&info)) {
             if let Some(answer) = hook.answer(self, &info, &user).await {
                 return answer;
             }

@@ -16,7 +16,8 @@ use crate::watch_cache::{CacheEvent, CacheEventType, CachedObject, Scope, Subscr
 pub struct WatchFilter {
     def: Arc<ResourceDef>,
     selectors: Selectors,
-    /// A wildcard watch's namespace, which the key range cannot narrow.
+    /// The namespace watched (a namespaced resource's), which a wildcard watch's key range
+    /// cannot narrow.
     namespace: Option<String>,
 }
 

@@ -168,7 +168,7 @@ pub struct PathIndex {
     graph: RwLock<Graph>,
     logical_clusters: String,
     workspaces: String,
-    /// Kept here because every type lookup goes through this index (`tenancy::Types`).
+    /// Kept here because every type lookup goes through this index (`workspace_types::Types`).
     type_specs: TypeSpecs,
 }
 
