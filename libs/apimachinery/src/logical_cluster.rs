@@ -20,16 +20,20 @@ pub struct InvalidName {
     pub text: String,
 }
 
+/// `text` owned when `valid`, else the error naming `what` it is not.
+fn checked(text: &str, valid: bool, what: &'static str) -> Result<String, InvalidName> {
+    match valid {
+        true => Ok(text.to_string()),
+        false => Err(InvalidName {
+            what,
+            text: text.to_string(),
+        }),
+    }
+}
+
 impl LogicalClusterName {
     pub fn parse(name: &str) -> Result<LogicalClusterName, InvalidName> {
-        if is_valid_cluster_name(name) {
-            Ok(LogicalClusterName(name.to_string()))
-        } else {
-            Err(InvalidName {
-                what: "logical cluster name",
-                text: name.to_string(),
-            })
-        }
+        checked(name, is_valid_cluster_name(name), "logical cluster name").map(LogicalClusterName)
     }
 
     /// The `root` logical cluster.
@@ -96,14 +100,7 @@ impl WorkspacePath {
     /// Parses an absolute path without a leading colon, as kcp's `logicalcluster.Path.IsValid`
     /// accepts it.
     pub fn parse(path: &str) -> Result<WorkspacePath, InvalidName> {
-        if is_valid_path(path) {
-            Ok(WorkspacePath(path.to_string()))
-        } else {
-            Err(InvalidName {
-                what: "workspace path",
-                text: path.to_string(),
-            })
-        }
+        checked(path, is_valid_path(path), "workspace path").map(WorkspacePath)
     }
 
     /// The path of a logical cluster's name (a `system:` name is a path of several segments).
