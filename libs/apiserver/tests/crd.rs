@@ -209,6 +209,12 @@ async fn clusters_with_the_same_crd_share_one_api_set(h: &Harness) {
     }
     let (sets, versions) = h.server.crd_apis().interned_counts();
     assert_eq!((sets, versions), (1, 1));
+    // One composed API set for all five, not one each.
+    let set = h.server.apis_of("same-0");
+    for i in 1..5 {
+        let other = h.server.apis_of(&format!("same-{i}"));
+        assert!(Arc::ptr_eq(&set, &other), "same-{i} has its own API set");
+    }
     // The cache keeps one copy of the identical spec.
     let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
     let prefix = kcp_apiserver::registry::keyspace(&crds)
