@@ -78,13 +78,14 @@ impl ApiServer {
         let lc = self
             .builtin("core.kcp.io", "logicalclusters")
             .ok_or_else(|| ApiServerError::Bootstrap("LogicalCluster kind missing".into()))?;
+        let root_annotations: serde_json::Map<_, _> = (plugged.iter())
+            .flat_map(|b| b.root_annotations())
+            .collect();
         for cluster in [ROOT_CLUSTER, SYSTEM_ADMIN_CLUSTER] {
             let mut obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
-            let annotations: serde_json::Map<_, _> = (plugged.iter())
-                .flat_map(|b| b.root_annotations())
-                .collect();
-            if cluster == ROOT_CLUSTER && !annotations.is_empty() {
-                obj["metadata"]["annotations"] = serde_json::Value::Object(annotations);
+            if cluster == ROOT_CLUSTER && !root_annotations.is_empty() {
+                obj["metadata"]["annotations"] =
+                    serde_json::Value::Object(root_annotations.clone());
             }
             self.create_missing(&lc, cluster, obj)
                 .await

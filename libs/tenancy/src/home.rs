@@ -13,7 +13,6 @@ use kcp_api_types::tenancy::ROOT as ROOT_CLUSTER;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::hooks::RequestHook;
-use kcp_apiserver::registry::{WriteOptions, created_or_existed};
 use kcp_auth::{Attributes, UserInfo};
 use kcp_http::request_info::{ClusterTarget, RequestInfo, Target};
 use kcp_http::{Body, response};
@@ -154,24 +153,18 @@ impl HomeWorkspaces {
             &chain,
             &owner_info(user),
         );
-        let lc_def = server
-            .builtin("core.kcp.io", "logicalclusters")
-            .ok_or_else(|| ApiError::internal("LogicalCluster kind missing"))?;
-        created_or_existed(
-            server
-                .registry()
-                .create(&lc_def, cluster, None, lc, WriteOptions::default())
-                .await,
-        )?;
-        let binding = workspace_admin_binding(&user.name);
-        let crb_def = server
-            .builtin("rbac.authorization.k8s.io", "clusterrolebindings")
-            .ok_or_else(|| ApiError::internal("ClusterRoleBinding kind missing"))?;
-        created_or_existed(
-            server
-                .registry()
-                .create(&crb_def, cluster, None, binding, WriteOptions::default())
-                .await,
-        )
+        let objects = [
+            (("core.kcp.io", "logicalclusters"), lc),
+            (
+                ("rbac.authorization.k8s.io", "clusterrolebindings"),
+                workspace_admin_binding(&user.name),
+            ),
+        ];
+        for ((group, plural), object) in objects {
+            let def = (server.builtin(group, plural))
+                .ok_or_else(|| ApiError::internal(format!("{plural} kind missing")))?;
+            server.create_missing(&def, cluster, object).await?;
+        }
+        Ok(())
     }
 }
