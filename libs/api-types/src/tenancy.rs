@@ -1,6 +1,7 @@
 //! The objects kcp's tenancy starts from: the workspace types every shard's `root` holds, and the
 //! Shard object a shard registers itself with.
 
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use serde_json::{Value, json};
 
 /// The logical cluster holding the bootstrap workspace types.
@@ -26,10 +27,11 @@ pub fn shard_hash(name: &str) -> String {
 
 /// The name kcp gives a user's home LC: the first 8 bytes of SHA-224 of the user name, in base 36,
 /// with a `0` in front for each leading zero byte (kcp's `BytesPad`).
-pub fn home_cluster_name(user: &str) -> String {
+pub fn home_cluster_name(user: &str) -> LogicalClusterName {
     use sha2::{Digest, Sha224};
     let hash = Sha224::digest(user.as_bytes());
-    kcp_apimachinery::names::base36_pad(&hash[..8])
+    LogicalClusterName::parse(&kcp_apimachinery::names::base36_pad(&hash[..8]))
+        .expect("base 36 digits are a cluster name")
 }
 
 /// An owner annotation cut down to `{"username":...}`, as kcp keeps it once Ready; `None` when it

@@ -9,7 +9,8 @@ use crate::names::{SYSTEM_CLUSTER_PREFIX, is_valid_cluster_name, is_valid_path};
 
 /// A logical cluster's name: one segment (`root`, `2x8tcs3v4hb1ol1d`), or `system:` followed by
 /// colon-joined segments (`system:admin`). What keys and authorization speak.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
 pub struct LogicalClusterName(String);
 
 /// Text that is not a logical-cluster name, or not a workspace path.
@@ -62,6 +63,13 @@ impl Deref for LogicalClusterName {
     type Target = str;
 
     fn deref(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Maps keyed by name are looked up with a `&str` (hash and order are the inner string's).
+impl std::borrow::Borrow<str> for LogicalClusterName {
+    fn borrow(&self) -> &str {
         &self.0
     }
 }

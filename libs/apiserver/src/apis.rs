@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, Weak};
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use parking_lot::{Mutex, RwLock};
 
 use crate::discovery::ApiSet;
@@ -41,7 +42,7 @@ struct Composed {
 pub struct ClusterApis {
     builtins: Arc<ApiSet>,
     /// Only clusters with a part; the others serve the built-ins.
-    by_cluster: RwLock<HashMap<String, Composed>>,
+    by_cluster: RwLock<HashMap<LogicalClusterName, Composed>>,
     /// Held by whoever changes a cluster's parts, so parts set at once by two sources both
     /// count, while requests go on reading `by_cluster`.
     changing: Mutex<()>,
@@ -71,9 +72,14 @@ impl ClusterApis {
     }
 
     /// Replaces what `source` serves in `cluster` (`None`: nothing).
-    pub fn set_part(&self, source: ApiSource, cluster: &str, part: Option<Arc<ApiPart>>) {
+    pub fn set_part(
+        &self,
+        source: ApiSource,
+        cluster: &LogicalClusterName,
+        part: Option<Arc<ApiPart>>,
+    ) {
         let _changing = self.changing.lock();
-        let mut parts = (self.by_cluster.read().get(cluster))
+        let mut parts = (self.by_cluster.read().get(cluster.as_str()))
             .map(|c| c.parts.clone())
             .unwrap_or_default();
         match part {
@@ -81,15 +87,15 @@ impl ClusterApis {
             None => parts.remove(&source),
         };
         if parts.is_empty() {
-            self.by_cluster.write().remove(cluster);
+            self.by_cluster.write().remove(cluster.as_str());
             return;
         }
         let set = self.compose(&parts);
-        (self.by_cluster.write()).insert(cluster.to_string(), Composed { parts, set });
+        (self.by_cluster.write()).insert(cluster.clone(), Composed { parts, set });
     }
 
     /// The clusters `source` serves something in.
-    pub fn clusters_of(&self, source: ApiSource) -> Vec<String> {
+    pub fn clusters_of(&self, source: ApiSource) -> Vec<LogicalClusterName> {
         (self.by_cluster.read().iter())
             .filter(|(_, c)| c.parts.contains_key(&source))
             .map(|(cluster, _)| cluster.clone())
@@ -151,6 +157,10 @@ mod tests {
         })
     }
 
+    fn lc(name: &str) -> LogicalClusterName {
+        LogicalClusterName::parse(name).expect("a cluster name")
+    }
+
     fn builtins() -> Arc<ApiSet> {
         Arc::new(ApiSet::new(vec![def("", "configmaps")]))
     }
@@ -159,8 +169,8 @@ mod tests {
     fn clusters_of_the_same_parts_share_one_set() {
         let apis = ClusterApis::new(builtins());
         let widgets = part(vec![def("example.com", "widgets")], 1);
-        apis.set_part(ApiSource::Crds, "a", Some(widgets.clone()));
-        apis.set_part(ApiSource::Crds, "b", Some(widgets));
+        apis.set_part(ApiSource::Crds, &lc("a"), Some(widgets.clone()));
+        apis.set_part(ApiSource::Crds, &lc("b"), Some(widgets));
         assert!(Arc::ptr_eq(&apis.for_cluster("a"), &apis.for_cluster("b")));
         assert_eq!(apis.interned_sets(), 1);
         assert!(
@@ -172,7 +182,7 @@ mod tests {
         assert!(Arc::ptr_eq(&apis.for_cluster("c"), apis.builtins()));
         assert_eq!(apis.clusters_of(ApiSource::Crds).len(), 2);
         // Without its part, a cluster is back to the built-ins.
-        apis.set_part(ApiSource::Crds, "a", None);
+        apis.set_part(ApiSource::Crds, &lc("a"), None);
         assert!(Arc::ptr_eq(&apis.for_cluster("a"), apis.builtins()));
         assert_eq!(apis.clusters_of(ApiSource::Crds), ["b"]);
     }
@@ -182,7 +192,11 @@ mod tests {
         let apis = ClusterApis::new(builtins());
         let mut shadow = (*def("", "configmaps")).clone();
         shadow.kind = "Shadow".to_string();
-        apis.set_part(ApiSource::Crds, "a", Some(part(vec![Arc::new(shadow)], 2)));
+        apis.set_part(
+            ApiSource::Crds,
+            &lc("a"),
+            Some(part(vec![Arc::new(shadow)], 2)),
+        );
         let set = apis.for_cluster("a");
         let served = set.find("", "v1", "configmaps").expect("configmaps");
         assert_eq!(served.kind, "ConfigMap");

@@ -172,7 +172,7 @@ mod tests {
         let json = format!(r#"{{"metadata":{{"name":"n","resourceVersion":"{revision}"}}}}"#);
         Arc::new(CachedObject {
             key: key.into(),
-            cluster: "c".into(),
+            cluster: crate::testing::lc("c").clone(),
             namespace: None,
             name: "n".into(),
             revision,

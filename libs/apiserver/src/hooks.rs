@@ -33,7 +33,10 @@ pub trait ClusterGate: Send + Sync {
 
     /// Resolves when a watch of `cluster` (`None`: of every cluster) must end. Subscribed when
     /// called, so a watch asks before it subscribes to the cache.
-    fn watch_ends(&self, cluster: Option<&str>) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
+    fn watch_ends(
+        &self,
+        cluster: Option<&LogicalClusterName>,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>>;
 }
 
 /// Answers some requests itself, once the caller is known (after impersonation) and before

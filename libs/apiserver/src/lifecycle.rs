@@ -9,6 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_store::StoreError;
 use serde_json::json;
@@ -26,34 +27,39 @@ pub const ROOT_CLUSTER: &str = "root";
 pub const SYSTEM_ADMIN_CLUSTER: &str = "system:admin";
 const NAMESPACE_FINALIZER: &str = "kubernetes";
 
+/// One of the names above, as a type.
+fn constant(name: &str) -> LogicalClusterName {
+    LogicalClusterName::parse(name).expect("a well-formed constant cluster name")
+}
+
 /// Hands namespaces whose deletion started to the finalizer task.
 pub struct NamespaceFinalizer {
-    tx: mpsc::UnboundedSender<(String, String)>,
+    tx: mpsc::UnboundedSender<(LogicalClusterName, String)>,
     /// Namespaces queued or being finalized, so one namespace never runs in two retry chains.
-    pending: parking_lot::Mutex<std::collections::HashSet<(String, String)>>,
+    pending: parking_lot::Mutex<std::collections::HashSet<(LogicalClusterName, String)>>,
 }
 
 impl NamespaceFinalizer {
     pub fn new() -> (
         NamespaceFinalizer,
-        mpsc::UnboundedReceiver<(String, String)>,
+        mpsc::UnboundedReceiver<(LogicalClusterName, String)>,
     ) {
         let (tx, rx) = mpsc::unbounded_channel();
         let pending = parking_lot::Mutex::new(std::collections::HashSet::new());
         (NamespaceFinalizer { tx, pending }, rx)
     }
 
-    fn enqueue(&self, cluster: &str, namespace: &str) {
-        let key = (cluster.to_string(), namespace.to_string());
+    fn enqueue(&self, cluster: &LogicalClusterName, namespace: &str) {
+        let key = (cluster.clone(), namespace.to_string());
         if self.pending.lock().insert(key.clone()) {
             let _ = self.tx.send(key);
         }
     }
 
-    fn finished(&self, cluster: &str, namespace: &str) {
+    fn finished(&self, cluster: &LogicalClusterName, namespace: &str) {
         self.pending
             .lock()
-            .remove(&(cluster.to_string(), namespace.to_string()));
+            .remove(&(cluster.clone(), namespace.to_string()));
     }
 }
 
@@ -81,9 +87,10 @@ impl ApiServer {
         let root_annotations: serde_json::Map<_, _> = (plugged.iter())
             .flat_map(|b| b.root_annotations())
             .collect();
-        for cluster in [ROOT_CLUSTER, SYSTEM_ADMIN_CLUSTER] {
+        let (root, system_admin) = (constant(ROOT_CLUSTER), constant(SYSTEM_ADMIN_CLUSTER));
+        for cluster in [&root, &system_admin] {
             let mut obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
-            if cluster == ROOT_CLUSTER && !root_annotations.is_empty() {
+            if *cluster == root && !root_annotations.is_empty() {
                 obj["metadata"]["annotations"] =
                     serde_json::Value::Object(root_annotations.clone());
             }
@@ -98,11 +105,11 @@ impl ApiServer {
         // cluster), and `root` open to every authenticated user.
         let policy = kcp_auth::authz::rbac::bootstrap::objects()
             .into_iter()
-            .map(|o| (SYSTEM_ADMIN_CLUSTER, o))
+            .map(|o| (&system_admin, o))
             .chain(
                 kcp_auth::authz::rbac::bootstrap::root_objects()
                     .into_iter()
-                    .map(|o| (ROOT_CLUSTER, o)),
+                    .map(|o| (&root, o)),
             );
         for (cluster, object) in policy {
             let plural = match object.get("kind").and_then(|k| k.as_str()) {
@@ -142,7 +149,7 @@ impl ApiServer {
     pub async fn create_missing(
         &self,
         def: &Arc<ResourceDef>,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         object: serde_json::Value,
     ) -> Result<(), ApiError> {
         let name = object
@@ -160,7 +167,7 @@ impl ApiServer {
         )
     }
 
-    async fn ensure_default_namespace(&self, cluster: &str) -> Result<(), ApiError> {
+    async fn ensure_default_namespace(&self, cluster: &LogicalClusterName) -> Result<(), ApiError> {
         let Some(ns) = self.builtin("", "namespaces") else {
             return Ok(());
         };
@@ -169,7 +176,12 @@ impl ApiServer {
     }
 
     /// Follow-ups of a successful create.
-    pub(crate) async fn after_create(&self, def: &ResourceDef, cluster: &str, _written: &Written) {
+    pub(crate) async fn after_create(
+        &self,
+        def: &ResourceDef,
+        cluster: &LogicalClusterName,
+        _written: &Written,
+    ) {
         // A new logical cluster gets its `default` namespace, as a workspace's initializer gives it.
         if def.is("core.kcp.io", "logicalclusters")
             && let Err(err) = self.ensure_default_namespace(cluster).await
@@ -188,7 +200,10 @@ impl ApiServer {
     /// Deletes everything in a logical cluster but its LogicalCluster (the deletion of a workspace);
     /// answers how many objects are left, e.g. waiting for their finalizers or for child workspaces
     /// to go. Objects already being deleted are not deleted again.
-    pub async fn delete_cluster_content(&self, cluster: &str) -> Result<usize, ApiError> {
+    pub async fn delete_cluster_content(
+        &self,
+        cluster: &LogicalClusterName,
+    ) -> Result<usize, ApiError> {
         Ok(self
             .delete_cluster_content_releasing(cluster, &[])
             .await?
@@ -201,7 +216,7 @@ impl ApiServer {
     /// a write fewer than releasing them afterwards, and the cluster is not read again.
     pub async fn delete_cluster_content_releasing(
         &self,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         releases: &[Release<'_>],
     ) -> Result<ContentDeletion, ApiError> {
         let set = self.apis.for_cluster(cluster);
@@ -384,7 +399,11 @@ impl ApiServer {
 
     /// Deletes everything in a terminating namespace and reports progress in its conditions; once it
     /// is empty, releases the finalizer. Returns whether the namespace is done.
-    async fn finalize_namespace(&self, cluster: &str, namespace: &str) -> Result<bool, ApiError> {
+    async fn finalize_namespace(
+        &self,
+        cluster: &LogicalClusterName,
+        namespace: &str,
+    ) -> Result<bool, ApiError> {
         let set = self.apis.for_cluster(cluster);
         let def_of = |obj: &crate::watch_cache::CachedObject| served_resource(&set, obj);
         let mut totals = ContentTotals::default();
@@ -437,7 +456,7 @@ impl ApiServer {
     /// Deletes one object of a logical cluster being deleted; gone or already going is fine.
     async fn delete_content(
         &self,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         def: &ResourceDef,
         obj: &crate::watch_cache::CachedObject,
     ) -> Result<(), ApiError> {
@@ -461,7 +480,7 @@ impl ApiServer {
     /// whole LC is going); otherwise deleted as any namespace, content first.
     async fn delete_namespace_of_deleted_cluster(
         &self,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         def: &ResourceDef,
         ns: &crate::watch_cache::CachedObject,
     ) -> Result<(), ApiError> {
@@ -497,7 +516,11 @@ impl ApiServer {
     /// Removes the `kubernetes` finalizer of an emptied, terminating namespace, which ends it: the
     /// update deletes the namespace in the same write when nothing else holds it (a concurrent
     /// condition report only makes the update retry).
-    async fn release_namespace(&self, cluster: &str, namespace: &str) -> Result<(), ApiError> {
+    async fn release_namespace(
+        &self,
+        cluster: &LogicalClusterName,
+        namespace: &str,
+    ) -> Result<(), ApiError> {
         let Some(ns_def) = self.builtin("", "namespaces") else {
             return Ok(());
         };
@@ -521,7 +544,7 @@ impl ApiServer {
     /// Writes the namespace's deletion conditions when they changed (no write otherwise).
     async fn report_namespace_conditions(
         &self,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         namespace: &str,
         totals: &ContentTotals,
     ) {
@@ -717,7 +740,7 @@ fn spawn_namespace_follower(server: &Arc<ApiServer>) {
 /// finalizers of their own are retried every second.
 pub fn spawn_namespace_finalizer(
     server: Arc<ApiServer>,
-    mut rx: mpsc::UnboundedReceiver<(String, String)>,
+    mut rx: mpsc::UnboundedReceiver<(LogicalClusterName, String)>,
 ) {
     spawn_namespace_follower(&server);
     let weak = Arc::downgrade(&server);

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_store::testing::EtcdProcess;
 use kcp_store::{Store, StoreConfig};
 
@@ -106,6 +107,14 @@ pub async fn open_store(
 }
 
 /// The built-in resource `group`/`plural`.
+/// A logical-cluster name written in a test, for as long as the test runs (leaked: a few bytes,
+/// so `ObjectRef`s can be built anywhere).
+pub fn lc(name: &str) -> &'static LogicalClusterName {
+    Box::leak(Box::new(
+        LogicalClusterName::parse(name).expect("a test's cluster name"),
+    ))
+}
+
 pub fn builtin(group: &str, plural: &str) -> ResourceDef {
     kcp_api_types::builtin::catalogue()
         .into_iter()

@@ -17,6 +17,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_store::{EventKind, Revision, Store, StoreError, WatchResponse};
 use parking_lot::RwLock;
 use serde_json::Value;
@@ -44,7 +45,8 @@ pub const FRAMES_KEPT: usize = 1_024;
 #[derive(Debug)]
 pub struct CachedObject {
     pub key: String,
-    pub cluster: String,
+    /// Checked when the key was read, so a stored key that names no logical cluster is skipped.
+    pub cluster: LogicalClusterName,
     pub namespace: Option<String>,
     pub name: String,
     pub revision: Revision,
@@ -96,7 +98,7 @@ impl CachedObject {
             serde_json::json!({"metadata": {"name": "cluster", "annotations": annotations}});
         CachedObject {
             key: crate::registry::keyspaces::logical_cluster_key(cluster),
-            cluster: cluster.into(),
+            cluster: LogicalClusterName::parse(cluster).expect("a test cluster name"),
             namespace: None,
             name: "cluster".into(),
             revision: 1,
@@ -279,13 +281,13 @@ pub enum WatchItem {
 #[derive(Clone, Debug)]
 pub struct Scope {
     /// `None` = every logical cluster (wildcard).
-    pub cluster: Option<String>,
+    pub cluster: Option<LogicalClusterName>,
     pub namespace: Option<String>,
 }
 
 impl Scope {
     fn matches(&self, obj: &CachedObject) -> bool {
-        self.cluster.as_deref().is_none_or(|c| c == obj.cluster)
+        self.cluster.as_ref().is_none_or(|c| *c == obj.cluster)
             && self
                 .namespace
                 .as_deref()
@@ -455,12 +457,16 @@ pub(crate) fn resource_prefix(key: &str) -> Option<&str> {
 }
 
 /// `(cluster, namespace, name)` of a key under its resource prefix.
-fn key_parts(key: &str) -> Option<(String, Option<String>, String)> {
+fn key_parts(key: &str) -> Option<(LogicalClusterName, Option<String>, String)> {
     let prefix = resource_prefix(key)?;
     let parts: Vec<&str> = key[prefix.len()..].split('/').collect();
     match parts.as_slice() {
-        [c, n] => Some((c.to_string(), None, n.to_string())),
-        [c, ns, n] => Some((c.to_string(), Some(ns.to_string()), n.to_string())),
+        [c, n] => Some((LogicalClusterName::parse(c).ok()?, None, n.to_string())),
+        [c, ns, n] => Some((
+            LogicalClusterName::parse(c).ok()?,
+            Some(ns.to_string()),
+            n.to_string(),
+        )),
         _ => None,
     }
 }
@@ -1419,11 +1425,15 @@ mod tests {
         );
         assert_eq!(
             key_parts("/core/configmaps/local/root/default/a"),
-            Some(("root".into(), Some("default".into()), "a".into()))
+            Some((
+                crate::testing::lc("root").clone(),
+                Some("default".into()),
+                "a".into()
+            ))
         );
         assert_eq!(
             key_parts("/core/namespaces/local/root/a"),
-            Some(("root".into(), None, "a".into()))
+            Some((crate::testing::lc("root").clone(), None, "a".into()))
         );
         assert_eq!(resource_prefix("/core"), None);
     }

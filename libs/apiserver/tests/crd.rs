@@ -5,6 +5,7 @@
 mod common;
 
 use kcp_apiserver::on_both_stores;
+use kcp_apiserver::testing::lc;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -44,6 +45,7 @@ fn widget(name: &str, size: Value) -> Value {
 }
 
 async fn ensure_cluster(h: &Harness, cluster: &str) {
+    let cluster = lc(cluster);
     let lcs = common::builtin("core.kcp.io", "logicalclusters");
     let obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
     let _ = h
@@ -61,6 +63,7 @@ async fn ensure_cluster(h: &Harness, cluster: &str) {
 }
 
 async fn create_crd(h: &Harness, cluster: &str, crd: Value) -> Value {
+    let cluster = lc(cluster);
     let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
     h.server
         .registry()
@@ -73,6 +76,7 @@ async fn create_crd(h: &Harness, cluster: &str, crd: Value) -> Value {
 /// Waits (up to 30 s, only a bound against hangs) until the cluster serves `example.com/v1
 /// widgets` and returns its definition.
 async fn served(h: &Harness, cluster: &str) -> Arc<ResourceDef> {
+    let cluster = lc(cluster);
     for _ in 0..3000 {
         if let Some(def) = h
             .server
@@ -87,6 +91,7 @@ async fn served(h: &Harness, cluster: &str) -> Arc<ResourceDef> {
 }
 
 async fn crd_condition(h: &Harness, cluster: &str, name: &str, type_: &str) -> Option<String> {
+    let cluster = lc(cluster);
     let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
     let at = ObjectRef {
         cluster,
@@ -108,9 +113,9 @@ async fn crd_condition(h: &Harness, cluster: &str, name: &str, type_: &str) -> O
         .and_then(|c| c["status"].as_str().map(str::to_string))
 }
 
-fn in_default<'a>(cluster: &'a str, name: &'a str) -> ObjectRef<'a> {
+fn in_default<'a>(cluster: &str, name: &'a str) -> ObjectRef<'a> {
     ObjectRef {
-        cluster,
+        cluster: lc(cluster),
         namespace: Some("default"),
         name,
     }
@@ -132,7 +137,7 @@ async fn crds_are_per_cluster(h: &Harness) {
     let created = reg
         .create(
             &in_root,
-            "root",
+            lc("root"),
             Some("default"),
             widget("a", json!(3)),
             WriteOptions::default(),
@@ -143,7 +148,7 @@ async fn crds_are_per_cluster(h: &Harness) {
     let err = reg
         .create(
             &in_root,
-            "root",
+            lc("root"),
             Some("default"),
             widget("b", json!("3")),
             WriteOptions::default(),
@@ -155,7 +160,7 @@ async fn crds_are_per_cluster(h: &Harness) {
     assert_eq!(err.details.causes[0].field, "spec.size");
     reg.create(
         &in_other,
-        "other",
+        lc("other"),
         Some("default"),
         widget("b", json!("3")),
         WriteOptions::default(),
@@ -166,7 +171,7 @@ async fn crds_are_per_cluster(h: &Harness) {
     // Each cluster lists only its own objects.
     let list = |cluster: &'static str, def: Arc<ResourceDef>| async move {
         let scope = ListScope {
-            cluster: Some(cluster),
+            cluster: Some(lc(cluster)),
             namespace: None,
         };
         h.server
@@ -280,7 +285,7 @@ async fn conflicting_names_are_not_accepted(h: &Harness) {
     create_crd(h, "root", short).await;
     let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
     let at = ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: None,
         name: "doodads.example.com",
     };
@@ -320,7 +325,7 @@ async fn deleting_a_crd_deletes_its_objects(h: &Harness) {
     for name in ["a", "b"] {
         reg.create(
             &def,
-            "root",
+            lc("root"),
             Some("default"),
             widget(name, json!(1)),
             WriteOptions::default(),
@@ -330,7 +335,7 @@ async fn deleting_a_crd_deletes_its_objects(h: &Harness) {
     }
     let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
     let at = ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: None,
         name: "widgets.example.com",
     };
@@ -367,7 +372,7 @@ async fn deleting_a_crd_deletes_its_objects(h: &Harness) {
     create_crd(h, "root", widget_crd("integer")).await;
     let def = served(h, "root").await;
     let scope = ListScope {
-        cluster: Some("root"),
+        cluster: Some(lc("root")),
         namespace: None,
     };
     let items = reg
@@ -384,12 +389,12 @@ async fn namespace_deletion_removes_custom_resources(h: &Harness) {
     let reg = h.server.registry();
     let ns = common::builtin("", "namespaces");
     let obj = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}});
-    reg.create(&ns, "root", None, obj, WriteOptions::default())
+    reg.create(&ns, lc("root"), None, obj, WriteOptions::default())
         .await
         .expect("namespace");
     reg.create(
         &def,
-        "root",
+        lc("root"),
         Some("doomed"),
         widget("w", json!(1)),
         WriteOptions::default(),
@@ -397,7 +402,7 @@ async fn namespace_deletion_removes_custom_resources(h: &Harness) {
     .await
     .expect("widget");
     let at = ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: None,
         name: "doomed",
     };
@@ -406,7 +411,7 @@ async fn namespace_deletion_removes_custom_resources(h: &Harness) {
         .expect("delete");
     h.server.finalize_namespaces_now().await;
     let w = ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: Some("doomed"),
         name: "w",
     };
@@ -433,7 +438,7 @@ async fn custom_resources_are_defaulted_and_validated(h: &Harness) {
     let created = reg
         .create(
             &def,
-            "root",
+            lc("root"),
             Some("default"),
             obj(json!({"color": "red", "extra": {"any": {"thing": 1}}, "drop": 1})),
             WriteOptions::default(),
@@ -448,7 +453,7 @@ async fn custom_resources_are_defaulted_and_validated(h: &Harness) {
     let err = reg
         .create(
             &def,
-            "root",
+            lc("root"),
             Some("default"),
             obj(json!({"size": 11, "color": "green", "tag": "A1"})),
             WriteOptions {
@@ -482,7 +487,7 @@ async fn custom_resources_are_defaulted_and_validated(h: &Harness) {
     let err = reg
         .create(
             &def,
-            "root",
+            lc("root"),
             Some("default"),
             obj(json!({"size": 2})),
             WriteOptions {
@@ -532,9 +537,14 @@ async fn finalizer_names_without_a_domain_warn(h: &Harness) {
     let reg = h.server.registry();
     let mut obj = widget("w", json!(1));
     obj["metadata"]["finalizers"] = json!(["hold"]);
-    let (created, said) =
-        warnings::collect(reg.create(&def, "root", Some("default"), obj, WriteOptions::default()))
-            .await;
+    let (created, said) = warnings::collect(reg.create(
+        &def,
+        lc("root"),
+        Some("default"),
+        obj,
+        WriteOptions::default(),
+    ))
+    .await;
     assert!(created.is_ok(), "{:?}", created.err());
     assert_eq!(
         said,
@@ -573,7 +583,13 @@ async fn refusal_causes(h: &Harness, def: &ResourceDef, obj: Value) -> Vec<Strin
     let err = h
         .server
         .registry()
-        .create(def, "root", Some("default"), obj, WriteOptions::default())
+        .create(
+            def,
+            lc("root"),
+            Some("default"),
+            obj,
+            WriteOptions::default(),
+        )
         .await
         .err()
         .expect("refused");
@@ -596,7 +612,7 @@ async fn custom_resources_of_another_kind_are_invalid(h: &Harness) {
     let err = reg
         .create(
             &def,
-            "root",
+            lc("root"),
             Some("default"),
             gadget.clone(),
             WriteOptions::default(),
@@ -614,7 +630,7 @@ async fn custom_resources_of_another_kind_are_invalid(h: &Harness) {
     assert_eq!(err.details.causes[0].reason, "FieldValueInvalid");
     reg.create(
         &def,
-        "root",
+        lc("root"),
         Some("default"),
         widget("w", json!(1)),
         WriteOptions::default(),
@@ -644,7 +660,7 @@ async fn custom_resources_of_another_kind_are_invalid(h: &Harness) {
     let err = reg
         .create(
             &configmaps,
-            "root",
+            lc("root"),
             Some("default"),
             cm,
             WriteOptions::default(),
@@ -664,7 +680,7 @@ async fn invalid_crds_are_refused(h: &Harness) {
     let err = h
         .server
         .registry()
-        .create(&crds, "root", None, crd, WriteOptions::default())
+        .create(&crds, lc("root"), None, crd, WriteOptions::default())
         .await
         .err()
         .expect("invalid CRD");
@@ -692,7 +708,7 @@ async fn invalid_crds_are_refused(h: &Harness) {
     let err = h
         .server
         .registry()
-        .create(&crds, "root", None, webhook, WriteOptions::default())
+        .create(&crds, lc("root"), None, webhook, WriteOptions::default())
         .await
         .err()
         .expect("webhook conversion refused");
@@ -723,7 +739,7 @@ async fn cel_rules_are_enforced(h: &Harness) {
     let err = h
         .server
         .registry()
-        .create(&crds, "root", None, broken, WriteOptions::default())
+        .create(&crds, lc("root"), None, broken, WriteOptions::default())
         .await
         .err()
         .expect("uncompilable rule refused");
@@ -746,7 +762,7 @@ async fn cel_rules_are_enforced(h: &Harness) {
     let err = reg
         .create(
             &def,
-            "root",
+            lc("root"),
             Some("default"),
             obj(5, 1, "a"),
             WriteOptions::default(),
@@ -764,7 +780,7 @@ async fn cel_rules_are_enforced(h: &Harness) {
     );
     reg.create(
         &def,
-        "root",
+        lc("root"),
         Some("default"),
         obj(1, 5, "a"),
         WriteOptions::default(),
@@ -840,7 +856,7 @@ async fn versions_share_storage_with_conversion_none(h: &Harness) {
     let created = reg
         .create(
             &beta_def,
-            "root",
+            lc("root"),
             Some("default"),
             obj,
             WriteOptions::default(),
@@ -892,7 +908,7 @@ async fn defaults_apply_on_requests_and_from_storage(h: &Harness) {
     let created = reg
         .create(
             &def,
-            "root",
+            lc("root"),
             Some("default"),
             widget("w", json!(1)),
             WriteOptions::default(),
@@ -905,7 +921,7 @@ async fn defaults_apply_on_requests_and_from_storage(h: &Harness) {
     // A default added later shows on the stored object when it is read.
     let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
     let at = ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: None,
         name: "widgets.example.com",
     };
@@ -946,7 +962,7 @@ async fn defaults_apply_on_requests_and_from_storage(h: &Harness) {
     );
     let def = served(h, "root").await;
     let scope = ListScope {
-        cluster: Some("root"),
+        cluster: Some(lc("root")),
         namespace: Some("default"),
     };
     let listed = reg
@@ -963,7 +979,7 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
     for i in 0..7 {
         reg.create(
             &def,
-            "root",
+            lc("root"),
             Some("default"),
             widget(&format!("w{i}"), json!(i)),
             WriteOptions::default(),
@@ -973,7 +989,7 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
     }
     // Chunks of 3 from one snapshot, even when objects change between pages.
     let scope = ListScope {
-        cluster: Some("root"),
+        cluster: Some(lc("root")),
         namespace: Some("default"),
     };
     let first = reg
@@ -991,7 +1007,7 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
     let snapshot = first.revision;
     reg.create(
         &def,
-        "root",
+        lc("root"),
         Some("default"),
         widget("late", json!(0)),
         WriteOptions::default(),
@@ -1033,7 +1049,7 @@ async fn custom_resources_paginate_and_watch(h: &Harness) {
         .subscribe(
             &prefix,
             kcp_apiserver::watch_cache::Scope {
-                cluster: Some("root".into()),
+                cluster: Some(lc("root").clone()),
                 namespace: None,
             },
             Some(snapshot),

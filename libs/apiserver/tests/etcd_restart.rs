@@ -4,6 +4,7 @@
 
 mod common;
 
+use kcp_apiserver::testing::lc;
 use std::time::Duration;
 
 use kcp_apiserver::registry::{ObjectRef, WriteOptions};
@@ -27,13 +28,13 @@ async fn the_cache_recovers_after_etcd_restarts() {
     let cm =
         |name: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
     let at = |name: &'static str| ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: Some("default"),
         name,
     };
     reg.create(
         &cms,
-        "root",
+        lc("root"),
         Some("default"),
         cm("before"),
         WriteOptions::default(),
@@ -63,7 +64,7 @@ async fn the_cache_recovers_after_etcd_restarts() {
         match reg
             .create(
                 &cms,
-                "root",
+                lc("root"),
                 Some("default"),
                 cm("after"),
                 WriteOptions::default(),
@@ -132,11 +133,17 @@ async fn an_etcd_behind_the_cache_is_reloaded() {
     let reg = server.registry();
     let cms = common::builtin("", "configmaps");
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "lost"}});
-    reg.create(&cms, "root", Some("default"), cm, WriteOptions::default())
-        .await
-        .expect("create");
+    reg.create(
+        &cms,
+        lc("root"),
+        Some("default"),
+        cm,
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create");
     let at = ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: Some("default"),
         name: "lost",
     };

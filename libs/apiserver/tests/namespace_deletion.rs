@@ -5,6 +5,7 @@
 mod common;
 
 use kcp_apiserver::on_both_stores;
+use kcp_apiserver::testing::lc;
 
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ const EVENTUALLY: Duration = Duration::from_secs(30);
 
 fn ns_ref(name: &str) -> ObjectRef<'_> {
     ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: None,
         name,
     }
@@ -44,13 +45,19 @@ async fn terminating_namespace_reports_remaining_content(h: &Harness) {
     let registry = h.server.registry();
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "doomed"}});
     registry
-        .create(&ns_def, "root", None, ns, WriteOptions::default())
+        .create(&ns_def, lc("root"), None, ns, WriteOptions::default())
         .await
         .expect("namespace created");
     let held = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
     registry
-        .create(&cms, "root", Some("doomed"), held, WriteOptions::default())
+        .create(
+            &cms,
+            lc("root"),
+            Some("doomed"),
+            held,
+            WriteOptions::default(),
+        )
         .await
         .expect("config map created");
 
@@ -103,7 +110,13 @@ async fn terminating_namespace_reports_remaining_content(h: &Harness) {
     // New content is refused while the namespace terminates.
     let late = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "late"}});
     let err = registry
-        .create(&cms, "root", Some("doomed"), late, WriteOptions::default())
+        .create(
+            &cms,
+            lc("root"),
+            Some("doomed"),
+            late,
+            WriteOptions::default(),
+        )
         .await
         .err()
         .expect("creating into a terminating namespace is refused");
@@ -119,7 +132,7 @@ async fn terminating_namespace_reports_remaining_content(h: &Harness) {
 
     // Releasing the finalizer lets the content, then the namespace, go.
     let held_at = ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: Some("doomed"),
         name: "held",
     };

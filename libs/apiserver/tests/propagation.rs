@@ -5,6 +5,7 @@
 mod common;
 
 use kcp_apiserver::on_both_stores;
+use kcp_apiserver::testing::lc;
 
 use common::Harness;
 use kcp_apiserver::registry::{DeleteOptions, DeleteOutcome, ObjectRef, UpdateKind, WriteOptions};
@@ -12,7 +13,7 @@ use serde_json::{Value, json};
 
 fn at(name: &str) -> ObjectRef<'_> {
     ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: Some("default"),
         name,
     }
@@ -50,9 +51,15 @@ async fn policies_switch_the_collector_finalizers(h: &Harness) {
     let reg = h.server.registry();
     let held = json!({"apiVersion": "v1", "kind": "ConfigMap",
         "metadata": {"name": "held", "finalizers": ["example.com/hold"]}});
-    reg.create(&cms, "root", Some("default"), held, WriteOptions::default())
-        .await
-        .expect("create");
+    reg.create(
+        &cms,
+        lc("root"),
+        Some("default"),
+        held,
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create");
 
     let orphaning = pending(h, "held", &policy("Orphan")).await;
     assert_eq!(finalizers(&orphaning), vec!["example.com/hold", "orphan"]);
@@ -97,7 +104,7 @@ async fn policies_switch_the_collector_finalizers(h: &Harness) {
     let plain = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "plain"}});
     reg.create(
         &cms,
-        "root",
+        lc("root"),
         Some("default"),
         plain,
         WriteOptions::default(),

@@ -4,6 +4,7 @@
 mod common;
 
 use kcp_apiserver::on_both_stores;
+use kcp_apiserver::testing::lc;
 
 use common::Harness;
 
@@ -27,7 +28,7 @@ fn cm(name: &str, data: Value) -> Value {
 
 fn at<'a>(name: &'a str) -> ObjectRef<'a> {
     ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: Some("default"),
         name,
     }
@@ -46,7 +47,7 @@ async fn conflicts_and_versions(h: &Harness) {
     let created = reg
         .create(
             &cms,
-            "root",
+            lc("root"),
             Some("default"),
             cm("a", json!({"k": "1"})),
             WriteOptions::default(),
@@ -64,7 +65,7 @@ async fn conflicts_and_versions(h: &Harness) {
     let again = reg
         .create(
             &cms,
-            "root",
+            lc("root"),
             Some("default"),
             cm("a", json!({})),
             WriteOptions::default(),
@@ -123,7 +124,7 @@ async fn conflicts_and_versions(h: &Harness) {
     let dry = reg
         .create(
             &cms,
-            "root",
+            lc("root"),
             Some("default"),
             cm("dry", json!({})),
             WriteOptions {
@@ -143,7 +144,7 @@ async fn conflicts_and_versions(h: &Harness) {
     let bad = reg
         .create(
             &cms,
-            "root",
+            lc("root"),
             Some("default"),
             cm("Bad_Name", json!({})),
             WriteOptions::default(),
@@ -159,7 +160,7 @@ async fn conflicts_and_versions(h: &Harness) {
     let no_ns = reg
         .create(
             &cms,
-            "root",
+            lc("root"),
             Some("nope"),
             cm("x", json!({})),
             WriteOptions::default(),
@@ -176,7 +177,7 @@ async fn pagination_is_a_snapshot(h: &Harness) {
     for i in 0..7 {
         reg.create(
             &cms,
-            "root",
+            lc("root"),
             Some("default"),
             cm(&format!("p{i}"), json!({})),
             WriteOptions::default(),
@@ -185,7 +186,7 @@ async fn pagination_is_a_snapshot(h: &Harness) {
         .expect("create");
     }
     let scope = ListScope {
-        cluster: Some("root"),
+        cluster: Some(lc("root")),
         namespace: Some("default"),
     };
     let first = reg
@@ -205,7 +206,7 @@ async fn pagination_is_a_snapshot(h: &Harness) {
     // Changes after the first page do not show up in later pages of the same list.
     reg.create(
         &cms,
-        "root",
+        lc("root"),
         Some("default"),
         cm("p99", json!({})),
         WriteOptions::default(),
@@ -254,7 +255,7 @@ async fn pagination_is_a_snapshot(h: &Harness) {
         .list(
             &cms,
             ListScope {
-                cluster: Some("other"),
+                cluster: Some(lc("other")),
                 namespace: None,
             },
             &ListOptions::default(),
@@ -287,7 +288,7 @@ async fn continued_lists_read_the_store_only_after_a_change(h: &Harness) {
     let ns = "pages";
     reg.create(
         &def("namespaces"),
-        "root",
+        lc("root"),
         None,
         json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
         WriteOptions::default(),
@@ -297,7 +298,7 @@ async fn continued_lists_read_the_store_only_after_a_change(h: &Harness) {
     for i in 0..5 {
         reg.create(
             &cms,
-            "root",
+            lc("root"),
             Some(ns),
             cm(&format!("q{i}"), json!({})),
             WriteOptions::default(),
@@ -306,7 +307,7 @@ async fn continued_lists_read_the_store_only_after_a_change(h: &Harness) {
         .expect("create");
     }
     let scope = ListScope {
-        cluster: Some("root"),
+        cluster: Some(lc("root")),
         namespace: Some(ns),
     };
     let page = |token: Option<String>| ListOptions {
@@ -321,7 +322,7 @@ async fn continued_lists_read_the_store_only_after_a_change(h: &Harness) {
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
     reg.create(
         &def("secrets"),
-        "root",
+        lc("root"),
         Some(ns),
         secret,
         WriteOptions::default(),
@@ -346,7 +347,7 @@ async fn continued_lists_read_the_store_only_after_a_change(h: &Harness) {
     // A ConfigMap changes: the snapshot is gone from the cache, and compacted in the store.
     reg.create(
         &cms,
-        "root",
+        lc("root"),
         Some(ns),
         cm("q9", json!({})),
         WriteOptions::default(),
@@ -404,7 +405,7 @@ async fn watch_resumes_from_a_revision(h: &Harness) {
     let a = reg
         .create(
             &cms,
-            "root",
+            lc("root"),
             Some("default"),
             cm("w1", json!({})),
             WriteOptions::default(),
@@ -414,7 +415,7 @@ async fn watch_resumes_from_a_revision(h: &Harness) {
     let from = rv(&a.object);
     reg.create(
         &cms,
-        "root",
+        lc("root"),
         Some("default"),
         cm("w2", json!({})),
         WriteOptions::default(),
@@ -426,7 +427,7 @@ async fn watch_resumes_from_a_revision(h: &Harness) {
         .all_clusters()
         .to_string();
     let scope = Scope {
-        cluster: Some("root".into()),
+        cluster: Some(lc("root").clone()),
         namespace: Some("default".into()),
     };
     // Acknowledged writes may still be on their way into the cache; a consistent reader waits for them.
@@ -481,9 +482,15 @@ async fn finalizers_hold_deletion(h: &Harness) {
     let cms = def("configmaps");
     let mut obj = cm("fin", json!({}));
     obj["metadata"]["finalizers"] = json!(["example.com/hold"]);
-    reg.create(&cms, "root", Some("default"), obj, WriteOptions::default())
-        .await
-        .expect("create");
+    reg.create(
+        &cms,
+        lc("root"),
+        Some("default"),
+        obj,
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create");
     match reg
         .delete(&cms, at("fin"), &DeleteOptions::default())
         .await
@@ -518,7 +525,7 @@ async fn finalizers_hold_deletion(h: &Harness) {
         .all_clusters()
         .to_string();
     let scope = Scope {
-        cluster: Some("root".into()),
+        cluster: Some(lc("root").clone()),
         namespace: Some("default".into()),
     };
     let mut sub = cache
@@ -554,7 +561,7 @@ async fn finalizers_hold_deletion(h: &Harness) {
     // Preconditions on delete.
     reg.create(
         &cms,
-        "root",
+        lc("root"),
         Some("default"),
         cm("pre", json!({})),
         WriteOptions::default(),
@@ -580,7 +587,7 @@ async fn namespaces_are_emptied_on_delete(h: &Harness) {
     let cms = def("configmaps");
     reg.create(
         &ns,
-        "root",
+        lc("root"),
         None,
         json!({"metadata": {"name": "gone"}}),
         WriteOptions::default(),
@@ -589,7 +596,7 @@ async fn namespaces_are_emptied_on_delete(h: &Harness) {
     .expect("ns");
     reg.create(
         &cms,
-        "root",
+        lc("root"),
         Some("gone"),
         cm("inside", json!({})),
         WriteOptions::default(),
@@ -597,7 +604,7 @@ async fn namespaces_are_emptied_on_delete(h: &Harness) {
     .await
     .expect("cm");
     let nsref = ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: None,
         name: "gone",
     };
@@ -615,7 +622,7 @@ async fn namespaces_are_emptied_on_delete(h: &Harness) {
     let refused = reg
         .create(
             &cms,
-            "root",
+            lc("root"),
             Some("gone"),
             cm("late", json!({})),
             WriteOptions::default(),
@@ -629,7 +636,7 @@ async fn namespaces_are_emptied_on_delete(h: &Harness) {
         reg.get(
             &cms,
             ObjectRef {
-                cluster: "root",
+                cluster: lc("root"),
                 namespace: Some("gone"),
                 name: "inside"
             }
@@ -649,7 +656,7 @@ async fn objects_created_together(h: &Harness) {
     let (ns, cms, sas) = (def("namespaces"), def("configmaps"), def("serviceaccounts"));
     let new = |def, namespace, object| NewObject {
         def,
-        cluster: "together",
+        cluster: lc("together"),
         namespace,
         object,
     };
@@ -673,7 +680,7 @@ async fn objects_created_together(h: &Harness) {
         reg.get(
             def,
             ObjectRef {
-                cluster: "together",
+                cluster: lc("together"),
                 namespace,
                 name,
             },
@@ -737,7 +744,7 @@ async fn creates_updates_and_requirements_in_one_write(h: &Harness) {
     let held = reg
         .create(
             &cms,
-            "root",
+            lc("root"),
             Some("default"),
             cm("held", json!({"k": "1"})),
             WriteOptions::default(),
@@ -747,7 +754,7 @@ async fn creates_updates_and_requirements_in_one_write(h: &Harness) {
     let old = held.object;
     let namespace = |name: &str| NewObject {
         def: &ns,
-        cluster: "batch",
+        cluster: lc("batch"),
         namespace: None,
         object: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
     };
@@ -755,7 +762,7 @@ async fn creates_updates_and_requirements_in_one_write(h: &Harness) {
         (
             &ns,
             ObjectRef {
-                cluster: "root",
+                cluster: lc("root"),
                 namespace: None,
                 name,
             },
@@ -777,7 +784,7 @@ async fn creates_updates_and_requirements_in_one_write(h: &Harness) {
     let ns_def = &ns;
     let ns_code = |name| async move {
         let at = ObjectRef {
-            cluster: "batch",
+            cluster: lc("batch"),
             namespace: None,
             name,
         };
@@ -851,7 +858,7 @@ async fn deletions_in_one_write(h: &Harness) {
     let mut read = Vec::new();
     for (d, obj) in [(&cms, held("marked")), (&secrets, secret)] {
         let w = reg
-            .create(d, "root", Some("default"), obj, WriteOptions::default())
+            .create(d, lc("root"), Some("default"), obj, WriteOptions::default())
             .await
             .expect("create");
         read.push(w.object);
@@ -859,7 +866,7 @@ async fn deletions_in_one_write(h: &Harness) {
     // A third object, already deleting, whose last finalizer the batch removes.
     reg.create(
         &cms,
-        "root",
+        lc("root"),
         Some("default"),
         held("released"),
         WriteOptions::default(),
@@ -952,7 +959,7 @@ async fn creates_bring_their_companions(h: &Harness) {
         match (def.plural.as_str(), brings) {
             ("configmaps", Some(ns)) => vec![Companion {
                 def: companion_def.clone(),
-                cluster: "companions".into(),
+                cluster: lc("companions").clone(),
                 namespace: None,
                 object: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
             }],
@@ -962,7 +969,7 @@ async fn creates_bring_their_companions(h: &Harness) {
     let ns_def = def("namespaces");
     let namespace = |name| {
         let at = ObjectRef {
-            cluster: "companions",
+            cluster: lc("companions"),
             namespace: None,
             name,
         };
@@ -977,7 +984,7 @@ async fn creates_bring_their_companions(h: &Harness) {
             dry_run,
             ..WriteOptions::default()
         };
-        reg.create(&cms, "root", Some("default"), object, opts)
+        reg.create(&cms, lc("root"), Some("default"), object, opts)
     };
     let first = create("first", "alpha", json!({}), false)
         .await
@@ -1036,20 +1043,20 @@ async fn companions_of_companions_and_batches(h: &Harness) {
         match (def.plural.as_str(), brings, name) {
             ("configmaps", Some(ns), _) => vec![Companion {
                 def: namespaces.clone(),
-                cluster: "chain".into(),
+                cluster: lc("chain").clone(),
                 namespace: None,
                 object: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": ns}}),
             }],
             ("namespaces", _, Some(ns)) if cluster == "chain" => vec![
                 Companion {
                     def: secret_def.clone(),
-                    cluster: cluster.into(),
+                    cluster: cluster.clone(),
                     namespace: Some(ns.into()),
                     object: json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "token"}}),
                 },
                 Companion {
                     def: cm_def.clone(),
-                    cluster: cluster.into(),
+                    cluster: cluster.clone(),
                     namespace: Some(ns.into()),
                     object: cm("extra", json!({})),
                 },
@@ -1058,7 +1065,7 @@ async fn companions_of_companions_and_batches(h: &Harness) {
         }
     }));
     let in_chain = |namespace, name| ObjectRef {
-        cluster: "chain",
+        cluster: lc("chain"),
         namespace,
         name,
     };
@@ -1074,7 +1081,7 @@ async fn companions_of_companions_and_batches(h: &Harness) {
     let created = reg
         .create(
             &cms,
-            "root",
+            lc("root"),
             Some("default"),
             object,
             WriteOptions::default(),
@@ -1094,7 +1101,7 @@ async fn companions_of_companions_and_batches(h: &Harness) {
     // A batch's namespace brings its companions too, unless the batch writes that resource.
     let new_namespace = |name: &'static str| NewObject {
         def: &ns_def,
-        cluster: "chain",
+        cluster: lc("chain"),
         namespace: None,
         object: json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}),
     };
@@ -1110,7 +1117,7 @@ async fn companions_of_companions_and_batches(h: &Harness) {
     assert!(token <= ns && extra <= ns, "{token} {extra} {ns}");
     let own_secret = NewObject {
         def: &secrets,
-        cluster: "chain",
+        cluster: lc("chain"),
         namespace: Some("three"),
         object: json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mine"}}),
     };
@@ -1139,7 +1146,7 @@ async fn events_are_one_set_of_objects_in_two_apis(h: &Harness) {
     let core = def("events");
     let events = events_def();
     let scope = ListScope {
-        cluster: Some("root"),
+        cluster: Some(lc("root")),
         namespace: Some("default"),
     };
     // Written through events.k8s.io/v1, read through core/v1 ...
@@ -1152,7 +1159,7 @@ async fn events_are_one_set_of_objects_in_two_apis(h: &Harness) {
     let created = reg
         .create(
             &events,
-            "root",
+            lc("root"),
             Some("default"),
             obj,
             WriteOptions::default(),
@@ -1176,7 +1183,7 @@ async fn events_are_one_set_of_objects_in_two_apis(h: &Harness) {
     let core_obj = json!({"apiVersion": "v1", "kind": "Event", "metadata": {"name": "e2"}, "message": "from core", "reason": "R", "type": "Warning", "involvedObject": {"kind": "Secret", "name": "s"}});
     reg.create(
         &core,
-        "root",
+        lc("root"),
         Some("default"),
         core_obj,
         WriteOptions::default(),
@@ -1279,7 +1286,7 @@ async fn kind_rules_are_enforced(h: &Harness) {
     let err = reg
         .create(
             &rbs,
-            "root",
+            lc("root"),
             Some("default"),
             missing,
             WriteOptions::default(),
@@ -1304,9 +1311,15 @@ async fn kind_rules_are_enforced(h: &Harness) {
     // A binding's roleRef cannot change.
     let rb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding", "metadata": {"name": "rb"},
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "a"}});
-    reg.create(&rbs, "root", Some("default"), rb, WriteOptions::default())
-        .await
-        .expect("create");
+    reg.create(
+        &rbs,
+        lc("root"),
+        Some("default"),
+        rb,
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create");
     let err = reg
         .update(
             &rbs,
@@ -1344,7 +1357,7 @@ async fn writes_are_decoded_and_owner_references_deduplicated(h: &Harness) {
     obj["metadata"]["ownerReferences"] = json!([owner, other, owner, same_uid]);
     let (created, warnings) = kcp_apiserver::admission::warnings::collect(reg.create(
         &cms,
-        "root",
+        lc("root"),
         Some("default"),
         obj,
         WriteOptions::default(),
@@ -1384,7 +1397,7 @@ async fn writes_are_decoded_and_owner_references_deduplicated(h: &Harness) {
     let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}, "data": {"a": "YQ=="}});
     reg.create(
         &secrets,
-        "root",
+        lc("root"),
         Some("default"),
         secret,
         WriteOptions::default(),

@@ -2,6 +2,7 @@
 
 mod common;
 
+use kcp_apiserver::testing::lc;
 use std::time::Duration;
 
 use kcp_apiserver::registry::WriteOptions;
@@ -19,7 +20,7 @@ async fn a_watcher_that_falls_behind_is_cut_off() {
         .all_clusters()
         .to_string();
     let scope = Scope {
-        cluster: Some("root".into()),
+        cluster: Some(lc("root").clone()),
         namespace: None,
     };
     let mut slow = reg
@@ -44,9 +45,15 @@ async fn a_watcher_that_falls_behind_is_cut_off() {
     for i in 0..total {
         let cm =
             json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": format!("c{i}")}});
-        reg.create(&cms, "root", Some("default"), cm, WriteOptions::default())
-            .await
-            .expect("create");
+        reg.create(
+            &cms,
+            lc("root"),
+            Some("default"),
+            cm,
+            WriteOptions::default(),
+        )
+        .await
+        .expect("create");
     }
     assert_eq!(
         reader.await.expect("reader"),
@@ -85,7 +92,13 @@ async fn history_of_large_objects_is_bounded_in_bytes() {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
                         "metadata": {"name": format!("big-{i}")}, "data": {"p": payload}});
         let written = reg
-            .create(&cms, "root", Some("default"), cm, WriteOptions::default())
+            .create(
+                &cms,
+                lc("root"),
+                Some("default"),
+                cm,
+                WriteOptions::default(),
+            )
             .await
             .expect("create");
         let rv: i64 = written.object["metadata"]["resourceVersion"]
@@ -96,7 +109,7 @@ async fn history_of_large_objects_is_bounded_in_bytes() {
     }
     reg.cache().wait_fresh().await.expect("fresh");
     let scope = Scope {
-        cluster: Some("root".into()),
+        cluster: Some(lc("root").clone()),
         namespace: None,
     };
     let old = reg

@@ -3,6 +3,7 @@
 
 mod common;
 
+use kcp_apiserver::testing::lc;
 use std::time::Duration;
 
 use kcp_apiserver::registry::WriteOptions;
@@ -31,15 +32,21 @@ async fn sees_every_resource_and_is_cut_off_when_behind() {
     let cms = common::builtin("", "configmaps");
     let leases = common::builtin("coordination.k8s.io", "leases");
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
-    reg.create(&cms, "root", Some("default"), cm, WriteOptions::default())
-        .await
-        .expect("create config map");
+    reg.create(
+        &cms,
+        lc("root"),
+        Some("default"),
+        cm,
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create config map");
     // No lease existed before: its resource's cache is created by this event.
     let lease =
         json!({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}});
     reg.create(
         &leases,
-        "root",
+        lc("root"),
         Some("default"),
         lease,
         WriteOptions::default(),
@@ -63,9 +70,15 @@ async fn sees_every_resource_and_is_cut_off_when_behind() {
 
     // The slow subscriber never read: with a queue of 2, the third event cuts it off.
     let cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "d"}});
-    reg.create(&cms, "root", Some("default"), cm, WriteOptions::default())
-        .await
-        .expect("create config map");
+    reg.create(
+        &cms,
+        lc("root"),
+        Some("default"),
+        cm,
+        WriteOptions::default(),
+    )
+    .await
+    .expect("create config map");
     let _ = tokio::time::timeout(Duration::from_secs(30), all.rx.recv()).await;
     let mut got = 0;
     loop {

@@ -3,6 +3,7 @@
 
 mod common;
 
+use kcp_apiserver::testing::lc;
 use std::time::Duration;
 
 use common::Harness;
@@ -23,7 +24,7 @@ async fn old_events_encode_the_same_frames_again(h: &Harness) {
         .all_clusters()
         .to_string();
     let scope = Scope {
-        cluster: Some("root".into()),
+        cluster: Some(lc("root").clone()),
         namespace: Some("default".into()),
     };
     let start = reg.cache().wait_fresh().await.expect("fresh");
@@ -37,9 +38,15 @@ async fn old_events_encode_the_same_frames_again(h: &Harness) {
         let cm = json!({"apiVersion": "v1", "kind": "ConfigMap",
             "metadata": {"name": format!("c{i}"), "labels": {"n": i.to_string()}},
             "data": {"k": "v".repeat(i % 300)}});
-        reg.create(&cms, "root", Some("default"), cm, WriteOptions::default())
-            .await
-            .expect("create");
+        reg.create(
+            &cms,
+            lc("root"),
+            Some("default"),
+            cm,
+            WriteOptions::default(),
+        )
+        .await
+        .expect("create");
         match tokio::time::timeout(Duration::from_secs(10), live.rx.recv()).await {
             Ok(Some(WatchItem::Event(ev))) => live_frames.push(ev.json_frame(ev.kind)),
             other => panic!("event {i}: got {other:?}"),

@@ -10,6 +10,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::selector::label::from_label_selector;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
@@ -45,7 +46,7 @@ pub fn spawn(server: Arc<ApiServer>) {
     });
     drop(server);
     // One key per logical cluster: any ClusterRole of it may change what its aggregated ones hold.
-    let queue: Arc<WorkQueue<String>> = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
+    let queue: Arc<WorkQueue<LogicalClusterName>> = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
     let worker = controller.clone();
     queue.spawn_workers(1, stop.clone(), move |cluster| {
         let controller = worker.clone();
@@ -149,7 +150,7 @@ impl Controller {
             .any(|r| r.json.may_contain(b"\"aggregationRule\""))
     }
 
-    fn all(&self, queue: &WorkQueue<String>) {
+    fn all(&self, queue: &WorkQueue<LogicalClusterName>) {
         let Some(server) = self.server.upgrade() else {
             return;
         };
@@ -164,7 +165,7 @@ impl Controller {
         }
     }
 
-    async fn reconcile(&self, cluster: &str) -> Result<(), ApiError> {
+    async fn reconcile(&self, cluster: &LogicalClusterName) -> Result<(), ApiError> {
         let Some(server) = self.server.upgrade() else {
             return Ok(());
         };

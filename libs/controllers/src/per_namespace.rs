@@ -10,6 +10,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{Companion, ObjectRef, UpdateKind, WriteOptions, keyspace};
@@ -99,7 +100,12 @@ struct Controller<O> {
 
 impl<O: NamespaceObject> Controller<O> {
     /// What a new namespace brings along: the object, unless the namespace or its LC is going.
-    fn companions(&self, def: &ResourceDef, cluster: &str, ns: &Value) -> Vec<Companion> {
+    fn companions(
+        &self,
+        def: &ResourceDef,
+        cluster: &LogicalClusterName,
+        ns: &Value,
+    ) -> Vec<Companion> {
         let name = ns
             .pointer("/metadata/name")
             .and_then(Value::as_str)
@@ -114,7 +120,7 @@ impl<O: NamespaceObject> Controller<O> {
         }
         vec![Companion {
             def: self.object.def().clone(),
-            cluster: cluster.to_string(),
+            cluster: cluster.clone(),
             namespace: Some(name.to_string()),
             object: self.object.desired(),
         }]
@@ -133,7 +139,7 @@ impl<O: NamespaceObject> Controller<O> {
             .is_some_and(|lc| lc.is_deleting())
     }
 
-    fn all_namespaces(&self, server: &ApiServer) -> Vec<(String, String)> {
+    fn all_namespaces(&self, server: &ApiServer) -> Vec<(LogicalClusterName, String)> {
         server
             .registry()
             .cache()
@@ -146,7 +152,7 @@ impl<O: NamespaceObject> Controller<O> {
     async fn reconcile(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         namespace: &str,
     ) -> Result<(), ApiError> {
         let registry = server.registry();
@@ -208,7 +214,7 @@ impl<O: NamespaceObject> Controller<O> {
         &self,
         server: &ApiServer,
         change: Change,
-        queue: &WorkQueue<(String, String)>,
+        queue: &WorkQueue<(LogicalClusterName, String)>,
         is_namespace: bool,
     ) {
         match change {
@@ -260,7 +266,7 @@ pub(crate) fn spawn<O: NamespaceObject>(server: Arc<ApiServer>, object: O) {
     let queue = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
     drop(server);
     let worker = controller.clone();
-    queue.spawn_workers(WORKERS, shutdown.clone(), move |ns: (String, String)| {
+    queue.spawn_workers(WORKERS, shutdown.clone(), move |ns: (LogicalClusterName, String)| {
         let controller = worker.clone();
         async move {
             let Some(server) = controller.server.upgrade() else {

@@ -18,6 +18,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::quantity::Quantity;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
@@ -43,7 +44,7 @@ const RETRY_DELAY: Duration = Duration::from_secs(1);
 /// Deletions queued from the watchers of counted resources before they wait for the controller.
 const SIGNAL_QUEUE: usize = 1024;
 
-type NamespaceRef = (String, String);
+type NamespaceRef = (LogicalClusterName, String);
 
 enum Signal {
     /// A counted object in this namespace was deleted.
@@ -178,7 +179,7 @@ impl Controller {
     async fn reconcile(
         &mut self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         namespace: &str,
     ) -> Result<Outcome, ApiError> {
         let registry = server.registry();

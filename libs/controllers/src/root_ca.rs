@@ -144,7 +144,8 @@ mod tests {
     fn cached(value: &Value) -> CachedObject {
         CachedObject {
             key: "k".into(),
-            cluster: "c".into(),
+            cluster: kcp_apimachinery::logical_cluster::LogicalClusterName::parse("c")
+                .expect("a cluster name"),
             namespace: Some("default".into()),
             name: ROOT_CA_CONFIG_MAP.into(),
             revision: 1,

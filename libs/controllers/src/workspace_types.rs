@@ -8,6 +8,7 @@ use std::sync::{Arc, Weak};
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
@@ -46,7 +47,8 @@ pub fn spawn(server: Arc<ApiServer>) {
         shards,
     });
     drop(server);
-    let queue: Arc<WorkQueue<(String, String)>> = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
+    let queue: Arc<WorkQueue<(LogicalClusterName, String)>> =
+        WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
     let worker = controller.clone();
     queue.spawn_workers(2, stop.clone(), move |(cluster, name)| {
         let controller = worker.clone();
@@ -73,7 +75,7 @@ pub fn spawn(server: Arc<ApiServer>) {
 }
 
 impl Controller {
-    fn all(&self, queue: &WorkQueue<(String, String)>) {
+    fn all(&self, queue: &WorkQueue<(LogicalClusterName, String)>) {
         let Some(server) = self.server.upgrade() else {
             return;
         };
@@ -88,7 +90,7 @@ impl Controller {
 
     /// The virtual workspaces of the type `name` in LC `cluster`, from the Shards in root: for
     /// each shard by name, its initializing and its terminating one (kcp's order).
-    fn urls(&self, server: &ApiServer, cluster: &str, name: &str) -> Vec<Value> {
+    fn urls(&self, server: &ApiServer, cluster: &LogicalClusterName, name: &str) -> Vec<Value> {
         let lifecycle_name = format!("{cluster}:{name}");
         let shards = server.registry().cache().list(
             &keyspace(&self.shards).cluster(kcp_api_types::tenancy::ROOT),
@@ -119,7 +121,7 @@ impl Controller {
         out
     }
 
-    async fn reconcile(&self, cluster: &str, name: &str) -> Result<(), ApiError> {
+    async fn reconcile(&self, cluster: &LogicalClusterName, name: &str) -> Result<(), ApiError> {
         let Some(server) = self.server.upgrade() else {
             return Ok(());
         };

@@ -27,6 +27,7 @@ use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
 use kcp_api_types::tenancy::PHASE_LABEL;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::selector::label::Labels;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
@@ -86,12 +87,12 @@ struct Defs {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 enum Key {
     /// A Workspace: (its LC, its name).
-    Workspace(String, String),
+    Workspace(LogicalClusterName, String),
     /// A LogicalCluster, by its LC name.
-    Cluster(String),
+    Cluster(LogicalClusterName),
     /// The LC name a deleted workspace leaves: its LC (if it is still there), or content under
     /// that name (what the POST of a workspace never placed wrote there, or a straggler).
-    LeftBehind(String),
+    LeftBehind(LogicalClusterName),
 }
 
 struct Controller {
@@ -102,11 +103,11 @@ struct Controller {
     queue: Arc<WorkQueue<Key>>,
     /// LCs whose content is being deleted: a namespace or workspace leaving one of them brings the
     /// LC back at once instead of at its next recheck.
-    deleting: Mutex<HashSet<String>>,
+    deleting: Mutex<HashSet<LogicalClusterName>>,
     /// When each deleting LC's `WorkspaceContentDeleted` condition was last written: while a
     /// tree goes, its root's account changes with every child gone, and is rewritten at most
     /// every [`CONTENT_RECHECK`].
-    noted: Mutex<HashMap<String, std::time::Instant>>,
+    noted: Mutex<HashMap<LogicalClusterName, std::time::Instant>>,
 }
 
 /// Starts the controller; it stops with the server.
@@ -238,7 +239,7 @@ impl Controller {
                 .json
                 .parse::<WorkspaceState>()
                 .ok()
-                .and_then(|ws| ws.left_behind(o.annotation(CLUSTER_ANNOTATION)))
+                .and_then(|ws| ws.left_behind(o.annotation(CLUSTER_ANNOTATION).as_deref()))
             {
                 self.queue.add(Key::LeftBehind(lc));
             }
@@ -312,7 +313,7 @@ async fn release(
 }
 
 /// Where LogicalCluster `lc` is: its one object, `cluster`.
-fn lc_at(lc: &str) -> ObjectRef<'_> {
+fn lc_at(lc: &LogicalClusterName) -> ObjectRef<'_> {
     ObjectRef {
         cluster: lc,
         namespace: None,
@@ -450,14 +451,14 @@ fn desired_workspace(
 }
 
 impl Controller {
-    fn lc_key(&self, lc: &str) -> String {
+    fn lc_key(&self, lc: &LogicalClusterName) -> String {
         keyspace(&self.defs.logical_clusters)
             .object(lc, None, "cluster")
             .to_string()
     }
 
     /// The LogicalCluster `lc` as the cache has it.
-    fn cached_lc(&self, server: &ApiServer, lc: &str) -> Option<Value> {
+    fn cached_lc(&self, server: &ApiServer, lc: &LogicalClusterName) -> Option<Value> {
         server
             .registry()
             .cache()
@@ -466,7 +467,7 @@ impl Controller {
     }
 
     /// The lifecycle state of LogicalCluster `lc` as the cache has it.
-    fn cached_lc_state(&self, server: &ApiServer, lc: &str) -> Option<LcState> {
+    fn cached_lc_state(&self, server: &ApiServer, lc: &LogicalClusterName) -> Option<LcState> {
         server
             .registry()
             .cache()
@@ -498,7 +499,7 @@ impl Controller {
     async fn reconcile_workspace(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         name: &str,
     ) -> Result<Outcome, ApiError> {
         let key = keyspace(&self.defs.workspaces).object(cluster, None, name);
@@ -507,7 +508,7 @@ impl Controller {
         };
         // Read without the whole object: most reconciles find the workspace as it should be.
         let state: WorkspaceState = cached.json.parse().map_err(ApiError::internal)?;
-        if state.is_deleting() || state.cluster().is_empty() {
+        if state.is_deleting() || state.cluster().is_none() {
             let ws = cached.value().map_err(ApiError::internal)?;
             return match state.is_deleting() {
                 true => {
@@ -520,8 +521,8 @@ impl Controller {
                 }
             };
         }
-        let status = self
-            .cached_lc_state(server, state.cluster())
+        let status = (state.cluster())
+            .and_then(|lc| self.cached_lc_state(server, &lc))
             .map_or_else(unscheduled_status, |lc| lc.mirrored_status());
         let at = ObjectRef {
             cluster,
@@ -589,7 +590,7 @@ impl Controller {
     async fn delete_workspace(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         name: &str,
         ws: &Value,
         revision: Revision,
@@ -600,7 +601,9 @@ impl Controller {
         let registry = server.registry();
         let lc_name = Some(text(ws, "/spec/cluster"))
             .filter(|c| !c.is_empty())
-            .or_else(|| annotation(ws, CLUSTER_ANNOTATION));
+            .or_else(|| annotation(ws, CLUSTER_ANNOTATION))
+            .and_then(|c| LogicalClusterName::parse(c).ok());
+        let lc_name = lc_name.as_ref();
         let at = ObjectRef {
             cluster,
             namespace: None,
@@ -647,7 +650,7 @@ impl Controller {
     }
 
     /// Deletes LogicalCluster `lc` (its content follows); gone already is fine.
-    async fn delete_lc(&self, server: &ApiServer, lc: &str) -> Result<(), ApiError> {
+    async fn delete_lc(&self, server: &ApiServer, lc: &LogicalClusterName) -> Result<(), ApiError> {
         let at = lc_at(lc);
         let deleted = server
             .registry()
@@ -689,7 +692,7 @@ impl Controller {
     async fn reconcile_left_behind(
         &self,
         server: &ApiServer,
-        lc: &str,
+        lc: &LogicalClusterName,
     ) -> Result<Outcome, ApiError> {
         let cache = server.registry().cache();
         if cache.get(&self.lc_key(lc)).is_some() {
@@ -741,7 +744,7 @@ impl Controller {
     async fn schedule(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         name: &str,
         ws: &Value,
         revision: Revision,
@@ -771,7 +774,9 @@ impl Controller {
         };
         // Admission names the LC; a workspace from before that (or whose name was taken) gets
         // one here, with the finalizer, before anything is created under it.
-        let Some(lc_name) = annotation(ws, CLUSTER_ANNOTATION).map(str::to_string) else {
+        let Some(lc_name) =
+            annotation(ws, CLUSTER_ANNOTATION).and_then(|c| LogicalClusterName::parse(c).ok())
+        else {
             self.rename(server, at, true).await?;
             return Ok(Outcome::Done);
         };
@@ -911,7 +916,7 @@ impl Controller {
     async fn initialize_universal(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         lc: &LcState,
     ) -> Result<Option<Value>, ApiError> {
         if !lc.pending(UNIVERSAL_INITIALIZER) {
@@ -927,7 +932,7 @@ impl Controller {
     async fn remove_initializer(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         initializer: &str,
     ) -> Result<Option<Value>, ApiError> {
         let at = lc_at(cluster);
@@ -965,7 +970,7 @@ impl Controller {
     async fn reconcile_cluster(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
     ) -> Result<Outcome, ApiError> {
         let Some(cached) = server.registry().cache().get(&self.lc_key(cluster)) else {
             return Ok(Outcome::Done);
@@ -978,7 +983,7 @@ impl Controller {
             // Its workspace went without it (the workspace's finalizer was removed by hand):
             // nothing else would ever delete it.
             tracing::info!(
-                cluster,
+                %cluster,
                 "workspace controller: deleting an LC whose workspace is gone"
             );
             self.delete_lc(server, cluster).await?;
@@ -1005,7 +1010,7 @@ impl Controller {
     async fn delete_cluster(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         lc: &LcState,
     ) -> Result<Outcome, ApiError> {
         let Some(finalizer) = [CONTENT_FINALIZER, LEGACY_CONTENT_FINALIZER]
@@ -1039,7 +1044,7 @@ impl Controller {
                 return Err(e);
             }
         }
-        self.deleting.lock().insert(cluster.to_string());
+        self.deleting.lock().insert(cluster.clone());
         let owner = self.going_owner(server, lc);
         match self
             .delete_content_and_release(server, cluster, finalizer, owner.as_ref())
@@ -1059,7 +1064,7 @@ impl Controller {
     async fn note_remaining(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         lc: &LcState,
         remaining: &str,
     ) -> Result<(), ApiError> {
@@ -1097,7 +1102,7 @@ impl Controller {
             .await;
         self.noted
             .lock()
-            .insert(cluster.to_string(), std::time::Instant::now());
+            .insert(cluster.clone(), std::time::Instant::now());
         match written {
             Err(e) if !e.is_not_found() => Err(e),
             _ => Ok(()),

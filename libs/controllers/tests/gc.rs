@@ -5,6 +5,7 @@
 
 mod common;
 
+use kcp_apiserver::testing::lc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -24,9 +25,9 @@ fn secrets() -> ResourceDef {
     common::builtin("", "secrets")
 }
 
-fn at<'a>(cluster: &'a str, name: &'a str) -> ObjectRef<'a> {
+fn at<'a>(cluster: &str, name: &'a str) -> ObjectRef<'a> {
     ObjectRef {
-        cluster,
+        cluster: lc(cluster),
         namespace: Some("default"),
         name,
     }
@@ -53,6 +54,7 @@ fn secret(name: &str, owners: Vec<Value>) -> Value {
 }
 
 async fn create(h: &Harness, def: &ResourceDef, cluster: &str, obj: Value) -> Value {
+    let cluster = lc(cluster);
     h.server
         .registry()
         .create(def, cluster, Some("default"), obj, WriteOptions::default())
@@ -62,6 +64,7 @@ async fn create(h: &Harness, def: &ResourceDef, cluster: &str, obj: Value) -> Va
 }
 
 async fn get(h: &Harness, def: &ResourceDef, cluster: &str, name: &str) -> Option<Value> {
+    let cluster = lc(cluster);
     match h.server.registry().get(def, at(cluster, name)).await {
         Ok(obj) => Some(obj.value().expect("stored JSON")),
         Err(e) if e.is_not_found() => None,
@@ -70,6 +73,7 @@ async fn get(h: &Harness, def: &ResourceDef, cluster: &str, name: &str) -> Optio
 }
 
 async fn delete(h: &Harness, def: &ResourceDef, cluster: &str, name: &str, policy: Option<&str>) {
+    let cluster = lc(cluster);
     let opts = DeleteOptions {
         propagation_policy: policy.map(str::to_string),
         ..Default::default()
@@ -95,6 +99,7 @@ where
 }
 
 async fn eventually_gone(h: &Harness, def: &ResourceDef, cluster: &str, name: &str) {
+    let cluster = lc(cluster);
     eventually(&format!("{cluster}/{name} deleted"), || async {
         get(h, def, cluster, name).await.is_none()
     })
@@ -124,6 +129,7 @@ fn finalizers(obj: &Value) -> Vec<String> {
 }
 
 async fn ensure_cluster(h: &Harness, cluster: &str) {
+    let cluster = lc(cluster);
     let lcs = common::builtin("core.kcp.io", "logicalclusters");
     let obj = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
     let _ = h
@@ -142,6 +148,7 @@ async fn ensure_cluster(h: &Harness, cluster: &str) {
 
 /// Serves `example.com/v1 Widget` (namespaced) in `cluster` and returns its definition.
 async fn widgets(h: &Harness, cluster: &str) -> Arc<ResourceDef> {
+    let cluster = lc(cluster);
     let crds = common::builtin("apiextensions.k8s.io", "customresourcedefinitions");
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1",

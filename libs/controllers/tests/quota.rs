@@ -4,6 +4,7 @@
 
 mod common_ctrl;
 
+use kcp_apiserver::testing::lc;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -281,7 +282,7 @@ async fn race_for_five(h: &Harness) {
                     .registry()
                     .create(
                         &def,
-                        "root",
+                        lc("root"),
                         Some("race"),
                         secret(&format!("s{i}")),
                         Default::default(),
@@ -484,7 +485,7 @@ async fn resync_returns_usage_of_failed_creates(h: &Harness) {
 /// Sets a quota's status by hand (no controller runs in that test).
 async fn set_status(h: &Harness, namespace: &str, name: &str, status: Value) {
     let at = kcp_apiserver::registry::ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: Some(namespace),
         name,
     };
@@ -558,7 +559,7 @@ async fn dry_runs_are_checked_but_reserve_nothing(h: &Harness) {
     };
     h.server
         .registry()
-        .create(&cms, "root", Some("apps"), config_map("dry"), dry_run)
+        .create(&cms, lc("root"), Some("apps"), config_map("dry"), dry_run)
         .await
         .expect("a dry run within the quota");
     let after = get(h, "root", Some("apps"), "", "resourcequotas", "q1")
@@ -581,7 +582,7 @@ async fn dry_runs_are_checked_but_reserve_nothing(h: &Harness) {
     let err = h
         .server
         .registry()
-        .create(&cms, "root", Some("apps"), config_map("dry2"), dry_run)
+        .create(&cms, lc("root"), Some("apps"), config_map("dry2"), dry_run)
         .await
         .err()
         .expect("a dry run beyond the quota is refused");

@@ -6,6 +6,7 @@ mod common_ctrl;
 use common_ctrl::{
     Harness, create, create_cluster, create_namespace, delete, edit, eventually, get,
 };
+use kcp_apiserver::testing::lc;
 use kcp_controllers::root_ca::{DESCRIPTION, DESCRIPTION_ANNOTATION, ROOT_CA_CONFIG_MAP};
 use serde_json::{Value, json};
 
@@ -132,7 +133,7 @@ async fn a_refused_create_is_retried(h: &Harness) {
         .await
         .expect("quota created");
     let at = kcp_apiserver::registry::ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: Some("full"),
         name: "none",
     };

@@ -4,6 +4,7 @@
 
 use async_trait::async_trait;
 use kcp_api_types::tenancy::ROOT;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::hooks::Bootstrap;
@@ -32,11 +33,12 @@ impl Bootstrap for TenancyBootstrap {
             .into_iter()
             .map(|o| (("tenancy.kcp.io", "workspacetypes"), o))
             .chain([(("core.kcp.io", "shards"), shard)]);
+        let root = LogicalClusterName::root();
         for ((group, plural), object) in objects {
             let def = server
                 .builtin(group, plural)
                 .ok_or_else(|| ApiError::internal(format!("{plural} kind missing")))?;
-            server.create_missing(&def, ROOT, object).await?;
+            server.create_missing(&def, &root, object).await?;
         }
         Ok(())
     }

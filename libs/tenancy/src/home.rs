@@ -10,6 +10,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use http::{Response, StatusCode, header};
 use kcp_api_types::tenancy::ROOT as ROOT_CLUSTER;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::hooks::RequestHook;
@@ -119,7 +120,7 @@ impl HomeWorkspaces {
         &self,
         server: &ApiServer,
         user: &UserInfo,
-        cluster: &str,
+        cluster: &LogicalClusterName,
     ) -> Result<(), ApiError> {
         let attrs = Attributes {
             user: Some(user),

@@ -24,7 +24,7 @@ use kcp_http::request_info::Target;
 const MARKINGS_KEPT: usize = 64;
 
 pub struct InactiveClusters {
-    marked: RwLock<HashSet<String>>,
+    marked: RwLock<HashSet<LogicalClusterName>>,
     /// Each newly marked cluster, for the open watches.
     markings: broadcast::Sender<Arc<str>>,
     logical_clusters: String,
@@ -113,9 +113,12 @@ impl ClusterGate for InactiveClusters {
         })
     }
 
-    fn watch_ends(&self, cluster: Option<&str>) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
+    fn watch_ends(
+        &self,
+        cluster: Option<&LogicalClusterName>,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send + Sync>> {
         let mut marked = self.subscribe();
-        let cluster = cluster.map(str::to_string);
+        let cluster = cluster.cloned();
         Box::pin(async move {
             loop {
                 let marking = marked.recv().await;
@@ -136,7 +139,7 @@ impl CacheObserver for InactiveClusters {
         let lcs = objects
             .iter()
             .filter(|o| o.key.starts_with(&self.logical_clusters));
-        let now: HashSet<String> = lcs
+        let now: HashSet<LogicalClusterName> = lcs
             .filter(|o| marked_inactive(|key| o.annotation(key)))
             .map(|o| o.cluster.clone())
             .collect();

@@ -5,6 +5,7 @@ mod common;
 
 use kcp_apiserver::on_both_stores;
 use kcp_apiserver::registry::{DeleteOptions, ObjectRef, UpdateKind, WriteOptions};
+use kcp_apiserver::testing::lc;
 use kcp_tenancy::workspace_types::{TypeRef, Types};
 use serde_json::json;
 
@@ -19,7 +20,7 @@ async fn changed_types_are_seen(h: &Harness) {
                "metadata": {"name": "squad"},
                "spec": {"limitAllowedChildren": {"types": [{"name": children, "path": "root"}]}}})
     };
-    reg.create(&def, "root", None, wt("a"), WriteOptions::default())
+    reg.create(&def, lc("root"), None, wt("a"), WriteOptions::default())
         .await
         .expect("create");
     let types = Types {
@@ -41,7 +42,7 @@ async fn changed_types_are_seen(h: &Harness) {
     assert_eq!(allowed(&types), Some(json!("a")));
 
     let at = ObjectRef {
-        cluster: "root",
+        cluster: lc("root"),
         namespace: None,
         name: "squad",
     };

@@ -15,6 +15,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::{Arc, LazyLock};
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_store::keys::ResourceKeyspace;
 use parking_lot::Mutex;
@@ -261,7 +262,7 @@ impl Drop for Reservation {
 pub async fn admit(
     registry: &Registry,
     def: &ResourceDef,
-    cluster: &str,
+    cluster: &LogicalClusterName,
     namespace: Option<&str>,
     name: &str,
     dry_run: bool,

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
 use kcp_api_types::builtin::crd::CLEANUP_FINALIZER;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -27,16 +28,16 @@ const CLEANUP_RETRY: Duration = Duration::from_secs(1);
 
 /// Asks the controller to look at a cluster again.
 #[derive(Clone)]
-pub struct Requeue(mpsc::UnboundedSender<String>);
+pub struct Requeue(mpsc::UnboundedSender<LogicalClusterName>);
 
 impl Requeue {
-    pub fn new() -> (Requeue, mpsc::UnboundedReceiver<String>) {
+    pub fn new() -> (Requeue, mpsc::UnboundedReceiver<LogicalClusterName>) {
         let (tx, rx) = mpsc::unbounded_channel();
         (Requeue(tx), rx)
     }
 
-    pub fn cluster(&self, cluster: &str) {
-        let _ = self.0.send(cluster.to_string());
+    pub fn cluster(&self, cluster: &LogicalClusterName) {
+        let _ = self.0.send(cluster.clone());
     }
 }
 
@@ -173,7 +174,10 @@ impl ApiServer {
     }
 
     /// Brings one cluster's CRDs, conditions and API set up to date.
-    pub(crate) async fn reconcile_crds(&self, cluster: &str) -> Result<(), ApiError> {
+    pub(crate) async fn reconcile_crds(
+        &self,
+        cluster: &LogicalClusterName,
+    ) -> Result<(), ApiError> {
         let Some(def) = self.crd_def() else {
             return Ok(());
         };
@@ -296,7 +300,7 @@ impl ApiServer {
                 self.release_cleanup_finalizer(&def, cluster, &crd).await?;
             } else {
                 let requeue = self.crd_requeue.clone();
-                let cluster = cluster.to_string();
+                let cluster = cluster.clone();
                 tokio::spawn(async move {
                     tokio::time::sleep(CLEANUP_RETRY).await;
                     requeue.cluster(&cluster);
@@ -309,7 +313,7 @@ impl ApiServer {
     async fn write_crd_status(
         &self,
         def: &ResourceDef,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         crd: &Value,
         desired: Value,
     ) -> Result<(), ApiError> {
@@ -345,7 +349,11 @@ impl ApiServer {
     }
 
     /// Deletes every custom resource of a CRD in a cluster; `true` once none is left.
-    async fn delete_custom_resources(&self, cluster: &str, crd: &Value) -> Result<bool, ApiError> {
+    async fn delete_custom_resources(
+        &self,
+        cluster: &LogicalClusterName,
+        crd: &Value,
+    ) -> Result<bool, ApiError> {
         let group = str_at(crd, "/spec/group");
         let plural = str_at(crd, "/status/acceptedNames/plural");
         let set = self.apis.for_cluster(cluster);
@@ -364,7 +372,7 @@ impl ApiServer {
     async fn release_cleanup_finalizer(
         &self,
         def: &ResourceDef,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         crd: &Value,
     ) -> Result<(), ApiError> {
         let at = ObjectRef {
@@ -394,7 +402,7 @@ impl ApiServer {
 }
 
 /// Runs the controller until shutdown: every CRD event (and every requeue) reconciles its cluster.
-pub fn spawn(server: Arc<ApiServer>, mut requeued: mpsc::UnboundedReceiver<String>) {
+pub fn spawn(server: Arc<ApiServer>, mut requeued: mpsc::UnboundedReceiver<LogicalClusterName>) {
     let Some(def) = server.crd_def() else {
         return;
     };
@@ -419,7 +427,7 @@ pub fn spawn(server: Arc<ApiServer>, mut requeued: mpsc::UnboundedReceiver<Strin
                 }
             };
             // Everything there is now, then changes.
-            let mut pending: BTreeSet<String> = server
+            let mut pending: BTreeSet<LogicalClusterName> = server
                 .registry
                 .cache()
                 .list(&prefix, None)

@@ -15,6 +15,7 @@ use std::sync::{Arc, Weak};
 
 use kcp_api_types::custom::{self, CompiledVersion};
 use kcp_api_types::{ResourceDef, builtin::crd::CLEANUP_FINALIZER};
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use parking_lot::Mutex;
 use serde_json::Value;
@@ -48,7 +49,12 @@ pub struct ServedCrd<'a> {
 
 impl CrdApis {
     /// Makes the given CRDs (in a stable order) a cluster's CRD part of `apis`.
-    pub fn set_cluster(&self, apis: &ClusterApis, cluster: &str, crds: &[ServedCrd<'_>]) {
+    pub fn set_cluster(
+        &self,
+        apis: &ClusterApis,
+        cluster: &LogicalClusterName,
+        crds: &[ServedCrd<'_>],
+    ) {
         if crds.is_empty() {
             apis.set_part(ApiSource::Crds, cluster, None);
             return;
@@ -296,7 +302,7 @@ pub fn has_cleanup_finalizer(crd: &Value) -> bool {
 }
 
 /// kcp reserves its own API groups: CRDs in them may only live in system logical clusters.
-pub fn check_reserved_group(cluster: &str, crd: &Value) -> Result<(), ApiError> {
+pub fn check_reserved_group(cluster: &LogicalClusterName, crd: &Value) -> Result<(), ApiError> {
     let group = crd
         .pointer("/spec/group")
         .and_then(Value::as_str)

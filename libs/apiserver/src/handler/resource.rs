@@ -5,6 +5,7 @@ use std::sync::Arc;
 use http::{Method, Response, StatusCode};
 use kcp_api_types::builtin::certificates::{GROUP as CSR_GROUP, RESOURCE as CSR_RESOURCE};
 use kcp_api_types::{ResourceDef, ResourceKind};
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::selector::{FieldSelector, field};
 use kcp_apimachinery::status::{ApiError, Cause, success_status};
 use serde_json::{Value, json};
@@ -72,7 +73,7 @@ impl ApiServer {
             && let Some(scale) = &def.scale
         {
             let cluster = match &ctx.info.cluster {
-                ClusterTarget::Name(name) => name.as_str(),
+                ClusterTarget::Name(name) => name,
                 _ => return Err(ApiError::path_not_found()),
             };
             return self
@@ -133,7 +134,7 @@ impl ApiServer {
             )));
         }
         let cluster = match &ctx.info.cluster {
-            ClusterTarget::Name(name) => Some(name.as_str()),
+            ClusterTarget::Name(name) => Some(name),
             ClusterTarget::Wildcard if matches!(req.verb.as_str(), "list" | "watch") => None,
             ClusterTarget::Wildcard => {
                 return Err(ApiError::method_not_allowed(format!(
@@ -684,7 +685,7 @@ fn apply_patch(
 }
 
 fn object_ref<'a>(
-    cluster: Option<&'a str>,
+    cluster: Option<&'a LogicalClusterName>,
     req: &'a ResourceRequest,
 ) -> Result<ObjectRef<'a>, ApiError> {
     Ok(ObjectRef {

@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use http::{Response, StatusCode};
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::{ApiError, Cause};
 use serde_json::{Value, json};
 
@@ -30,7 +31,7 @@ impl ApiServer {
         &self,
         ctx: &RequestContext,
         serviceaccounts: &ResourceDef,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         req: &ResourceRequest,
         body: kcp_http::request_body::RequestBody,
     ) -> Result<Response<Body>, ApiError> {

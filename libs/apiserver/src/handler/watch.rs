@@ -12,6 +12,7 @@ use bytes::Bytes;
 use http::{HeaderValue, Response, StatusCode, header};
 use http_body_util::{BodyExt, StreamBody};
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -184,7 +185,7 @@ impl ApiServer {
         &self,
         ctx: &RequestContext,
         def: Arc<ResourceDef>,
-        cluster: Option<&str>,
+        cluster: Option<&LogicalClusterName>,
         namespace: Option<String>,
         opts: ListOptions,
         output: Output,

@@ -8,6 +8,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_store::{MAX_WRITE_ALL, Revision, StoreError, Write};
 use serde_json::Value;
 
@@ -18,14 +19,15 @@ use super::write::{Batch, NewObject, Prepared};
 /// An object the shard creates beside a create: see [`Registry::add_companions`].
 pub struct Companion {
     pub def: Arc<ResourceDef>,
-    pub cluster: String,
+    pub cluster: LogicalClusterName,
     /// For namespaced kinds.
     pub namespace: Option<String>,
     pub object: Value,
 }
 
 /// What a created object brings along: (its kind, its LC, the object as admitted) → companions.
-pub type CompanionSource = dyn Fn(&ResourceDef, &str, &Value) -> Vec<Companion> + Send + Sync;
+pub type CompanionSource =
+    dyn Fn(&ResourceDef, &LogicalClusterName, &Value) -> Vec<Companion> + Send + Sync;
 
 /// The installed sources, cloned out of their lock as one `Arc` on every create.
 pub(super) type Sources = Arc<Vec<Arc<CompanionSource>>>;
@@ -71,7 +73,7 @@ impl Registry {
     pub(super) fn companions_of(
         &self,
         def: &ResourceDef,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         obj: &Value,
         taken: &mut HashSet<(String, String)>,
     ) -> Vec<Companion> {
@@ -152,7 +154,7 @@ impl Registry {
 fn collect(
     sources: &Sources,
     def: &ResourceDef,
-    cluster: &str,
+    cluster: &LogicalClusterName,
     obj: &Value,
     taken: &mut HashSet<(String, String)>,
     depth: usize,

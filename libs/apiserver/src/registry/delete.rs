@@ -2,6 +2,7 @@
 //! compare-and-swap removal.
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::{ApiError, Cause};
 use kcp_store::{Revision, StoreError};
 use serde_json::{Value, json};
@@ -342,7 +343,7 @@ impl Registry {
     pub async fn delete_all_in_cluster(
         &self,
         def: &ResourceDef,
-        cluster: &str,
+        cluster: &LogicalClusterName,
     ) -> Result<bool, ApiError> {
         let prefix = keyspace(def).cluster(cluster);
         let objects = self.cache().list(&prefix, None);

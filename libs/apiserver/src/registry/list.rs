@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use base64::Engine;
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::selector::{FieldSelector, Selector};
 use kcp_apimachinery::status::ApiError;
 use kcp_store::{RangeRequest, Revision};
@@ -116,7 +117,7 @@ pub struct ListResult {
 #[derive(Clone, Copy, Debug)]
 pub struct ListScope<'a> {
     /// `None` lists every logical cluster (wildcard).
-    pub cluster: Option<&'a str>,
+    pub cluster: Option<&'a LogicalClusterName>,
     pub namespace: Option<&'a str>,
 }
 
@@ -389,11 +390,14 @@ fn page_of(
     }
 }
 
-fn def_key_parts(def: &ResourceDef, key: &str) -> Option<(String, Option<String>, String)> {
+fn def_key_parts(
+    def: &ResourceDef,
+    key: &str,
+) -> Option<(LogicalClusterName, Option<String>, String)> {
     let ks = keyspace(def);
     let k = ks.parse(key)?;
     Some((
-        k.cluster.to_string(),
+        LogicalClusterName::parse(k.cluster).ok()?,
         k.namespace.map(str::to_string),
         k.name.to_string(),
     ))

@@ -14,6 +14,7 @@ mod write;
 use std::sync::Arc;
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::{ApiError, Cause};
 use kcp_store::keys::ResourceKeyspace;
 use kcp_store::{Store, StoreError};
@@ -48,7 +49,7 @@ pub const CLUSTER_ANNOTATION: &str = "kcp.io/cluster";
 /// Where an object lives.
 #[derive(Clone, Copy, Debug)]
 pub struct ObjectRef<'a> {
-    pub cluster: &'a str,
+    pub cluster: &'a LogicalClusterName,
     pub namespace: Option<&'a str>,
     pub name: &'a str,
 }

@@ -99,7 +99,7 @@ impl Registry {
             namespace: namespace.map(str::to_string),
         };
         let subscription_scope = Scope {
-            cluster: scope.cluster.map(str::to_string),
+            cluster: scope.cluster.cloned(),
             namespace: namespace.map(str::to_string),
         };
         // With an initial state, subscribe at the revision read first and list after: whatever

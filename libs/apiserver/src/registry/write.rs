@@ -4,6 +4,7 @@ use std::collections::HashSet;
 
 use bytes::Bytes;
 use kcp_api_types::{Requester, ResourceDef, StrategyContext};
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::{ApiError, Cause};
 use kcp_auth::UserInfo;
 use kcp_store::{Revision, StoreError};
@@ -18,7 +19,7 @@ use crate::watch_cache::decorate;
 /// One object of a [`Registry::create_all`].
 pub struct NewObject<'a> {
     pub def: &'a ResourceDef,
-    pub cluster: &'a str,
+    pub cluster: &'a LogicalClusterName,
     /// For namespaced kinds.
     pub namespace: Option<&'a str>,
     pub object: Value,
@@ -276,7 +277,7 @@ impl Registry {
     pub async fn create(
         &self,
         def: &ResourceDef,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         namespace: Option<&str>,
         mut obj: Value,
         opts: WriteOptions<'_>,
@@ -471,7 +472,7 @@ impl Registry {
         } in creates
         {
             let check_namespace = namespace
-                .is_none_or(|ns| !created_namespaces.contains(&(cluster.into(), ns.into())));
+                .is_none_or(|ns| !created_namespaces.contains(&(cluster.to_string(), ns.into())));
             let generate = self
                 .admit_new(def, cluster, namespace, &mut obj, opts, check_namespace)
                 .await?;
@@ -566,7 +567,7 @@ impl Registry {
     async fn admit_new(
         &self,
         def: &ResourceDef,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         namespace: Option<&str>,
         obj: &mut Value,
         opts: WriteOptions<'_>,

@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, HashSet};
 
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType, CachedObject};
 use kcp_store::Revision;
 
@@ -13,10 +14,10 @@ use super::meta::{Meta, OwnerRef};
 use kcp_apiserver::registry::{FOREGROUND_FINALIZER, ORPHAN_FINALIZER};
 
 /// An owner as the graph knows it: its logical cluster and uid (uids are only compared within a cluster).
-pub type OwnerId = (String, String);
+pub type OwnerId = (LogicalClusterName, String);
 
 struct Dependent {
-    cluster: String,
+    cluster: LogicalClusterName,
     revision: Revision,
     owners: Vec<OwnerRef>,
 }
@@ -141,16 +142,16 @@ impl Graph {
         Some(dep.owners)
     }
 
-    fn waiting_owner(&self, cluster: &str, uid: &str) -> Option<String> {
+    fn waiting_owner(&self, cluster: &LogicalClusterName, uid: &str) -> Option<String> {
         self.foreground
-            .get(&(cluster.to_string(), uid.to_string()))
+            .get(&(cluster.clone(), uid.to_string()))
             .cloned()
     }
 
     /// Keys of the objects referencing the owner `(cluster, uid)`, each with whether its reference
     /// blocks the owner's foreground deletion.
-    pub fn dependents_of(&self, cluster: &str, uid: &str) -> Vec<(String, bool)> {
-        let Some(keys) = self.by_owner.get(&(cluster.to_string(), uid.to_string())) else {
+    pub fn dependents_of(&self, cluster: &LogicalClusterName, uid: &str) -> Vec<(String, bool)> {
+        let Some(keys) = self.by_owner.get(&(cluster.clone(), uid.to_string())) else {
             return Vec::new();
         };
         keys.iter()
@@ -174,10 +175,14 @@ impl Graph {
 mod tests {
     use super::*;
 
+    fn name(cluster: &str) -> LogicalClusterName {
+        LogicalClusterName::parse(cluster).expect("a test cluster")
+    }
+
     fn object(key: &str, cluster: &str, revision: Revision, json: &str) -> CachedObject {
         CachedObject {
             key: key.into(),
-            cluster: cluster.into(),
+            cluster: name(cluster),
             namespace: Some("default".into()),
             name: key.rsplit('/').next().unwrap_or_default().into(),
             revision,
@@ -215,7 +220,7 @@ mod tests {
         let freed = object(key, "root", 4, r#"{"metadata":{"uid":"a"}}"#);
         g.apply_change(CacheEventType::Modified, &freed);
         assert_eq!(g.tracked(), 0);
-        assert!(g.dependents_of("root", "o1").is_empty());
+        assert!(g.dependents_of(&name("root"), "o1").is_empty());
         // A deleting object with a finalizer of the collector's is work, owners or not.
         let orphaning = object(
             "/core/configmaps/local/root/default/o",
@@ -246,9 +251,15 @@ mod tests {
         );
         assert_eq!(upsert(&mut g, &a), vec![a.key.clone()]);
         upsert(&mut g, &b);
-        assert_eq!(g.dependents_of("root", "o1"), vec![(a.key.clone(), true)]);
-        assert_eq!(g.dependents_of("other", "o1"), vec![(b.key.clone(), false)]);
-        assert!(g.dependents_of("root", "o2").is_empty());
+        assert_eq!(
+            g.dependents_of(&name("root"), "o1"),
+            vec![(a.key.clone(), true)]
+        );
+        assert_eq!(
+            g.dependents_of(&name("other"), "o1"),
+            vec![(b.key.clone(), false)]
+        );
+        assert!(g.dependents_of(&name("root"), "o2").is_empty());
         // The same state again is no news; an older one is ignored.
         assert!(upsert(&mut g, &a).is_empty());
         let stale = object(&a.key, "root", 1, r#"{"metadata":{"uid":"a"}}"#);

@@ -16,6 +16,7 @@
 //! the keys written more than the transactions.
 
 use kcp_api_types::ResourceDef;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{Batch, Companion, NewObject, ObjectRef, WriteOptions, keyspace};
@@ -57,7 +58,7 @@ impl Controller {
     pub(super) fn logical_cluster(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         name: &str,
         ws: &Value,
         created_by: &Value,
@@ -116,9 +117,9 @@ impl Controller {
         if !def.is("tenancy.kcp.io", "workspaces") {
             return Vec::new();
         }
-        let (Some(server), Some(lc_name)) =
-            (self.server.upgrade(), annotation(ws, CLUSTER_ANNOTATION))
-        else {
+        let lc_name =
+            annotation(ws, CLUSTER_ANNOTATION).and_then(|c| LogicalClusterName::parse(c).ok());
+        let (Some(server), Some(lc_name)) = (self.server.upgrade(), lc_name.as_ref()) else {
             return Vec::new();
         };
         let universal = || {
@@ -139,7 +140,7 @@ impl Controller {
         match wanted {
             true => vec![Companion {
                 def: self.defs.namespaces.clone(),
-                cluster: lc_name.to_string(),
+                cluster: lc_name.clone(),
                 namespace: None,
                 object: namespace(UNIVERSAL_NAMESPACES[1]),
             }],
@@ -159,7 +160,7 @@ impl Controller {
     pub(super) async fn create_placed(
         &self,
         server: &ApiServer,
-        lc_name: &str,
+        lc_name: &LogicalClusterName,
         lc: &Value,
         placed: Placed<'_>,
         universal: bool,
@@ -216,7 +217,7 @@ impl Controller {
     pub(super) async fn create_lc(
         &self,
         server: &ApiServer,
-        lc_name: &str,
+        lc_name: &LogicalClusterName,
         lc: Value,
         username: &str,
         universal: bool,
@@ -279,7 +280,7 @@ impl Controller {
     pub(super) async fn lc_content(
         &self,
         server: &ApiServer,
-        lc_name: &str,
+        lc_name: &LogicalClusterName,
         username: &str,
         universal: bool,
     ) -> Result<(), ApiError> {
@@ -294,7 +295,7 @@ impl Controller {
     /// LC `lc_name` as `lc`, and the admin binding of `username` (none without one).
     fn lc_and_binding<'a>(
         &'a self,
-        lc_name: &'a str,
+        lc_name: &'a LogicalClusterName,
         lc: &Value,
         username: &str,
     ) -> Vec<NewObject<'a>> {
@@ -315,7 +316,7 @@ impl Controller {
         objects
     }
 
-    fn new_namespace<'a>(&'a self, lc_name: &'a str, name: &str) -> NewObject<'a> {
+    fn new_namespace<'a>(&'a self, lc_name: &'a LogicalClusterName, name: &str) -> NewObject<'a> {
         NewObject {
             def: &self.defs.namespaces,
             cluster: lc_name,
@@ -328,7 +329,7 @@ impl Controller {
     async fn admin_binding(
         &self,
         server: &ApiServer,
-        lc_name: &str,
+        lc_name: &LogicalClusterName,
         username: &str,
     ) -> Result<(), ApiError> {
         if username.is_empty() {
@@ -347,7 +348,7 @@ impl Controller {
     pub(super) async fn universal_namespaces(
         &self,
         server: &ApiServer,
-        cluster: &str,
+        cluster: &LogicalClusterName,
         wanted: bool,
     ) -> Result<(), ApiError> {
         if !wanted {

@@ -8,6 +8,7 @@
 //! refused (one of them changed, or the cache was behind), the steps go one at a time, as they
 //! would without it.
 
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{
@@ -50,7 +51,7 @@ impl Controller {
         at: ObjectRef<'_>,
         ws: &Value,
         revision: Revision,
-        lc: &str,
+        lc: &LogicalClusterName,
     ) -> Result<bool, ApiError> {
         let registry = server.registry();
         let Some(cached) = registry.cache().get(&self.lc_key(lc)) else {
@@ -79,7 +80,11 @@ impl Controller {
 
     /// The owning Workspace of deleting LC `lc` when it goes with it: a deleting Workspace of
     /// this shard (its parent LC is here) holding the workspace finalizer. (Its LC, its name.)
-    pub(super) fn going_owner(&self, server: &ApiServer, lc: &LcState) -> Option<(String, String)> {
+    pub(super) fn going_owner(
+        &self,
+        server: &ApiServer,
+        lc: &LcState,
+    ) -> Option<(LogicalClusterName, String)> {
         let (parent, name) = lc.owner()?;
         let key = keyspace(&self.defs.workspaces).object(&parent, None, &name);
         let ws: WorkspaceState = server.registry().cache().get(&key)?.json.parse().ok()?;
@@ -97,9 +102,9 @@ impl Controller {
     pub(super) async fn delete_content_and_release(
         &self,
         server: &ApiServer,
-        lc: &str,
+        lc: &LogicalClusterName,
         finalizer: &str,
-        owner: Option<&(String, String)>,
+        owner: Option<&(LogicalClusterName, String)>,
     ) -> Result<Content, ApiError> {
         let mut releases = vec![Release {
             def: &self.defs.logical_clusters,

@@ -3,6 +3,7 @@
 //! annotations and conditions that decision never looks at.
 
 use kcp_api_types::builtin::initialized_condition;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use serde::Deserialize;
 use serde::de::IgnoredAny;
 use serde_json::{Value, json};
@@ -124,10 +125,12 @@ impl LcState {
     }
 
     /// The workspace owning the LC, if a workspace made it: (its LC, its name).
-    pub(super) fn owner(&self) -> Option<(String, String)> {
+    pub(super) fn owner(&self) -> Option<(LogicalClusterName, String)> {
         let o = &self.spec.owner;
-        (o.resource == "workspaces" && !o.cluster.is_empty() && !o.name.is_empty())
-            .then(|| (o.cluster.clone(), o.name.clone()))
+        if o.resource != "workspaces" || o.name.is_empty() {
+            return None;
+        }
+        Some((LogicalClusterName::parse(&o.cluster).ok()?, o.name.clone()))
     }
 
     /// The Workspace's status as this LC's state implies.
@@ -199,17 +202,18 @@ impl WorkspaceState {
     }
 
     /// Its LC's name; empty until scheduled.
-    pub(super) fn cluster(&self) -> &str {
-        &self.spec.cluster
+    /// Its LC's name, once it has a (well-formed) one.
+    pub(super) fn cluster(&self) -> Option<LogicalClusterName> {
+        LogicalClusterName::parse(&self.spec.cluster).ok()
     }
 
     /// The LC name a deleted workspace leaves to look after: its LC's, or else `chosen`, the
     /// name admission gave it (content may be there already).
-    pub(super) fn left_behind(self, chosen: Option<String>) -> Option<String> {
+    pub(super) fn left_behind(self, chosen: Option<&str>) -> Option<LogicalClusterName> {
         if !self.spec.cluster.is_empty() {
-            return Some(self.spec.cluster);
+            return LogicalClusterName::parse(&self.spec.cluster).ok();
         }
-        chosen.filter(|n| !n.is_empty())
+        LogicalClusterName::parse(chosen?).ok()
     }
 }
 
@@ -256,7 +260,10 @@ mod tests {
     fn owners_are_workspaces_only() {
         let owned = LcState::of(&json!({"spec": {"owner": {
             "resource": "workspaces", "cluster": "root", "name": "a", "uid": "u"}}}));
-        assert_eq!(owned.owner(), Some(("root".into(), "a".into())));
+        assert_eq!(
+            owned.owner(),
+            Some((LogicalClusterName::root(), "a".into()))
+        );
         let other = LcState::of(&json!({"spec": {"owner": {
             "resource": "things", "cluster": "root", "name": "a"}}}));
         assert_eq!(other.owner(), None);
@@ -294,7 +301,7 @@ mod tests {
         assert_eq!(ws.uid(), "u");
         assert!(ws.has_finalizer("core.kcp.io/logicalcluster"));
         assert!(!ws.has_finalizer("other"));
-        assert_eq!(ws.cluster(), "abc");
+        assert_eq!(ws.cluster().as_deref(), Some("abc"));
         assert_eq!(ws.status, Some(json!({"phase": "Ready"})));
     }
 
@@ -303,7 +310,7 @@ mod tests {
         let left = |ws: Value, chosen: Option<&str>| {
             serde_json::from_value::<WorkspaceState>(ws)
                 .expect("parses")
-                .left_behind(chosen.map(str::to_string))
+                .left_behind(chosen)
         };
         assert_eq!(left(json!({}), Some("named")).as_deref(), Some("named"));
         let placed = json!({"spec": {"cluster": "placed"}});

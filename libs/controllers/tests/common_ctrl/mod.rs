@@ -2,6 +2,7 @@
 //! controllers started, each test starts the ones it exercises), registry shortcuts, and polling.
 #![allow(dead_code)]
 
+use kcp_apiserver::testing::lc;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ pub use kcp_apiserver::testing::Harness;
 
 /// The definition `group`/`plural` as `cluster` serves it (built-ins and established CRDs).
 pub fn def(h: &Harness, cluster: &str, group: &str, plural: &str) -> Arc<ResourceDef> {
+    let cluster = lc(cluster);
     h.server
         .apis_of(cluster)
         .resources()
@@ -35,6 +37,7 @@ pub async fn create(
     plural: &str,
     obj: Value,
 ) -> Result<Value, ApiError> {
+    let cluster = lc(cluster);
     h.server
         .registry()
         .create(
@@ -56,6 +59,7 @@ pub async fn get(
     plural: &str,
     name: &str,
 ) -> Option<Value> {
+    let cluster = lc(cluster);
     let at = ObjectRef {
         cluster,
         namespace,
@@ -78,6 +82,7 @@ pub async fn delete(
     plural: &str,
     name: &str,
 ) {
+    let cluster = lc(cluster);
     let at = ObjectRef {
         cluster,
         namespace,
@@ -104,6 +109,7 @@ pub async fn edit(
     name: &str,
     edit: impl Fn(&mut Value),
 ) -> Value {
+    let cluster = lc(cluster);
     let at = ObjectRef {
         cluster,
         namespace,
@@ -128,6 +134,7 @@ pub async fn edit(
 }
 
 pub async fn create_namespace(h: &Harness, cluster: &str, name: &str) {
+    let cluster = lc(cluster);
     let ns = json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}});
     create(h, cluster, None, "", "namespaces", ns)
         .await
@@ -136,6 +143,7 @@ pub async fn create_namespace(h: &Harness, cluster: &str, name: &str) {
 
 /// A new logical cluster with its `default` namespace.
 pub async fn create_cluster(h: &Harness, cluster: &str) {
+    let cluster = lc(cluster);
     let lc = json!({"apiVersion": "core.kcp.io/v1alpha1", "kind": "LogicalCluster", "metadata": {"name": "cluster"}});
     create(h, cluster, None, "core.kcp.io", "logicalclusters", lc)
         .await

@@ -235,7 +235,7 @@ mod tests {
         });
         let object = CachedObject {
             key: kcp_apiserver::registry::keyspaces::workspaces().object(parent, None, name),
-            cluster: parent.into(),
+            cluster: LogicalClusterName::parse(parent).expect("a cluster name"),
             namespace: None,
             name: name.into(),
             revision: 1,
