@@ -10,13 +10,13 @@ use kcp_apiserver::watch_cache::{CacheEvent, Scope, Subscription, WatchCache, Wa
 /// How long to wait before subscribing again after the cache refused (it only refuses resumes).
 const RESUBSCRIBE_DELAY: Duration = Duration::from_secs(1);
 
-pub(crate) enum Change {
+pub enum Change {
     Event(Arc<CacheEvent>),
     /// Events may have been missed: look at everything again.
     Resync,
 }
 
-pub(crate) struct Feed {
+pub struct Feed {
     cache: Arc<WatchCache>,
     prefix: String,
     sub: Option<Subscription>,
@@ -24,7 +24,7 @@ pub(crate) struct Feed {
 
 impl Feed {
     /// Subscribes at once, so anything listed after this call is followed without a gap.
-    pub(crate) fn new(cache: Arc<WatchCache>, prefix: &str) -> Feed {
+    pub fn new(cache: Arc<WatchCache>, prefix: &str) -> Feed {
         let mut feed = Feed {
             cache,
             prefix: prefix.to_string(),
@@ -49,7 +49,7 @@ impl Feed {
     }
 
     /// The next change; cancel-safe.
-    pub(crate) async fn next(&mut self) -> Change {
+    pub async fn next(&mut self) -> Change {
         loop {
             let Some(sub) = self.sub.as_mut() else {
                 tokio::time::sleep(RESUBSCRIBE_DELAY).await;
@@ -71,7 +71,7 @@ impl Feed {
     }
 
     /// A change already queued, without waiting.
-    pub(crate) fn try_next(&mut self) -> Option<Change> {
+    pub fn try_next(&mut self) -> Option<Change> {
         let sub = self.sub.as_mut()?;
         loop {
             match sub.rx.try_recv() {

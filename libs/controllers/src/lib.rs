@@ -1,17 +1,21 @@
 //! kcp-controllers: the reconcilers a shard runs in process, one task each for every logical
 //! cluster of the shard (never one per cluster), fed by the API server's watch cache and writing
 //! through its registry, so they see the same validation and revisions as requests.
+//!
+//! Their small runtime is public for the controllers of other crates (kcp-tenancy's workspace
+//! controllers): [`feed`] (a resource's changes from the watch cache, with resyncs after a
+//! reload) and [`workqueue`] (keys deduplicated, retried with backoff, worked by a few tasks).
 
 pub mod clusterrole_aggregation;
-mod feed;
+pub mod feed;
 pub mod gc;
 mod per_namespace;
 pub mod quota;
 pub mod root_ca;
 pub mod serviceaccounts;
-mod workqueue;
-pub mod workspace_types;
-pub mod workspaces;
+pub mod workqueue;
+
+pub use per_namespace::builtin;
 
 use std::sync::Arc;
 
@@ -22,9 +26,6 @@ use kcp_apiserver::ApiServer;
 pub struct ControllerConfig {
     /// PEM of the CA clients use to verify the shard, published as `kube-root-ca.crt`.
     pub root_ca_pem: String,
-    /// The workspace paths of the shard's logical clusters (kcp-tenancy's, plugged into the
-    /// server), which the workspace controller names workspaces by.
-    pub paths: Arc<kcp_tenancy::PathIndex>,
 }
 
 /// Starts every controller; they stop when the API server shuts down.
@@ -33,7 +34,5 @@ pub fn start(server: Arc<ApiServer>, config: ControllerConfig) {
     clusterrole_aggregation::spawn(server.clone());
     serviceaccounts::spawn(server.clone());
     root_ca::spawn(server.clone(), config.root_ca_pem);
-    quota::spawn(server.clone());
-    workspace_types::spawn(server.clone());
-    workspaces::spawn(server, config.paths);
+    quota::spawn(server);
 }

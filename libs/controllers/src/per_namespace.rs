@@ -52,7 +52,7 @@ pub(crate) trait NamespaceObject: Send + Sync + 'static {
     }
 }
 
-pub(crate) fn builtin(group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
+pub fn builtin(group: &str, plural: &str) -> Option<Arc<ResourceDef>> {
     kcp_api_types::builtin::catalogue()
         .into_iter()
         .find(|d| d.is(group, plural))

@@ -25,7 +25,7 @@ struct State<K> {
     failures: HashMap<K, u32>,
 }
 
-pub(crate) struct WorkQueue<K> {
+pub struct WorkQueue<K> {
     state: Mutex<State<K>>,
     ready: Notify,
     /// First retry delay of a failing key; doubled on every further failure up to `max_backoff`.
@@ -34,7 +34,7 @@ pub(crate) struct WorkQueue<K> {
 }
 
 /// What a reconcile of one key asks for next.
-pub(crate) enum Outcome {
+pub enum Outcome {
     /// Done until something changes.
     Done,
     /// Look again after this long (waiting on something no event announces).
@@ -45,7 +45,7 @@ pub(crate) enum Outcome {
 
 impl Outcome {
     /// `Done` for a reconcile that went through, else `Failed` once `report` has told of the error.
-    pub(crate) fn of<E>(result: Result<(), E>, report: impl FnOnce(E)) -> Outcome {
+    pub fn of<E>(result: Result<(), E>, report: impl FnOnce(E)) -> Outcome {
         match result {
             Ok(()) => Outcome::Done,
             Err(err) => {
@@ -57,7 +57,7 @@ impl Outcome {
 }
 
 impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
-    pub(crate) fn new(first_backoff: Duration, max_backoff: Duration) -> Arc<WorkQueue<K>> {
+    pub fn new(first_backoff: Duration, max_backoff: Duration) -> Arc<WorkQueue<K>> {
         Arc::new(WorkQueue {
             state: Mutex::new(State {
                 queue: VecDeque::new(),
@@ -77,7 +77,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
     }
 
     /// Queues `key` unless it is queued already.
-    pub(crate) fn add(&self, key: K) {
+    pub fn add(&self, key: K) {
         let mut s = self.state();
         if s.active.contains(&key) {
             s.dirty.insert(key);
@@ -91,7 +91,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
     }
 
     /// Queues `key` after `delay`.
-    pub(crate) fn add_after(self: &Arc<Self>, key: K, delay: Duration) {
+    pub fn add_after(self: &Arc<Self>, key: K, delay: Duration) {
         let queue = Arc::downgrade(self);
         tokio::spawn(async move {
             tokio::time::sleep(delay).await;
@@ -109,7 +109,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
     }
 
     /// The next key to handle, marked active; hand it back with [`WorkQueue::done`].
-    pub(crate) async fn next(&self) -> K {
+    pub async fn next(&self) -> K {
         loop {
             let notified = self.ready.notified();
             {
@@ -129,7 +129,7 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
     }
 
     /// Ends the handling of `key`; `outcome` says whether and when it comes back.
-    pub(crate) fn done(self: &Arc<Self>, key: K, outcome: Outcome) {
+    pub fn done(self: &Arc<Self>, key: K, outcome: Outcome) {
         let retry = {
             let mut s = self.state();
             s.active.remove(&key);
@@ -166,14 +166,14 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
 
     /// Forgets every queued key (the caller is about to queue what matters again); keys being
     /// handled finish normally.
-    pub(crate) fn clear(&self) {
+    pub fn clear(&self) {
         let mut s = self.state();
         s.queue.clear();
         s.queued.clear();
     }
 
     /// Runs `workers` tasks handling keys with `reconcile` until `stop` is cancelled.
-    pub(crate) fn spawn_workers<F, Fut>(
+    pub fn spawn_workers<F, Fut>(
         self: &Arc<Self>,
         workers: usize,
         stop: CancellationToken,

@@ -10,12 +10,14 @@
 //! - [`home`]: home workspaces (`GET workspaces/~` in `root`).
 //! - [`inactive`]: logical clusters marked inactive; the server's `ClusterGate`.
 //! - [`bootstrap`]: root's type, the bootstrap WorkspaceTypes and the Shard object.
+//! - [`controllers`]: the workspace lifecycle and WorkspaceType URLs, on kcp-controllers' runtime.
 //!
-//! [`Tenancy::install`] plugs all of it into an [`ApiServerBuilder`]; the workspace controllers
-//! (kcp-controllers) share its [`PathIndex`].
+//! [`Tenancy::install`] plugs all of it into an [`ApiServerBuilder`]; once the server is built,
+//! [`Tenancy::start_controllers`] runs the controllers, which share the same [`PathIndex`].
 
 pub mod admission;
 pub mod bootstrap;
+pub mod controllers;
 pub mod home;
 pub mod inactive;
 pub mod paths;
@@ -23,8 +25,8 @@ pub mod workspace_types;
 
 use std::sync::Arc;
 
-use kcp_apiserver::ApiServerBuilder;
 use kcp_apiserver::hooks::AdmissionPlugins;
+use kcp_apiserver::{ApiServer, ApiServerBuilder};
 
 pub use paths::PathIndex;
 
@@ -40,9 +42,16 @@ impl Tenancy {
         Tenancy::default()
     }
 
-    /// The workspace paths of the server's logical clusters (for the workspace controllers).
+    /// The workspace paths of the server's logical clusters.
     pub fn paths(&self) -> &Arc<PathIndex> {
         &self.paths
+    }
+
+    /// Starts tenancy's controllers on the server `install` went into; they stop when it shuts
+    /// down.
+    pub fn start_controllers(&self, server: &Arc<ApiServer>) {
+        controllers::type_urls::spawn(server.clone());
+        controllers::workspaces::spawn(server.clone(), self.paths.clone());
     }
 
     /// Plugs tenancy into `builder`.

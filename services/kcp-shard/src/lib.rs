@@ -318,9 +318,9 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         server.clone(),
         kcp_controllers::ControllerConfig {
             root_ca_pem: pki.ca_cert_pem.clone(),
-            paths: tenancy.paths().clone(),
         },
     );
+    tenancy.start_controllers(&server);
 
     step("controllers started");
     kubeconfig::write(&kubeconfig_path, &kubeconfig::build(&external_url, &pki))

@@ -15,16 +15,16 @@
 //! workspace rate and gained etcd nothing beyond the noise of same-phase runs: etcd's cost follows
 //! the keys written more than the transactions.
 
+use crate::workspace_types::{
+    REQUIRED_GROUPS_ANNOTATION, ResolvedType, SHARD_ANNOTATION, TypeRef, Types,
+    new_logical_cluster, workspace_admin_binding,
+};
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{Batch, Companion, NewObject, ObjectRef, WriteOptions, keyspace};
 use kcp_store::Revision;
-use kcp_tenancy::workspace_types::{
-    REQUIRED_GROUPS_ANNOTATION, ResolvedType, SHARD_ANNOTATION, TypeRef, Types,
-    new_logical_cluster, workspace_admin_binding,
-};
 use serde_json::{Value, json};
 
 use super::{

@@ -14,10 +14,10 @@ use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
 use serde_json::{Value, json};
 
-use crate::feed::{Change, Feed};
-use crate::per_namespace::builtin;
-use crate::workqueue::{Outcome, WorkQueue};
 use kcp_api_types::conditions::{same_status, with_transition_times};
+use kcp_controllers::builtin;
+use kcp_controllers::feed::{Change, Feed};
+use kcp_controllers::workqueue::{Outcome, WorkQueue};
 
 const RETRY_DELAY: Duration = Duration::from_millis(200);
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);

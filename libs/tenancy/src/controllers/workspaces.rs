@@ -25,6 +25,10 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
+use crate::workspace_types::{
+    CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER,
+    lifecycle_names, new_cluster_name,
+};
 use kcp_api_types::ResourceDef;
 use kcp_api_types::tenancy::PHASE_LABEL;
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
@@ -34,20 +38,16 @@ use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, ObjectUpdate, UpdateKind, WriteOptions, keyspace};
 use kcp_apiserver::watch_cache::{CacheEvent, CacheEventType, CachedObject};
 use kcp_store::Revision;
-use kcp_tenancy::workspace_types::{
-    CLUSTER_ANNOTATION, OWNER_ANNOTATION, SHARD_ANNOTATION, TypeRef, Types, WORKSPACE_FINALIZER,
-    lifecycle_names, new_cluster_name,
-};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
 use self::creation::Placed;
 use self::deletion::Content;
 use self::state::{LcState, WorkspaceState, unscheduled_status};
-use crate::feed::{Change, Feed};
-use crate::per_namespace::builtin;
-use crate::workqueue::{Outcome, WorkQueue};
 use kcp_api_types::conditions::{same_status, with_transition_times};
+use kcp_controllers::builtin;
+use kcp_controllers::feed::{Change, Feed};
+use kcp_controllers::workqueue::{Outcome, WorkQueue};
 
 /// Shards with this annotation take no new workspaces.
 const UNSCHEDULABLE_ANNOTATION: &str = "experimental.core.kcp.io/unschedulable";
@@ -98,7 +98,7 @@ enum Key {
 struct Controller {
     server: Weak<ApiServer>,
     /// Workspace paths, for the URLs and types of workspaces.
-    paths: Arc<kcp_tenancy::PathIndex>,
+    paths: Arc<crate::PathIndex>,
     defs: Defs,
     queue: Arc<WorkQueue<Key>>,
     /// LCs whose content is being deleted: a namespace or workspace leaving one of them brings the
@@ -111,7 +111,7 @@ struct Controller {
 }
 
 /// Starts the controller; it stops with the server.
-pub fn spawn(server: Arc<ApiServer>, paths: Arc<kcp_tenancy::PathIndex>) {
+pub fn spawn(server: Arc<ApiServer>, paths: Arc<crate::PathIndex>) {
     let defs = match (
         builtin("tenancy.kcp.io", "workspaces"),
         builtin("core.kcp.io", "logicalclusters"),
@@ -366,7 +366,7 @@ fn string_list(v: &Value, pointer: &str) -> Vec<String> {
 }
 
 /// Whether a type chain's initializers include `root:universal`.
-fn initialized_by_universal(chain: &[kcp_tenancy::workspace_types::ResolvedType]) -> bool {
+fn initialized_by_universal(chain: &[crate::workspace_types::ResolvedType]) -> bool {
     lifecycle_names(chain, "initializer")
         .iter()
         .any(|i| i == UNIVERSAL_INITIALIZER)
