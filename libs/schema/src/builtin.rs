@@ -233,6 +233,8 @@ fn build() -> Registry {
     c.helper::<meta::DeleteOptions>();
     c.helper::<meta::Patch>();
     c.helper::<autoscaling::Scale>();
+    // Referenced by kcp's APIExport (a virtual resource's storage); no built-in kind refers to it.
+    c.helper::<core::TypedLocalObjectReference>();
 
     let Collector {
         mut generator,
@@ -289,7 +291,7 @@ mod tests {
     use super::*;
     use crate::structural::SchemaType;
 
-    const EXPECTED: [(&str, &str, &str); 29] = [
+    const EXPECTED: [(&str, &str, &str); 36] = [
         ("", "v1", "Namespace"),
         ("", "v1", "ConfigMap"),
         ("", "v1", "Secret"),
@@ -335,6 +337,13 @@ mod tests {
         ("core.kcp.io", "v1alpha1", "Shard"),
         ("tenancy.kcp.io", "v1alpha1", "Workspace"),
         ("tenancy.kcp.io", "v1alpha1", "WorkspaceType"),
+        ("apis.kcp.io", "v1alpha1", "APIResourceSchema"),
+        ("apis.kcp.io", "v1alpha1", "APIExport"),
+        ("apis.kcp.io", "v1alpha2", "APIExport"),
+        ("apis.kcp.io", "v1alpha1", "APIBinding"),
+        ("apis.kcp.io", "v1alpha2", "APIBinding"),
+        ("apis.kcp.io", "v1alpha1", "APIExportEndpointSlice"),
+        ("apis.kcp.io", "v1alpha1", "APIConversion"),
     ];
 
     #[test]

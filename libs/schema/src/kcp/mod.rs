@@ -1,11 +1,13 @@
 //! Schemas of kcp's own kinds, which k8s-openapi does not have.
 //!
-//! Written here in our own words from kcp's API; only ObjectMeta and LabelSelector are borrowed
+//! Written here in our own words from kcp's API; only ObjectMeta and LabelSelector (and, for
+//! `apis.kcp.io`, the apiextensions types kcp embeds and TypedLocalObjectReference) are borrowed
 //! from k8s-openapi (by `$ref`). Like a CRD's published schema, everything else is inlined in one
 //! component per kind.
 
 use serde_json::{Value, json};
 
+mod apis;
 mod logical_cluster;
 mod shard;
 mod workspace;
@@ -24,7 +26,7 @@ pub struct KcpKind {
 }
 
 /// Every kcp kind the shard serves.
-pub const KINDS: [KcpKind; 4] = [
+pub const KINDS: [KcpKind; 11] = [
     KcpKind {
         group: "core.kcp.io",
         version: "v1alpha1",
@@ -52,6 +54,55 @@ pub const KINDS: [KcpKind; 4] = [
         kind: "WorkspaceType",
         schema_name: "io.kcp.tenancy.v1alpha1.WorkspaceType",
         schema: workspace_type::workspace_type_schema,
+    },
+    KcpKind {
+        group: "apis.kcp.io",
+        version: "v1alpha1",
+        kind: "APIResourceSchema",
+        schema_name: "io.kcp.apis.v1alpha1.APIResourceSchema",
+        schema: apis::api_resource_schema_schema,
+    },
+    KcpKind {
+        group: "apis.kcp.io",
+        version: "v1alpha1",
+        kind: "APIExport",
+        schema_name: "io.kcp.apis.v1alpha1.APIExport",
+        schema: apis::api_export_v1alpha1_schema,
+    },
+    KcpKind {
+        group: "apis.kcp.io",
+        version: "v1alpha2",
+        kind: "APIExport",
+        schema_name: "io.kcp.apis.v1alpha2.APIExport",
+        schema: apis::api_export_v1alpha2_schema,
+    },
+    KcpKind {
+        group: "apis.kcp.io",
+        version: "v1alpha1",
+        kind: "APIBinding",
+        schema_name: "io.kcp.apis.v1alpha1.APIBinding",
+        schema: apis::api_binding_v1alpha1_schema,
+    },
+    KcpKind {
+        group: "apis.kcp.io",
+        version: "v1alpha2",
+        kind: "APIBinding",
+        schema_name: "io.kcp.apis.v1alpha2.APIBinding",
+        schema: apis::api_binding_v1alpha2_schema,
+    },
+    KcpKind {
+        group: "apis.kcp.io",
+        version: "v1alpha1",
+        kind: "APIExportEndpointSlice",
+        schema_name: "io.kcp.apis.v1alpha1.APIExportEndpointSlice",
+        schema: apis::api_export_endpoint_slice_schema,
+    },
+    KcpKind {
+        group: "apis.kcp.io",
+        version: "v1alpha1",
+        kind: "APIConversion",
+        schema_name: "io.kcp.apis.v1alpha1.APIConversion",
+        schema: apis::api_conversion_schema,
     },
 ];
 
