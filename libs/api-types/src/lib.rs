@@ -5,6 +5,7 @@
 //! validation. Built-in kinds come from [`builtin::catalogue`]; CRDs and bound APIs will produce the same
 //! type at run time.
 
+pub mod apis;
 pub mod builtin;
 pub mod conditions;
 pub mod custom;

@@ -1,0 +1,3 @@
+//! The kcp `apis.kcp.io` group: APIExport and APIBinding.
+
+pub mod conversion;
