@@ -17,6 +17,20 @@ use crate::resource::{
 /// (kcp's layout: `/<group>/<resource>/customresources/<cluster>/...`).
 pub const LOCAL_CRD_IDENTITY: &str = "customresources";
 
+/// The annotation of a bound CRD (one kcp-apis makes from an APIResourceSchema for a binding)
+/// naming the identity of the APIExport its objects are stored under.
+pub const IDENTITY_ANNOTATION: &str = "apis.kcp.io/identity";
+
+/// The identity segment of `crd`'s storage keys: its export's identity when bound, else the
+/// logical cluster's own custom resources'.
+pub fn storage_identity(crd: &Value) -> &str {
+    crd.pointer("/metadata/annotations")
+        .and_then(|a| a.get(IDENTITY_ANNOTATION))
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+        .unwrap_or(LOCAL_CRD_IDENTITY)
+}
+
 /// What a CRD version's schema contributes, compiled once and shared by every logical cluster
 /// whose CRD has the same version definition.
 pub struct CompiledVersion {
@@ -359,7 +373,7 @@ pub fn version_def(
         strategy: Arc::new(CustomResourceStrategy::new(compiled.clone())),
         backing: ResourceKind::Stored,
         shared_storage,
-        storage_identity: Some(LOCAL_CRD_IDENTITY.to_string()),
+        storage_identity: Some(storage_identity(crd).to_string()),
         custom_schema: Some(compiled.schema.clone()),
         openapi_component: Some(compiled.openapi.clone()),
         scale: version.pointer("/subresources/scale").map(|s| ScaleDef {

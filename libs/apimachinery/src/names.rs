@@ -404,7 +404,7 @@ pub fn is_valid_cluster_name(name: &str) -> bool {
 
 /// `n` in lower-case base 36, as kcp spells the logical-cluster names it generates.
 pub fn base36(mut n: u128) -> String {
-    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+    const DIGITS: &[u8] = BASE36_DIGITS;
     let mut out = Vec::new();
     loop {
         out.push(DIGITS[(n % 36) as usize]);
@@ -420,26 +420,45 @@ pub fn base36(mut n: u128) -> String {
 /// (all zeros: one `0` per byte), as kcp's `BytesPad` encodes its hashes.
 pub fn base36_pad(bytes: &[u8]) -> String {
     let zeros = bytes.iter().take_while(|b| **b == 0).count();
-    let mut number: Vec<u8> = bytes[zeros..].to_vec();
-    let mut digits = Vec::new();
-    // Long division by 36, most significant byte first, until the number is zero.
+    let mut out = "0".repeat(zeros);
+    out.push_str(&in_base(&bytes[zeros..], BASE36_DIGITS));
+    out
+}
+
+/// `bytes` as one big-endian number in base 62 (`0-9a-zA-Z`, Go's `big.Int.Text(62)`), as kcp's
+/// `Base62` encodes the hashes in its labels: leading zero bytes add nothing, zero is `0`.
+pub fn base62(bytes: &[u8]) -> String {
+    let zeros = bytes.iter().take_while(|b| **b == 0).count();
+    match in_base(&bytes[zeros..], BASE62_DIGITS) {
+        digits if digits.is_empty() => "0".to_string(),
+        digits => digits,
+    }
+}
+
+const BASE36_DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+const BASE62_DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+
+/// The big-endian number `number` (no leading zero byte) in the base of `digits`; empty for none.
+fn in_base(number: &[u8], digits: &[u8]) -> String {
+    let base = digits.len() as u32;
+    let mut number: Vec<u8> = number.to_vec();
+    let mut out = Vec::new();
+    // Long division, most significant byte first, until the number is zero.
     while !number.is_empty() {
         let mut rest = 0u32;
         let mut quotient = Vec::with_capacity(number.len());
         for b in &number {
             let acc = (rest << 8) | u32::from(*b);
-            let q = acc / 36;
-            rest = acc % 36;
+            let q = acc / base;
+            rest = acc % base;
             if !(quotient.is_empty() && q == 0) {
                 quotient.push(q as u8);
             }
         }
-        digits.push(b"0123456789abcdefghijklmnopqrstuvwxyz"[rest as usize]);
+        out.push(digits[rest as usize]);
         number = quotient;
     }
-    let mut out = "0".repeat(zeros);
-    out.extend(digits.iter().rev().map(|&d| char::from(d)));
-    out
+    out.iter().rev().map(|&d| char::from(d)).collect()
 }
 
 /// A workspace path: colon-joined segments `[a-z0-9]([-a-z0-9]*[a-z0-9])?` (`root:org:team`).
@@ -460,6 +479,15 @@ mod tests {
     }
 
     use super::*;
+
+    #[test]
+    fn base62_is_go_big_int_text() {
+        assert_eq!(base62(&[255]), "47");
+        assert_eq!(base62(&[0, 1, 0]), "48");
+        assert_eq!(base62(&[61]), "Z");
+        assert_eq!(base62(&[0, 0]), "0");
+        assert_eq!(base36_pad(&[0, 1]), "01");
+    }
 
     const LABEL_RE: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
     const SUBDOMAIN_RE: &str = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";

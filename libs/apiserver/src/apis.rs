@@ -1,5 +1,5 @@
 //! The API set of each logical cluster, composed from sources: the built-ins, then what each source
-//! serves in that cluster (its CRDs; next, the APIs it binds). A source hands over its part of a
+//! serves in that cluster (the APIs it binds, then its own CRDs). A source hands over its part of a
 //! cluster's APIs whenever that part changes; the composed set is kept per cluster and shared by
 //! every cluster composed of the same parts, so an LC costs an entry here, never a set of its own.
 
@@ -16,6 +16,8 @@ use crate::discovery::ApiSet;
 /// to serve a group, version and resource keeps it (a built-in before all of them).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ApiSource {
+    /// The APIs the cluster's APIBindings bind (kcp serves bound APIs before local CRDs).
+    Bindings,
     /// The cluster's established CustomResourceDefinitions.
     Crds,
 }

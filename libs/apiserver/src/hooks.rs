@@ -24,6 +24,11 @@ use crate::watch_cache::{CacheObserver, WatchCache};
 pub trait ClusterResolver: Send + Sync {
     /// `None`: this server knows no such path (404).
     fn cluster_of(&self, path: &WorkspacePath) -> Option<LogicalClusterName>;
+
+    /// The canonical path of `cluster`, when this server knows one.
+    fn path_of(&self, _cluster: &LogicalClusterName) -> Option<WorkspacePath> {
+        None
+    }
 }
 
 /// Closes logical clusters to requests (kcp's inactive clusters).

@@ -308,7 +308,11 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         identity_headers: authn.identity_headers,
         cache_snapshot: Some(root.join(CACHE_SNAPSHOT)),
     };
-    let server = (tenancy.install(ApiServer::builder(config)).build().await)
+    let apis = kcp_apis::Apis::new(Some(tenancy.paths().clone()));
+    let server = (apis
+        .install(tenancy.install(ApiServer::builder(config)))
+        .build()
+        .await)
         .context("starting the API server")?;
     step("API server built");
     authn
@@ -321,6 +325,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         },
     );
     tenancy.start_controllers(&server);
+    apis.start_controllers(&server);
 
     step("controllers started");
     kubeconfig::write(&kubeconfig_path, &kubeconfig::build(&external_url, &pki))

@@ -474,7 +474,8 @@ fn map_all<T, U>(items: &[T], convert: impl Fn(&T) -> U) -> Vec<U> {
 /// as a CRD-stored resource.
 fn crd_schema(schema: &str) -> Result<ResourceSchema, ConversionError> {
     let mut segments = schema.splitn(3, '.');
-    let (Some(_), Some(resource), Some(group)) = (segments.next(), segments.next(), segments.next())
+    let (Some(_), Some(resource), Some(group)) =
+        (segments.next(), segments.next(), segments.next())
     else {
         return Err(ConversionError::InvalidSchema(schema.to_string()));
     };
@@ -594,7 +595,8 @@ impl<'a> Parts<'a> {
     {
         let text = serde_json::to_string(value);
         let text = text.map_err(|source| ConversionError::Encode(key, source))?;
-        self.annotations.insert(key.to_string(), Value::String(text));
+        self.annotations
+            .insert(key.to_string(), Value::String(text));
         Ok(())
     }
 
@@ -743,7 +745,10 @@ fn export_v1_to_v2(obj: &Value) -> Result<Value, ConversionError> {
 
     // v1alpha2 has no `all` and `resourceSelector`: keep the v1alpha1 claims.
     if !spec.permission_claims.is_empty() {
-        parts.write(V1ALPHA1_PERMISSION_CLAIMS_ANNOTATION, &spec.permission_claims)?;
+        parts.write(
+            V1ALPHA1_PERMISSION_CLAIMS_ANNOTATION,
+            &spec.permission_claims,
+        )?;
     }
 
     // Converted from v1alpha2 before: the resources not stored as CRDs, the claims' verbs and
@@ -989,7 +994,9 @@ mod tests {
     }
 
     fn annotation<'v>(obj: &'v Value, key: &str) -> &'v str {
-        obj["metadata"]["annotations"][key].as_str().expect("annotation is set")
+        obj["metadata"]["annotations"][key]
+            .as_str()
+            .expect("annotation is set")
     }
 
     /// `obj` without the annotations `keys`, and without `metadata.annotations` once empty.
@@ -1014,7 +1021,10 @@ mod tests {
     fn exports_survive_v1alpha2_to_v1alpha1_and_back() {
         let cases = [
             export(API_VERSION_V1ALPHA2, json!({})),
-            export(API_VERSION_V1ALPHA2, json!({"resources": [crd("foo", "bar")]})),
+            export(
+                API_VERSION_V1ALPHA2,
+                json!({"resources": [crd("foo", "bar")]}),
+            ),
             export(
                 API_VERSION_V1ALPHA2,
                 json!({"resources": [crd("foo", "bar"), crd("baz", "bar")]}),
@@ -1259,7 +1269,10 @@ mod tests {
 
     #[test]
     fn export_conversion_errors() {
-        let short = export(API_VERSION_V1ALPHA1, json!({"latestResourceSchemas": ["v1.foo"]}));
+        let short = export(
+            API_VERSION_V1ALPHA1,
+            json!({"latestResourceSchemas": ["v1.foo"]}),
+        );
         let err = export_to_v1alpha2(short).expect_err("too few segments");
         assert!(matches!(&err, ConversionError::InvalidSchema(s) if s == "v1.foo"));
         assert_eq!(
@@ -1270,7 +1283,10 @@ mod tests {
         let mut bad_schemas = export(API_VERSION_V1ALPHA1, json!({}));
         bad_schemas["metadata"]["annotations"] = json!({RESOURCE_SCHEMAS_ANNOTATION: "not json"});
         let err = export_to_v1alpha2(bad_schemas).expect_err("annotation does not decode");
-        assert!(matches!(err, ConversionError::Annotation(RESOURCE_SCHEMAS_ANNOTATION, _)));
+        assert!(matches!(
+            err,
+            ConversionError::Annotation(RESOURCE_SCHEMAS_ANNOTATION, _)
+        ));
 
         let mut bad_claims = export(API_VERSION_V1ALPHA2, json!({}));
         bad_claims["metadata"]["annotations"] =
@@ -1305,7 +1321,10 @@ mod tests {
         assert_eq!(ExportV1alpha1.to_api(stored), v1);
 
         // What does not convert only changes apiVersion.
-        let bad = export(API_VERSION_V1ALPHA1, json!({"latestResourceSchemas": ["nodots"]}));
+        let bad = export(
+            API_VERSION_V1ALPHA1,
+            json!({"latestResourceSchemas": ["nodots"]}),
+        );
         let mut expected = bad.clone();
         expected["apiVersion"] = json!(API_VERSION_V1ALPHA2);
         assert_eq!(ExportV1alpha1.to_storage(bad), expected);
@@ -1427,7 +1446,10 @@ mod tests {
             binding(API_VERSION_V1ALPHA2, json!({"reference": {}})),
             binding(API_VERSION_V1ALPHA2, json!({"reference": reference})),
             binding(API_VERSION_V1ALPHA2, claim(json!({"matchAll": true}))),
-            binding(API_VERSION_V1ALPHA2, claim(json!({"matchLabels": {"test": "label"}}))),
+            binding(
+                API_VERSION_V1ALPHA2,
+                claim(json!({"matchLabels": {"test": "label"}})),
+            ),
             binding(
                 API_VERSION_V1ALPHA2,
                 claim(json!({"matchExpressions": [
@@ -1542,7 +1564,10 @@ mod tests {
                 {"resource": "secrets", "verbs": ["*"]},
             ])
         );
-        assert_eq!(v2["status"]["boundResources"], status_v1()["boundResources"]);
+        assert_eq!(
+            v2["status"]["boundResources"],
+            status_v1()["boundResources"]
+        );
         assert_eq!(
             annotation(&v2, V1ALPHA1_PERMISSION_CLAIMS_ANNOTATION),
             r#"[{"resource":"configmaps","resourceSelector":[{"name":"test","namespace":"default"}],"state":"Accepted"}]"#
@@ -1584,7 +1609,10 @@ mod tests {
         let mut metadata = binding(API_VERSION_V1ALPHA2, json!({}));
         metadata["metadata"]["annotations"] = json!(["x"]);
         let err = binding_to_v1alpha1(metadata).expect_err("annotations not an object");
-        assert!(matches!(err, ConversionError::NotAnObject("metadata.annotations")));
+        assert!(matches!(
+            err,
+            ConversionError::NotAnObject("metadata.annotations")
+        ));
     }
 
     #[test]

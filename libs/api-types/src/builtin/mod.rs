@@ -55,6 +55,22 @@ pub const STANDARD_VERBS: &[&str] = &[
     "watch",
 ];
 
+/// kcp's APIs-as-a-service group.
+const APIS: &str = crate::apis::GROUP;
+
+/// An APIBinding's columns (both versions): Ready is its `Ready` condition.
+fn binding_ready_columns() -> Vec<Column> {
+    vec![
+        name_column(),
+        age_column(),
+        path_column(
+            "Ready",
+            "Whether the binding's APIs are bound",
+            r#".status.conditions[?(@.type=="Ready")].status"#,
+        ),
+    ]
+}
+
 /// A small builder so each catalogue entry reads as one line of facts.
 struct Def(ResourceDef);
 
@@ -547,6 +563,119 @@ pub fn catalogue() -> Vec<ResourceDef> {
         .names(NameRule::Dns1123Label)
         .columns(vec![name_column(), age_column()])
         .0,
+        // kcp's APIs as a service. v1alpha2 first: discovery prefers the first version listed.
+        def(
+            APIS,
+            "v1alpha1",
+            "APIResourceSchema",
+            "apiresourceschemas",
+            false,
+            "io.kcp.apis.v1alpha1.APIResourceSchema",
+        )
+        .schema_checked()
+        .categories(&["kcp"])
+        .columns(vec![name_column(), age_column()])
+        .0,
+        def(
+            APIS,
+            "v1alpha2",
+            "APIExport",
+            "apiexports",
+            false,
+            "io.kcp.apis.v1alpha2.APIExport",
+        )
+        .status()
+        .schema_checked()
+        .categories(&["kcp"])
+        .columns(vec![name_column(), age_column()])
+        .0,
+        def(
+            APIS,
+            "v1alpha1",
+            "APIExport",
+            "apiexports",
+            false,
+            "io.kcp.apis.v1alpha1.APIExport",
+        )
+        .status()
+        .schema_checked()
+        .categories(&["kcp"])
+        .columns(vec![
+            name_column(),
+            age_column(),
+            path_column(
+                "Ready",
+                "Whether the export's virtual workspace URLs are ready",
+                r#".status.conditions[?(@.type=="VirtualWorkspaceURLsReady")].status"#,
+            ),
+        ])
+        .stored_as(APIS, "apiexports", crate::apis::conversion::ExportV1alpha1)
+        .0,
+        def(
+            APIS,
+            "v1alpha2",
+            "APIBinding",
+            "apibindings",
+            false,
+            "io.kcp.apis.v1alpha2.APIBinding",
+        )
+        .status()
+        .schema_checked()
+        .categories(&["kcp"])
+        .columns(binding_ready_columns())
+        .0,
+        def(
+            APIS,
+            "v1alpha1",
+            "APIBinding",
+            "apibindings",
+            false,
+            "io.kcp.apis.v1alpha1.APIBinding",
+        )
+        .status()
+        .schema_checked()
+        .categories(&["kcp"])
+        .columns(binding_ready_columns())
+        .stored_as(
+            APIS,
+            "apibindings",
+            crate::apis::conversion::BindingV1alpha1,
+        )
+        .0,
+        def(
+            APIS,
+            "v1alpha1",
+            "APIExportEndpointSlice",
+            "apiexportendpointslices",
+            false,
+            "io.kcp.apis.v1alpha1.APIExportEndpointSlice",
+        )
+        .status()
+        .schema_checked()
+        .categories(&["kcp"])
+        .columns(vec![
+            name_column(),
+            path_column("Export", "The export the slice serves", ".spec.export.name"),
+            path_column(
+                "Partition",
+                "The partition of shards it lists",
+                ".spec.partition",
+            ),
+            age_column(),
+        ])
+        .0,
+        def(
+            APIS,
+            "v1alpha1",
+            "APIConversion",
+            "apiconversions",
+            false,
+            "io.kcp.apis.v1alpha1.APIConversion",
+        )
+        .schema_checked()
+        .categories(&["kcp"])
+        .columns(vec![name_column(), age_column()])
+        .0,
         def(
             "events.k8s.io",
             "v1",
@@ -588,9 +717,10 @@ mod tests {
         let mut seen = std::collections::HashSet::new();
         for d in &cat {
             assert!(
-                seen.insert((d.group.clone(), d.plural.clone())),
-                "duplicate {}/{}",
+                seen.insert((d.group.clone(), d.version.clone(), d.plural.clone())),
+                "duplicate {}/{}/{}",
                 d.group,
+                d.version,
                 d.plural
             );
             assert!(!d.kind.is_empty());
@@ -635,6 +765,11 @@ mod tests {
             ("core.kcp.io", "shards"),
             ("tenancy.kcp.io", "workspaces"),
             ("tenancy.kcp.io", "workspacetypes"),
+            ("apis.kcp.io", "apiresourceschemas"),
+            ("apis.kcp.io", "apiexports"),
+            ("apis.kcp.io", "apibindings"),
+            ("apis.kcp.io", "apiexportendpointslices"),
+            ("apis.kcp.io", "apiconversions"),
             ("authorization.k8s.io", "subjectaccessreviews"),
             ("authorization.k8s.io", "localsubjectaccessreviews"),
             ("authorization.k8s.io", "selfsubjectaccessreviews"),
@@ -643,7 +778,8 @@ mod tests {
             ("authentication.k8s.io", "selfsubjectreviews"),
         ] {
             assert!(
-                seen.contains(&(g.to_string(), r.to_string())),
+                seen.iter()
+                    .any(|(group, _, plural)| group == g && plural == r),
                 "missing {g}/{r}"
             );
         }

@@ -55,8 +55,22 @@ impl CrdApis {
         cluster: &LogicalClusterName,
         crds: &[ServedCrd<'_>],
     ) {
+        self.set_part(apis, ApiSource::Crds, cluster, crds);
+    }
+
+    /// Makes the given CRDs `source`'s part of `cluster`'s APIs: the cluster's own, or the bound
+    /// CRDs kcp-apis makes of the APIResourceSchemas its bindings bind (annotated with their
+    /// export's identity, [`kcp_api_types::custom::IDENTITY_ANNOTATION`]). Parts are interned
+    /// across sources: equal bound CRDs in many clusters share one part and compiled schemas.
+    pub fn set_part(
+        &self,
+        apis: &ClusterApis,
+        source: ApiSource,
+        cluster: &LogicalClusterName,
+        crds: &[ServedCrd<'_>],
+    ) {
         if crds.is_empty() {
-            apis.set_part(ApiSource::Crds, cluster, None);
+            apis.set_part(source, cluster, None);
             return;
         }
         let terminating = Value::Bool(true);
@@ -77,6 +91,11 @@ impl CrdApis {
                     } else {
                         &Value::Null
                     },
+                    // Bound CRDs of different exports' identities store apart.
+                    c.crd
+                        .pointer("/metadata/annotations")
+                        .and_then(|a| a.get(custom::IDENTITY_ANNOTATION))
+                        .unwrap_or(&Value::Null),
                 ]
             })
             .collect();
@@ -95,7 +114,7 @@ impl CrdApis {
                 part
             }
         };
-        apis.set_part(ApiSource::Crds, cluster, Some(part));
+        apis.set_part(source, cluster, Some(part));
     }
 
     fn build_part(&self, crds: &[ServedCrd<'_>]) -> Vec<Arc<ResourceDef>> {

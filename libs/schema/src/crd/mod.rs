@@ -16,6 +16,7 @@ mod default_rules;
 mod json;
 pub(crate) mod names;
 mod openapi_rules;
+mod resource_schema;
 mod schema_rules;
 mod spec;
 mod structural_rules;
@@ -26,6 +27,7 @@ use crate::structural::{CompileOptions, Schema};
 use crate::{FieldCause, SchemaError, builtin};
 
 pub(crate) use names::{dns1035_label, dns1123_label_ok, dns1123_subdomain_ok};
+pub use resource_schema::validate_api_resource_schema;
 pub use spec::apply_crd_defaults;
 
 /// Which schema rules are enforced. All are on for a create; an update relaxes a rule the old

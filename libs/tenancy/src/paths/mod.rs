@@ -161,6 +161,10 @@ impl ClusterResolver for PathIndex {
     fn cluster_of(&self, path: &WorkspacePath) -> Option<LogicalClusterName> {
         PathIndex::cluster_of(self, path)
     }
+
+    fn path_of(&self, cluster: &LogicalClusterName) -> Option<WorkspacePath> {
+        WorkspacePath::parse(&PathIndex::path_of(self, cluster)?).ok()
+    }
 }
 
 /// The path → LC index of one shard.

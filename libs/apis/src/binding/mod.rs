@@ -1,0 +1,605 @@
+//! APIBindings, as kcp's `kcp-apibinding` controller binds them. A new binding goes to phase
+//! `Binding`; then, each pass, its export is resolved, the export's claims copied, and each of its
+//! resources bound unless a CRD or another binding of the logical cluster holds that group and
+//! resource (`NamingConflicts`): `status.boundResources` names the schema, its UID and the
+//! export's identity hash, and the binding is `Bound`. What the bindings of a logical cluster bind
+//! is served there ([`serving`]). Deleting a binding deletes what it bound in the logical
+//! cluster, then releases its finalizer.
+
+pub mod serving;
+mod status;
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use kcp_api_types::ResourceDef;
+use kcp_api_types::apis::{BINDING_FINALIZER, GROUP};
+use kcp_api_types::conditions::{same_status, with_transition_times};
+use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
+use kcp_apimachinery::status::ApiError;
+use kcp_apiserver::ApiServer;
+use kcp_apiserver::hooks::ClusterResolver;
+use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace, now_rfc3339};
+use kcp_apiserver::watch_cache::CachedObject;
+use kcp_controllers::builtin;
+use kcp_controllers::feed::{Change, Feed};
+use kcp_controllers::workqueue::{Outcome, WorkQueue};
+use serde_json::{Value, json};
+
+use self::status::Conditions;
+
+const RETRY_DELAY: Duration = Duration::from_millis(100);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+/// A deleting binding whose objects are still going is looked at again this often.
+const DELETION_RECHECK: Duration = Duration::from_millis(500);
+
+pub struct Defs {
+    pub bindings: Arc<ResourceDef>,
+    pub exports: Arc<ResourceDef>,
+    pub schemas: Arc<ResourceDef>,
+    pub crds: Arc<ResourceDef>,
+}
+
+impl Defs {
+    pub fn new() -> Option<Defs> {
+        Some(Defs {
+            bindings: builtin(GROUP, "apibindings")?,
+            exports: builtin(GROUP, "apiexports")?,
+            schemas: builtin(GROUP, "apiresourceschemas")?,
+            crds: builtin("apiextensions.k8s.io", "customresourcedefinitions")?,
+        })
+    }
+}
+
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    Binding(LogicalClusterName, String),
+    /// A logical cluster whose served bindings are to be recomputed.
+    Served(LogicalClusterName),
+}
+
+struct Controller {
+    server: Weak<ApiServer>,
+    resolver: Option<Arc<dyn ClusterResolver>>,
+    defs: Defs,
+    queue: Arc<WorkQueue<Key>>,
+}
+
+/// Starts the controller; it stops with the server.
+pub fn spawn(server: Arc<ApiServer>, resolver: Option<Arc<dyn ClusterResolver>>) {
+    let Some(defs) = Defs::new() else {
+        tracing::error!("APIBinding controller: a kind is missing; not started");
+        return;
+    };
+    let stop = server.shutdown_token();
+    let cache = server.registry().cache().clone();
+    let mut binding_feed = Feed::new(cache.clone(), keyspace(&defs.bindings).all_clusters());
+    let mut export_feed = Feed::new(cache.clone(), keyspace(&defs.exports).all_clusters());
+    let mut schema_feed = Feed::new(cache.clone(), keyspace(&defs.schemas).all_clusters());
+    let mut crd_feed = Feed::new(cache, keyspace(&defs.crds).all_clusters());
+    let queue: Arc<WorkQueue<Key>> = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
+    let controller = Arc::new(Controller {
+        server: Arc::downgrade(&server),
+        resolver,
+        defs,
+        queue: queue.clone(),
+    });
+    drop(server);
+    let worker = controller.clone();
+    queue.spawn_workers(8, stop.clone(), move |key| {
+        let controller = worker.clone();
+        async move { controller.reconcile(key).await }
+    });
+    tokio::spawn(async move {
+        controller.all();
+        loop {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                change = binding_feed.next() => match change {
+                    Change::Event(e) => {
+                        let o = &e.object;
+                        controller.queue.add(Key::Binding(o.cluster.clone(), o.name.clone()));
+                        controller.queue.add(Key::Served(o.cluster.clone()));
+                    }
+                    Change::Resync => controller.all(),
+                },
+                change = export_feed.next() => match change {
+                    Change::Event(e) => controller.bindings_of_export(&e.object),
+                    Change::Resync => controller.all(),
+                },
+                change = schema_feed.next() => match change {
+                    Change::Event(e) => controller.bindings_of_schema(&e.object),
+                    Change::Resync => controller.all(),
+                },
+                // A CRD gone may free a resource a binding could not bind.
+                change = crd_feed.next() => match change {
+                    Change::Event(e) => controller.bindings_in(&e.object.cluster),
+                    Change::Resync => controller.all(),
+                },
+            }
+        }
+    });
+}
+
+fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
+    v.pointer(pointer)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+}
+
+impl Controller {
+    fn bindings(&self, server: &ApiServer) -> Vec<Arc<CachedObject>> {
+        let cache = server.registry().cache();
+        cache.list(keyspace(&self.defs.bindings).all_clusters(), None)
+    }
+
+    fn all(&self) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        for b in self.bindings(&server) {
+            self.queue
+                .add(Key::Binding(b.cluster.clone(), b.name.clone()));
+            self.queue.add(Key::Served(b.cluster.clone()));
+        }
+    }
+
+    fn bindings_in(&self, cluster: &LogicalClusterName) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        let prefix = keyspace(&self.defs.bindings).cluster(cluster);
+        for b in server.registry().cache().list(&prefix, None) {
+            self.queue
+                .add(Key::Binding(b.cluster.clone(), b.name.clone()));
+        }
+    }
+
+    /// Every binding whose export is `export` (or that waits for an export of its name).
+    fn bindings_of_export(&self, export: &CachedObject) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        for b in self.bindings(&server) {
+            let Ok(binding) = b.value() else { continue };
+            if text(&binding, "/spec/reference/export/name") == export.name {
+                self.queue
+                    .add(Key::Binding(b.cluster.clone(), b.name.clone()));
+            }
+        }
+    }
+
+    /// Every binding of a schema of `schema`'s logical cluster: a schema serves from its place.
+    fn bindings_of_schema(&self, schema: &CachedObject) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        for b in self.bindings(&server) {
+            let Ok(binding) = b.value() else { continue };
+            if text(&binding, "/status/apiExportClusterName") == schema.cluster.as_str() {
+                self.queue
+                    .add(Key::Binding(b.cluster.clone(), b.name.clone()));
+                self.queue.add(Key::Served(b.cluster.clone()));
+            }
+        }
+    }
+
+    async fn reconcile(&self, key: Key) -> Outcome {
+        let Some(server) = self.server.upgrade() else {
+            return Outcome::Done;
+        };
+        match key {
+            Key::Served(cluster) => {
+                serving::refresh(&server, &self.defs, &cluster);
+                Outcome::Done
+            }
+            Key::Binding(cluster, name) => {
+                match self.reconcile_binding(&server, &cluster, &name).await {
+                    Ok(outcome) => outcome,
+                    Err(err) => {
+                        tracing::warn!(%cluster, %name, error = %err, "APIBinding reconcile failed; retrying");
+                        Outcome::Failed
+                    }
+                }
+            }
+        }
+    }
+
+    async fn reconcile_binding(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+        name: &str,
+    ) -> Result<Outcome, ApiError> {
+        let key = keyspace(&self.defs.bindings).object(cluster, None, name);
+        let Some(cached) = server.registry().cache().get(&key) else {
+            return Ok(Outcome::Done);
+        };
+        let binding = cached.value().map_err(ApiError::internal)?;
+        if binding.pointer("/metadata/deletionTimestamp").is_some() {
+            return self.delete(server, cluster, name, &binding).await;
+        }
+        if !has_finalizer(&binding) {
+            self.set_finalizer(server, cluster, name, true).await?;
+            return Ok(Outcome::Done);
+        }
+        let status = self.desired_status(server, cluster, &binding);
+        self.write_status(server, cluster, name, &binding, status)
+            .await?;
+        Ok(Outcome::Done)
+    }
+
+    /// The export a binding refers to: its logical cluster and its stored (v1alpha2) form.
+    fn export_of(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+        binding: &Value,
+    ) -> Result<(LogicalClusterName, Value), String> {
+        let name = text(binding, "/spec/reference/export/name");
+        let path = text(binding, "/spec/reference/export/path");
+        let shown = match path {
+            "" => cluster.to_string(),
+            p => p.to_string(),
+        };
+        let not_found = || format!("APIExport {shown}|{name} not found");
+        let export_cluster = match path {
+            "" => cluster.clone(),
+            path => {
+                let path = WorkspacePath::parse(path).map_err(|_| not_found())?;
+                match path.as_cluster_name() {
+                    Some(root) if root.as_str() == kcp_api_types::tenancy::ROOT => root,
+                    _ => (self.resolver.as_ref())
+                        .and_then(|r| r.cluster_of(&path))
+                        .ok_or_else(not_found)?,
+                }
+            }
+        };
+        let key = keyspace(&self.defs.exports).object(&export_cluster, None, name);
+        let export = (server.registry().cache().get(&key))
+            .and_then(|e| e.value().ok())
+            .ok_or_else(not_found)?;
+        Ok((export_cluster, export))
+    }
+
+    /// What the binding's status should be now (kcp's phase, binding and summary reconcilers).
+    fn desired_status(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+        binding: &Value,
+    ) -> Value {
+        let mut status = binding.get("status").cloned().unwrap_or_else(|| json!({}));
+        let mut conditions = Conditions::of(&status);
+        match text(binding, "/status/phase") {
+            "" => {
+                status["phase"] = json!("Binding");
+                conditions.set_false(
+                    "InitialBindingCompleted",
+                    "WaitingForEstablished",
+                    "Info",
+                    "Waiting for API(s) to be established",
+                );
+            }
+            _ => self.bind(server, cluster, binding, &mut status, &mut conditions),
+        }
+        conditions.summarize_ready("InitialBindingCompleted");
+        status["conditions"] = conditions.into_value();
+        status
+    }
+
+    fn bind(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+        binding: &Value,
+        status: &mut Value,
+        conditions: &mut Conditions,
+    ) {
+        let (export_cluster, export) = match self.export_of(server, cluster, binding) {
+            Ok(found) => found,
+            Err(message) => {
+                conditions.set_false("APIExportValid", "APIExportNotFound", "Error", &message);
+                return;
+            }
+        };
+        let export_name = text(&export, "/metadata/name").to_string();
+        let shown = match text(binding, "/spec/reference/export/path") {
+            "" => cluster.to_string(),
+            p => p.to_string(),
+        };
+        status["exportPermissionClaims"] = export
+            .pointer("/spec/permissionClaims")
+            .cloned()
+            .unwrap_or_else(|| json!([]));
+        let identity = text(&export, "/status/identityHash").to_string();
+        if identity.is_empty() {
+            conditions.set_false(
+                "APIExportValid",
+                "MissingIdentityHash",
+                "Warning",
+                &format!("APIExport {shown}|{export_name} is missing status.identityHash"),
+            );
+            return;
+        }
+        status["apiExportClusterName"] = json!(export_cluster.as_str());
+        let resources = (export.pointer("/spec/resources").and_then(Value::as_array))
+            .cloned()
+            .unwrap_or_default();
+        let mut schemas = Vec::new();
+        for resource in &resources {
+            let schema_name = text(resource, "/schema");
+            let key = keyspace(&self.defs.schemas).object(&export_cluster, None, schema_name);
+            match server
+                .registry()
+                .cache()
+                .get(&key)
+                .and_then(|s| s.value().ok())
+            {
+                Some(schema) => schemas.push(schema),
+                None => {
+                    conditions.set_false(
+                        "APIExportValid",
+                        "InternalError",
+                        "Error",
+                        &format!("Invalid APIExport. Please contact the APIExport owner to resolve: APIResourceSchema {schema_name:?} not found"),
+                    );
+                    return;
+                }
+            }
+        }
+        let taken = self.taken_here(server, cluster, text(binding, "/metadata/name"));
+        let mut bound = (status.get("boundResources").and_then(Value::as_array))
+            .cloned()
+            .unwrap_or_default();
+        let mut skipped = Vec::new();
+        for schema in &schemas {
+            let group = text(schema, "/spec/group");
+            let plural = text(schema, "/spec/names/plural");
+            if let Some(holder) = taken
+                .iter()
+                .find(|t| t.group == group && t.plural == plural)
+            {
+                skipped.push(format!("{plural}.{group}:{}", holder.describe()));
+                continue;
+            }
+            let previous = bound
+                .iter()
+                .position(|b| text(b, "/group") == group && text(b, "/resource") == plural);
+            let mut versions: BTreeSet<String> = previous
+                .map(|i| {
+                    (bound[i].get("storageVersions").and_then(Value::as_array))
+                        .into_iter()
+                        .flatten()
+                        .filter_map(Value::as_str)
+                        .map(str::to_string)
+                        .collect()
+                })
+                .unwrap_or_default();
+            versions.extend(storage_version(schema));
+            let entry = json!({
+                "group": group,
+                "resource": plural,
+                "schema": {
+                    "name": text(schema, "/metadata/name"),
+                    "UID": text(schema, "/metadata/uid"),
+                    "identityHash": identity,
+                },
+                "storageVersions": versions,
+            });
+            match previous {
+                Some(i) => bound[i] = entry,
+                None => bound.push(entry),
+            }
+        }
+        status["boundResources"] = Value::Array(bound);
+        conditions.set_true("APIExportValid");
+        if skipped.is_empty() {
+            conditions.set_true("InitialBindingCompleted");
+            conditions.set_true("BindingUpToDate");
+            status["phase"] = json!("Bound");
+        } else {
+            let message = format!(
+                "Unable to bind APIs because they are bound by other APIBindings or CRDs: map[{}]",
+                skipped.join(" ")
+            );
+            conditions.set_false("BindingUpToDate", "NamingConflicts", "Error", &message);
+            if conditions.is_false("InitialBindingCompleted") {
+                conditions.set_false(
+                    "InitialBindingCompleted",
+                    "NamingConflicts",
+                    "Error",
+                    &message,
+                );
+            }
+        }
+    }
+
+    /// The group/resources of `cluster` held by its own CRDs and by its other bindings.
+    fn taken_here(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+        me: &str,
+    ) -> Vec<Holder> {
+        let cache = server.registry().cache();
+        let mut taken = Vec::new();
+        for crd in cache.list(&keyspace(&self.defs.crds).cluster(cluster), None) {
+            let Ok(crd) = crd.value() else { continue };
+            taken.push(Holder {
+                group: text(&crd, "/spec/group").to_string(),
+                plural: text(&crd, "/spec/names/plural").to_string(),
+                by: format!("CRD {}", text(&crd, "/metadata/name")),
+            });
+        }
+        for b in cache.list(&keyspace(&self.defs.bindings).cluster(cluster), None) {
+            if b.name == me {
+                continue;
+            }
+            let Ok(other) = b.value() else { continue };
+            for r in (other
+                .pointer("/status/boundResources")
+                .and_then(Value::as_array))
+            .into_iter()
+            .flatten()
+            {
+                taken.push(Holder {
+                    group: text(r, "/group").to_string(),
+                    plural: text(r, "/resource").to_string(),
+                    by: format!("APIBinding {}", b.name),
+                });
+            }
+        }
+        taken
+    }
+
+    async fn write_status(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+        name: &str,
+        binding: &Value,
+        status: Value,
+    ) -> Result<(), ApiError> {
+        if same_status(binding.get("status"), &status) {
+            return Ok(());
+        }
+        let now = now_rfc3339();
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name,
+        };
+        let written = server
+            .registry()
+            .update(
+                &self.defs.bindings,
+                at,
+                UpdateKind::Status,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    new["status"] = with_transition_times(status.clone(), old, &now);
+                    Ok(new)
+                },
+            )
+            .await;
+        match written {
+            Err(e) if !e.is_not_found() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    async fn set_finalizer(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+        name: &str,
+        present: bool,
+    ) -> Result<(), ApiError> {
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name,
+        };
+        let written = server
+            .registry()
+            .update(
+                &self.defs.bindings,
+                at,
+                UpdateKind::Main,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    let mut finalizers: Vec<Value> = (new
+                        .pointer("/metadata/finalizers")
+                        .and_then(Value::as_array))
+                    .cloned()
+                    .unwrap_or_default();
+                    finalizers.retain(|f| f.as_str() != Some(BINDING_FINALIZER));
+                    if present {
+                        finalizers.push(json!(BINDING_FINALIZER));
+                    }
+                    new["metadata"]["finalizers"] = Value::Array(finalizers);
+                    Ok(new)
+                },
+            )
+            .await;
+        match written {
+            Err(e) if !e.is_not_found() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
+    /// A deleting binding: what it bound goes from the logical cluster first (served meanwhile
+    /// without `create`), then its finalizer.
+    async fn delete(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+        name: &str,
+        binding: &Value,
+    ) -> Result<Outcome, ApiError> {
+        if !has_finalizer(binding) {
+            return Ok(Outcome::Done);
+        }
+        self.queue.add(Key::Served(cluster.clone()));
+        let served = server.apis_of(cluster);
+        let mut all_gone = true;
+        for r in (binding
+            .pointer("/status/boundResources")
+            .and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        {
+            let identity = text(r, "/schema/identityHash");
+            let def = (served.resources().iter()).find(|d| {
+                d.group == text(r, "/group")
+                    && d.plural == text(r, "/resource")
+                    && d.storage_identity.as_deref() == Some(identity)
+            });
+            if let Some(def) = def {
+                all_gone &= server
+                    .registry()
+                    .delete_all_in_cluster(def, cluster)
+                    .await?;
+            }
+        }
+        if !all_gone {
+            return Ok(Outcome::After(DELETION_RECHECK));
+        }
+        self.set_finalizer(server, cluster, name, false).await?;
+        Ok(Outcome::Done)
+    }
+}
+
+/// Who holds a group/resource in a logical cluster.
+struct Holder {
+    group: String,
+    plural: String,
+    by: String,
+}
+
+impl Holder {
+    fn describe(&self) -> String {
+        format!("{{{}}}", self.by)
+    }
+}
+
+fn has_finalizer(binding: &Value) -> bool {
+    (binding
+        .pointer("/metadata/finalizers")
+        .and_then(Value::as_array))
+    .is_some_and(|f| f.iter().any(|f| f.as_str() == Some(BINDING_FINALIZER)))
+}
+
+/// The storage version of an APIResourceSchema.
+fn storage_version(schema: &Value) -> Option<String> {
+    (schema.pointer("/spec/versions").and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .find(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+        .and_then(|v| v.get("name").and_then(Value::as_str))
+        .map(str::to_string)
+}

@@ -1,0 +1,95 @@
+//! kcp-apis: kcp's APIs as a service on the generic API server.
+//!
+//! A provider publishes an API in its workspace as APIResourceSchemas (a CRD's spec, versioned by
+//! name) listed in an APIExport, which gets an identity; consumers bind the export with an
+//! APIBinding and are served the API as if it were their own CRD, their objects stored under the
+//! export's identity. This crate holds:
+//!
+//! - [`admission`]: kcp's admission of APIResourceSchemas, APIExports and APIBindings (`bind`).
+//! - [`identity`]: the identity Secret and hash of every APIExport, and its default endpoint slice.
+//! - [`binding`]: the APIBinding controller, and serving what bindings bind
+//!   ([`binding::serving`]).
+//!
+//! [`Apis::install`] plugs the admission and the start-up serving into an [`ApiServerBuilder`];
+//! once the server is built, [`Apis::start_controllers`] runs the controllers.
+
+pub mod admission;
+pub mod binding;
+pub mod identity;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kcp_apimachinery::status::ApiError;
+use kcp_apiserver::hooks::{AdmissionPlugins, Bootstrap, ClusterResolver};
+use kcp_apiserver::registry::keyspace;
+use kcp_apiserver::{ApiServer, ApiServerBuilder};
+
+/// kcp's APIs as a service for one server.
+#[derive(Clone, Default)]
+pub struct Apis {
+    /// Workspace paths, for references by path (bindings and endpoint slices name exports so).
+    resolver: Option<Arc<dyn ClusterResolver>>,
+}
+
+impl Apis {
+    /// `resolver` turns workspace paths into logical clusters and back (kcp-tenancy's index).
+    pub fn new(resolver: Option<Arc<dyn ClusterResolver>>) -> Apis {
+        Apis { resolver }
+    }
+
+    /// Plugs the admission of the `apis.kcp.io` kinds into `builder`, and the serving of what
+    /// the stored bindings bind before the server is handed out.
+    pub fn install(&self, builder: ApiServerBuilder) -> ApiServerBuilder {
+        let resolver = self.resolver.clone();
+        builder
+            .bootstrap(Arc::new(ServeBound))
+            .admission(move |ctx| {
+                let mut early: Vec<Arc<dyn kcp_apiserver::admission::Admission>> = vec![
+                    Arc::new(admission::ResourceSchemaAdmission),
+                    Arc::new(admission::ExportAdmission),
+                ];
+                match admission::BindingAdmission::new(
+                    ctx.cache.clone(),
+                    resolver,
+                    ctx.authorizers.clone(),
+                ) {
+                    Some(binding) => early.push(Arc::new(binding)),
+                    None => tracing::error!("APIBinding admission: a kind is missing"),
+                }
+                AdmissionPlugins {
+                    early,
+                    last: Vec::new(),
+                }
+            })
+    }
+
+    /// Starts the controllers on the server `install` went into; they stop when it shuts down.
+    pub fn start_controllers(&self, server: &Arc<ApiServer>) {
+        identity::spawn(server.clone(), self.resolver.clone());
+        binding::spawn(server.clone(), self.resolver.clone());
+    }
+}
+
+/// At start-up, every logical cluster with bindings serves what they bind before the first
+/// request (a restart must not make bound resources 404 until the controller comes round).
+struct ServeBound;
+
+#[async_trait]
+impl Bootstrap for ServeBound {
+    async fn bootstrap(&self, server: &ApiServer) -> Result<(), ApiError> {
+        let Some(defs) = binding::Defs::new() else {
+            return Ok(());
+        };
+        let cache = server.registry().cache();
+        let mut clusters: Vec<_> = (cache.list(keyspace(&defs.bindings).all_clusters(), None))
+            .iter()
+            .map(|b| b.cluster.clone())
+            .collect();
+        clusters.dedup();
+        for cluster in clusters {
+            binding::serving::refresh(server, &defs, &cluster);
+        }
+        Ok(())
+    }
+}
