@@ -20,7 +20,7 @@ use kcp_apiserver::registry::{
     ObjectRef, UpdateKind, WriteOptions, created_or_existed, keyspace, now_rfc3339,
 };
 use kcp_controllers::builtin;
-use kcp_controllers::feed::{Change, Feed};
+use kcp_controllers::feed::{Change, Feed, Feeds};
 use kcp_controllers::workqueue::{Outcome, WorkQueue};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
@@ -70,9 +70,9 @@ pub fn spawn(server: Arc<ApiServer>, resolver: Option<Arc<dyn ClusterResolver>>)
     };
     let stop = server.shutdown_token();
     let cache = server.registry().cache().clone();
-    let mut exports_feed = Feed::new(cache.clone(), keyspace(&exports).all_clusters());
+    let exports_feed = Feed::new(cache.clone(), keyspace(&exports).all_clusters());
     // An identity Secret written or deleted re-checks its export (same name, kcp-system).
-    let mut secrets_feed = Feed::new(cache, keyspace(&secrets).all_clusters());
+    let secrets_feed = Feed::new(cache, keyspace(&secrets).all_clusters());
     let controller = Arc::new(Controller {
         server: Arc::downgrade(&server),
         resolver,
@@ -95,25 +95,20 @@ pub fn spawn(server: Arc<ApiServer>, resolver: Option<Arc<dyn ClusterResolver>>)
             })
         }
     });
-    tokio::spawn(async move {
-        controller.all(&queue);
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                change = exports_feed.next() => match change {
-                    Change::Event(e) => queue.add((e.object.cluster.clone(), e.object.name.clone())),
-                    Change::Resync => controller.all(&queue),
-                },
-                change = secrets_feed.next() => match change {
-                    Change::Event(e) if e.object.namespace.as_deref() == Some(IDENTITY_NAMESPACE) => {
-                        queue.add((e.object.cluster.clone(), e.object.name.clone()));
-                    }
-                    Change::Event(_) => {}
-                    Change::Resync => controller.all(&queue),
-                },
-            }
-        }
+    let (c, q) = (controller.clone(), queue.clone());
+    let exports = Feeds::new().on(exports_feed, move |change| match change {
+        Change::Event(e) => q.add((e.object.cluster.clone(), e.object.name.clone())),
+        Change::Resync => c.all(&q),
     });
+    let (c, q) = (controller.clone(), queue.clone());
+    let feeds = exports.on(secrets_feed, move |change| match change {
+        Change::Event(e) if e.object.namespace.as_deref() == Some(IDENTITY_NAMESPACE) => {
+            q.add((e.object.cluster.clone(), e.object.name.clone()));
+        }
+        Change::Event(_) => {}
+        Change::Resync => c.all(&q),
+    });
+    feeds.spawn(stop, move || controller.all(&queue));
 }
 
 impl Controller {
@@ -191,9 +186,9 @@ impl Controller {
             namespace: None,
             name,
         };
-        let written = server
+        server
             .registry()
-            .update(
+            .update_if_present(
                 &self.defs.exports,
                 at,
                 UpdateKind::Main,
@@ -211,11 +206,7 @@ impl Controller {
                     Ok(new)
                 },
             )
-            .await;
-        match written {
-            Err(e) if !e.is_not_found() => Err(e),
-            _ => Ok(()),
-        }
+            .await
     }
 
     /// The hash of the referenced Secret's key, or why there is none (kcp's messages).
@@ -305,9 +296,9 @@ impl Controller {
             namespace: None,
             name,
         };
-        let written = server
+        server
             .registry()
-            .update(
+            .update_if_present(
                 &self.defs.exports,
                 at,
                 UpdateKind::Status,
@@ -326,11 +317,7 @@ impl Controller {
                     Ok(new)
                 },
             )
-            .await;
-        match written {
-            Err(e) if !e.is_not_found() => Err(e),
-            _ => Ok(()),
-        }
+            .await
     }
 
     async fn default_slice(

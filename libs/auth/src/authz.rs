@@ -44,6 +44,32 @@ pub struct Attributes<'a> {
     pub deep_review: bool,
 }
 
+impl<'a> Attributes<'a> {
+    /// A deep review of `verb` on one named cluster-scoped object in `cluster`: what kcp's
+    /// admission asks of another LC ("may this user bind that export?"), where only that LC's RBAC
+    /// decides.
+    pub fn deep(
+        user: &'a UserInfo,
+        cluster: &'a str,
+        verb: &'a str,
+        api_group: &'a str,
+        resource: &'a str,
+        name: &'a str,
+    ) -> Attributes<'a> {
+        Attributes {
+            user: Some(user),
+            cluster,
+            verb,
+            resource_request: true,
+            api_group,
+            resource,
+            name,
+            deep_review: true,
+            ..Attributes::default()
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
     Allow,

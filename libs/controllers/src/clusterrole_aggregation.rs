@@ -17,7 +17,7 @@ use kcp_apiserver::ApiServer;
 use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
 use serde_json::{Map, Value};
 
-use crate::feed::{Change, Feed};
+use crate::feed::{Change, Feed, Feeds};
 use crate::per_namespace::builtin;
 use crate::workqueue::{Outcome, WorkQueue};
 
@@ -36,7 +36,7 @@ pub fn spawn(server: Arc<ApiServer>) {
         return;
     };
     let stop = server.shutdown_token();
-    let mut feed = Feed::new(
+    let feed = Feed::new(
         server.registry().cache().clone(),
         keyspace(&roles).all_clusters(),
     );
@@ -56,22 +56,16 @@ pub fn spawn(server: Arc<ApiServer>) {
             })
         }
     });
-    tokio::spawn(async move {
-        controller.all(&queue);
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                change = feed.next() => match change {
-                    Change::Event(e) => {
-                        if controller.aggregates(&e.object.cluster) {
-                            queue.add(e.object.cluster.clone());
-                        }
-                    }
-                    Change::Resync => controller.all(&queue),
-                },
+    let (c, q) = (controller.clone(), queue.clone());
+    let feeds = Feeds::new().on(feed, move |change| match change {
+        Change::Event(e) => {
+            if c.aggregates(&e.object.cluster) {
+                q.add(e.object.cluster.clone());
             }
         }
+        Change::Resync => c.all(&q),
     });
+    feeds.spawn(stop, move || controller.all(&queue));
 }
 
 /// A rule as Kubernetes compares rules: empty lists are absent ones (the JSON omits them).

@@ -2,10 +2,13 @@
 //! the watch cache, and a resync signal whenever the subscription was cut off (the cache reloaded from
 //! the store, or the controller fell behind), after which the controller re-reads what it needs.
 
+use std::future::Future;
 use std::sync::Arc;
+use std::task::Poll;
 use std::time::Duration;
 
 use kcp_apiserver::watch_cache::{CacheEvent, Scope, Subscription, WatchCache, WatchItem};
+use tokio_util::sync::CancellationToken;
 
 /// How long to wait before subscribing again after the cache refused (it only refuses resumes).
 const RESUBSCRIBE_DELAY: Duration = Duration::from_secs(1);
@@ -84,5 +87,65 @@ impl Feed {
                 }
             }
         }
+    }
+}
+
+type Handler = Box<dyn FnMut(Change) + Send>;
+
+/// The feeds of one controller, each with what to do with its changes, read by one task: the
+/// loop every controller would otherwise write around `tokio::select!`.
+#[derive(Default)]
+pub struct Feeds {
+    feeds: Vec<Feed>,
+    handlers: Vec<Handler>,
+    /// Where the next poll starts, so a busy feed cannot starve the ones after it.
+    first: usize,
+}
+
+impl Feeds {
+    pub fn new() -> Feeds {
+        Feeds::default()
+    }
+
+    /// Adds `feed`, whose changes go to `handler`.
+    pub fn on(mut self, feed: Feed, handler: impl FnMut(Change) + Send + 'static) -> Feeds {
+        self.feeds.push(feed);
+        self.handlers.push(Box::new(handler));
+        self
+    }
+
+    /// Runs `start` (the first full listing), then hands every change to its handler until
+    /// `stop` is cancelled.
+    pub fn spawn(mut self, stop: CancellationToken, start: impl FnOnce() + Send + 'static) {
+        tokio::spawn(async move {
+            start();
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    (i, change) = self.next() => (self.handlers[i])(change),
+                }
+            }
+        });
+    }
+
+    /// The next change of any feed, with the feed's index; cancel-safe like [`Feed::next`].
+    async fn next(&mut self) -> (usize, Change) {
+        let n = self.feeds.len();
+        if n == 0 {
+            return std::future::pending().await;
+        }
+        let first = self.first % n;
+        self.first = self.first.wrapping_add(1);
+        let mut pending: Vec<_> = self.feeds.iter_mut().map(|f| Box::pin(f.next())).collect();
+        std::future::poll_fn(|cx| {
+            for k in 0..n {
+                let i = (first + k) % n;
+                if let Poll::Ready(change) = pending[i].as_mut().poll(cx) {
+                    return Poll::Ready((i, change));
+                }
+            }
+            Poll::Pending
+        })
+        .await
     }
 }

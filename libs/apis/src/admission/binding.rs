@@ -63,20 +63,8 @@ impl BindingAdmission {
     }
 
     fn may_bind(&self, attrs: &Attributes<'_>, cluster: &str, export: &str) -> bool {
-        let review = AuthzAttributes {
-            user: Some(attrs.user),
-            cluster,
-            verb: "bind",
-            resource_request: true,
-            api_group: GROUP,
-            api_version: "v1alpha1",
-            resource: "apiexports",
-            subresource: "",
-            namespace: "",
-            name: export,
-            path: "",
-            deep_review: true,
-        };
+        let review =
+            AuthzAttributes::deep(attrs.user, cluster, "bind", GROUP, "apiexports", export);
         self.authorizer.authorize(&review) == Decision::Allow
     }
 }

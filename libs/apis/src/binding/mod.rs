@@ -6,6 +6,7 @@
 //! is served there ([`serving`]). Deleting a binding deletes what it bound in the logical
 //! cluster, then releases its finalizer.
 
+mod index;
 pub mod serving;
 mod status;
 
@@ -21,12 +22,13 @@ use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::hooks::ClusterResolver;
 use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace, now_rfc3339};
-use kcp_apiserver::watch_cache::CachedObject;
+use kcp_apiserver::watch_cache::{CacheEventType, CachedObject};
 use kcp_controllers::builtin;
-use kcp_controllers::feed::{Change, Feed};
+use kcp_controllers::feed::{Change, Feed, Feeds};
 use kcp_controllers::workqueue::{Outcome, WorkQueue};
 use serde_json::{Value, json};
 
+use self::index::ExportIndex;
 use self::status::Conditions;
 
 const RETRY_DELAY: Duration = Duration::from_millis(100);
@@ -64,6 +66,7 @@ struct Controller {
     resolver: Option<Arc<dyn ClusterResolver>>,
     defs: Defs,
     queue: Arc<WorkQueue<Key>>,
+    index: parking_lot::Mutex<ExportIndex>,
 }
 
 /// Starts the controller; it stops with the server.
@@ -74,16 +77,17 @@ pub fn spawn(server: Arc<ApiServer>, resolver: Option<Arc<dyn ClusterResolver>>)
     };
     let stop = server.shutdown_token();
     let cache = server.registry().cache().clone();
-    let mut binding_feed = Feed::new(cache.clone(), keyspace(&defs.bindings).all_clusters());
-    let mut export_feed = Feed::new(cache.clone(), keyspace(&defs.exports).all_clusters());
-    let mut schema_feed = Feed::new(cache.clone(), keyspace(&defs.schemas).all_clusters());
-    let mut crd_feed = Feed::new(cache, keyspace(&defs.crds).all_clusters());
+    let binding_feed = Feed::new(cache.clone(), keyspace(&defs.bindings).all_clusters());
+    let export_feed = Feed::new(cache.clone(), keyspace(&defs.exports).all_clusters());
+    let schema_feed = Feed::new(cache.clone(), keyspace(&defs.schemas).all_clusters());
+    let crd_feed = Feed::new(cache, keyspace(&defs.crds).all_clusters());
     let queue: Arc<WorkQueue<Key>> = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
     let controller = Arc::new(Controller {
         server: Arc::downgrade(&server),
         resolver,
         defs,
         queue: queue.clone(),
+        index: Default::default(),
     });
     drop(server);
     let worker = controller.clone();
@@ -91,35 +95,36 @@ pub fn spawn(server: Arc<ApiServer>, resolver: Option<Arc<dyn ClusterResolver>>)
         let controller = worker.clone();
         async move { controller.reconcile(key).await }
     });
-    tokio::spawn(async move {
-        controller.all();
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                change = binding_feed.next() => match change {
-                    Change::Event(e) => {
-                        let o = &e.object;
-                        controller.queue.add(Key::Binding(o.cluster.clone(), o.name.clone()));
-                        controller.queue.add(Key::Served(o.cluster.clone()));
-                    }
-                    Change::Resync => controller.all(),
-                },
-                change = export_feed.next() => match change {
-                    Change::Event(e) => controller.bindings_of_export(&e.object),
-                    Change::Resync => controller.all(),
-                },
-                change = schema_feed.next() => match change {
-                    Change::Event(e) => controller.bindings_of_schema(&e.object),
-                    Change::Resync => controller.all(),
-                },
-                // A CRD gone may free a resource a binding could not bind.
-                change = crd_feed.next() => match change {
-                    Change::Event(e) => controller.bindings_in(&e.object.cluster),
-                    Change::Resync => controller.all(),
-                },
-            }
+    let c = controller.clone();
+    let feeds = Feeds::new().on(binding_feed, move |change| match change {
+        Change::Event(e) => {
+            let o = &e.object;
+            let now = (e.kind != CacheEventType::Deleted)
+                .then(|| o.value().ok())
+                .flatten();
+            (c.index.lock()).set((o.cluster.clone(), o.name.clone()), now.as_ref());
+            c.queue.add(Key::Binding(o.cluster.clone(), o.name.clone()));
+            c.queue.add(Key::Served(o.cluster.clone()));
         }
+        Change::Resync => c.all(),
     });
+    let c = controller.clone();
+    let feeds = feeds.on(export_feed, move |change| match change {
+        Change::Event(e) => c.bindings_of_export(&e.object),
+        Change::Resync => c.all(),
+    });
+    let c = controller.clone();
+    let feeds = feeds.on(schema_feed, move |change| match change {
+        Change::Event(e) => c.bindings_of_schema(&e.object),
+        Change::Resync => c.all(),
+    });
+    // A CRD gone may free a resource a binding could not bind.
+    let c = controller.clone();
+    let feeds = feeds.on(crd_feed, move |change| match change {
+        Change::Event(e) => c.bindings_in(&e.object.cluster),
+        Change::Resync => c.all(),
+    });
+    feeds.spawn(stop, move || controller.all());
 }
 
 fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
@@ -138,7 +143,10 @@ impl Controller {
         let Some(server) = self.server.upgrade() else {
             return;
         };
+        let mut index = self.index.lock();
+        index.clear();
         for b in self.bindings(&server) {
+            index.set((b.cluster.clone(), b.name.clone()), b.value().ok().as_ref());
             self.queue
                 .add(Key::Binding(b.cluster.clone(), b.name.clone()));
             self.queue.add(Key::Served(b.cluster.clone()));
@@ -158,30 +166,16 @@ impl Controller {
 
     /// Every binding whose export is `export` (or that waits for an export of its name).
     fn bindings_of_export(&self, export: &CachedObject) {
-        let Some(server) = self.server.upgrade() else {
-            return;
-        };
-        for b in self.bindings(&server) {
-            let Ok(binding) = b.value() else { continue };
-            if text(&binding, "/spec/reference/export/name") == export.name {
-                self.queue
-                    .add(Key::Binding(b.cluster.clone(), b.name.clone()));
-            }
+        for (cluster, name) in self.index.lock().naming(&export.name) {
+            self.queue.add(Key::Binding(cluster, name));
         }
     }
 
     /// Every binding of a schema of `schema`'s logical cluster: a schema serves from its place.
     fn bindings_of_schema(&self, schema: &CachedObject) {
-        let Some(server) = self.server.upgrade() else {
-            return;
-        };
-        for b in self.bindings(&server) {
-            let Ok(binding) = b.value() else { continue };
-            if text(&binding, "/status/apiExportClusterName") == schema.cluster.as_str() {
-                self.queue
-                    .add(Key::Binding(b.cluster.clone(), b.name.clone()));
-                self.queue.add(Key::Served(b.cluster.clone()));
-            }
+        for (cluster, name) in self.index.lock().bound_to(&schema.cluster) {
+            self.queue.add(Key::Served(cluster.clone()));
+            self.queue.add(Key::Binding(cluster, name));
         }
     }
 
@@ -471,9 +465,9 @@ impl Controller {
             namespace: None,
             name,
         };
-        let written = server
+        server
             .registry()
-            .update(
+            .update_if_present(
                 &self.defs.bindings,
                 at,
                 UpdateKind::Status,
@@ -484,11 +478,7 @@ impl Controller {
                     Ok(new)
                 },
             )
-            .await;
-        match written {
-            Err(e) if !e.is_not_found() => Err(e),
-            _ => Ok(()),
-        }
+            .await
     }
 
     async fn set_finalizer(
@@ -503,9 +493,9 @@ impl Controller {
             namespace: None,
             name,
         };
-        let written = server
+        server
             .registry()
-            .update(
+            .update_if_present(
                 &self.defs.bindings,
                 at,
                 UpdateKind::Main,
@@ -525,11 +515,7 @@ impl Controller {
                     Ok(new)
                 },
             )
-            .await;
-        match written {
-            Err(e) if !e.is_not_found() => Err(e),
-            _ => Ok(()),
-        }
+            .await
     }
 
     /// A deleting binding: what it bound goes from the logical cluster first (served meanwhile

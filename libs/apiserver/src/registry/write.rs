@@ -672,6 +672,24 @@ impl Registry {
         .await
     }
 
+    /// [`Registry::update`] for controllers: an object already gone needs no update.
+    pub async fn update_if_present<F>(
+        &self,
+        def: &ResourceDef,
+        at: ObjectRef<'_>,
+        kind: UpdateKind,
+        opts: WriteOptions<'_>,
+        mutate: F,
+    ) -> Result<(), ApiError>
+    where
+        F: FnMut(&Value) -> Result<Value, ApiError>,
+    {
+        match self.update(def, at, kind, opts, mutate).await {
+            Err(e) if !e.is_not_found() => Err(e),
+            _ => Ok(()),
+        }
+    }
+
     /// Updates an object: `mutate` turns the current object into the desired one (a PUT body, or the
     /// current object with a patch applied). Retried on revision conflicts unless the desired object
     /// names a resourceVersion of its own.

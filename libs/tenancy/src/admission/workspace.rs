@@ -68,21 +68,15 @@ impl WorkspaceAdmission {
     }
 
     fn may_use(&self, user: &UserInfo, t: &ResolvedType) -> bool {
-        let attrs = AuthzAttributes {
-            user: Some(user),
-            cluster: &t.cluster,
-            verb: "use",
-            resource_request: true,
-            api_group: "tenancy.kcp.io",
-            api_version: "",
-            resource: "workspacetypes",
-            subresource: "",
-            namespace: "",
-            name: &t.reference.name,
-            path: "",
-            deep_review: true,
-        };
-        self.authorizer.authorize(&attrs) == Decision::Allow
+        let review = AuthzAttributes::deep(
+            user,
+            &t.cluster,
+            "use",
+            "tenancy.kcp.io",
+            "workspacetypes",
+            &t.reference.name,
+        );
+        self.authorizer.authorize(&review) == Decision::Allow
     }
 }
 

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use kcp_api_types::conditions::{same_status, with_transition_times};
 use kcp_controllers::builtin;
-use kcp_controllers::feed::{Change, Feed};
+use kcp_controllers::feed::{Change, Feed, Feeds};
 use kcp_controllers::workqueue::{Outcome, WorkQueue};
 
 const RETRY_DELAY: Duration = Duration::from_millis(200);
@@ -39,8 +39,8 @@ pub fn spawn(server: Arc<ApiServer>) {
     };
     let stop = server.shutdown_token();
     let cache = server.registry().cache().clone();
-    let mut type_feed = Feed::new(cache.clone(), keyspace(&types).all_clusters());
-    let mut shard_feed = Feed::new(cache, keyspace(&shards).all_clusters());
+    let type_feed = Feed::new(cache.clone(), keyspace(&types).all_clusters());
+    let shard_feed = Feed::new(cache, keyspace(&shards).all_clusters());
     let controller = Arc::new(Controller {
         server: Arc::downgrade(&server),
         types,
@@ -58,20 +58,15 @@ pub fn spawn(server: Arc<ApiServer>) {
             })
         }
     });
-    tokio::spawn(async move {
-        controller.all(&queue);
-        loop {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                change = type_feed.next() => match change {
-                    Change::Event(e) => queue.add((e.object.cluster.clone(), e.object.name.clone())),
-                    Change::Resync => controller.all(&queue),
-                },
-                // Every type lists every shard.
-                _ = shard_feed.next() => controller.all(&queue),
-            }
-        }
+    let (c, q) = (controller.clone(), queue.clone());
+    let types = Feeds::new().on(type_feed, move |change| match change {
+        Change::Event(e) => q.add((e.object.cluster.clone(), e.object.name.clone())),
+        Change::Resync => c.all(&q),
     });
+    // Every type lists every shard.
+    let (c, q) = (controller.clone(), queue.clone());
+    let feeds = types.on(shard_feed, move |_| c.all(&q));
+    feeds.spawn(stop, move || controller.all(&queue));
 }
 
 impl Controller {
@@ -146,9 +141,9 @@ impl Controller {
             namespace: None,
             name,
         };
-        let written = server
+        server
             .registry()
-            .update(
+            .update_if_present(
                 &self.types,
                 at,
                 UpdateKind::Status,
@@ -159,10 +154,6 @@ impl Controller {
                     Ok(new)
                 },
             )
-            .await;
-        match written {
-            Err(e) if !e.is_not_found() => Err(e),
-            _ => Ok(()),
-        }
+            .await
     }
 }

@@ -298,18 +298,15 @@ async fn release(
     at: ObjectRef<'_>,
     finalizer: &str,
 ) -> Result<Outcome, ApiError> {
-    let released = server
+    server
         .registry()
-        .update(def, at, UpdateKind::Main, WriteOptions::default(), |old| {
+        .update_if_present(def, at, UpdateKind::Main, WriteOptions::default(), |old| {
             let mut new = old.clone();
             set_finalizer(metadata(&mut new), finalizer, false);
             Ok(new)
         })
-        .await;
-    match released {
-        Err(e) if !e.is_not_found() => Err(e),
-        _ => Ok(Outcome::Done),
-    }
+        .await?;
+    Ok(Outcome::Done)
 }
 
 /// Where LogicalCluster `lc` is: its one object, `cluster`.
@@ -483,16 +480,12 @@ impl Controller {
         def: &ResourceDef,
         at: ObjectRef<'_>,
     ) -> Result<(), ApiError> {
-        let written = server
+        server
             .registry()
-            .update(def, at, UpdateKind::Whole, WriteOptions::default(), |old| {
+            .update_if_present(def, at, UpdateKind::Whole, WriteOptions::default(), |old| {
                 Ok(old.clone())
             })
-            .await;
-        match written {
-            Err(e) if !e.is_not_found() => Err(e),
-            _ => Ok(()),
-        }
+            .await
     }
 
     /// Brings one workspace forward.
@@ -569,20 +562,16 @@ impl Controller {
         placement: Option<&Placement<'_>>,
         status: &Value,
     ) -> Result<(), ApiError> {
-        let written = server
+        server
             .registry()
-            .update(
+            .update_if_present(
                 &self.defs.workspaces,
                 at,
                 UpdateKind::Whole,
                 WriteOptions::default(),
                 |old| Ok(desired_workspace(old, placement, status).unwrap_or_else(|| old.clone())),
             )
-            .await;
-        match written {
-            Err(e) if !e.is_not_found() => Err(e),
-            _ => Ok(()),
-        }
+            .await
     }
 
     /// A deleted workspace (read at `revision`): its LogicalCluster is deleted (which deletes the
@@ -1079,7 +1068,7 @@ impl Controller {
         let condition = state::content_remaining_condition(remaining);
         let written = server
             .registry()
-            .update(
+            .update_if_present(
                 &self.defs.logical_clusters,
                 lc_at(cluster),
                 UpdateKind::Status,
@@ -1103,9 +1092,6 @@ impl Controller {
         self.noted
             .lock()
             .insert(cluster.clone(), std::time::Instant::now());
-        match written {
-            Err(e) if !e.is_not_found() => Err(e),
-            _ => Ok(()),
-        }
+        written
     }
 }
