@@ -5,7 +5,7 @@
 use kcp_e2e::{Shard, StoreKind, json_str, on_both_stores};
 use serde_json::Value;
 
-on_both_stores!(export_bind_and_serve);
+on_both_stores!(export_bind_and_serve, identities_conflicts_and_evolution);
 
 const SCHEMA: &str = r#"
 apiVersion: apis.kcp.io/v1alpha1
@@ -233,4 +233,227 @@ fn export_bind_and_serve(store: StoreKind) {
     });
     let listed = consumer().ok(&["get", "cowboys", "-n", "default", "-o", "name"]);
     assert_eq!(listed.trim(), "", "{listed}");
+}
+
+/// A provider's export of `cowboys` under `schema`, created in `cluster` and given its identity
+/// (returned).
+fn publish(shard: &Shard, cluster: &str, schema: &str) -> String {
+    let provider = || shard.kubectl_cmd().cluster(cluster);
+    let file = shard.write_file(
+        &format!("{schema}.yaml"),
+        &SCHEMA.replace("today.cowboys.wildwest.dev", schema),
+    );
+    provider().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let file = shard.write_file(
+        &format!("export-{schema}.yaml"),
+        &EXPORT.replace("today.cowboys.wildwest.dev", schema),
+    );
+    provider().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    shard.eventually("the export's identity hash", || {
+        let export = provider().json(&["get", "apiexport", "cowboys", "-o", "json"]);
+        let hash = json_str(&export, "/status/identityHash").to_string();
+        (!hash.is_empty()).then_some(hash)
+    })
+}
+
+fn bind_and_wait(shard: &Shard, cluster: &str, export_path: &str) -> Value {
+    let file = shard.write_file(
+        &format!("bind-{}.yaml", cluster.replace(':', "-")),
+        &binding("cowboys", export_path, "cowboys"),
+    );
+    let consumer = || shard.kubectl_cmd().cluster(cluster);
+    consumer().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    shard.eventually("the binding Bound", || {
+        let b = consumer().json(&["get", "apibinding", "cowboys", "-o", "json"]);
+        (b["status"]["phase"] == "Bound").then_some(b)
+    })
+}
+
+const LOCAL_CRD: &str = r#"
+apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: cowboys.wildwest.dev
+spec:
+  group: wildwest.dev
+  names: {kind: Cowboy, listKind: CowboyList, plural: cowboys, singular: cowboy}
+  scope: Namespaced
+  versions:
+  - name: v1alpha1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        x-kubernetes-preserve-unknown-fields: true
+"#;
+
+/// Two exports of one group/resource keep their objects apart, listed across clusters by
+/// identity; a bound resource refuses a CRD of its name and a CRD refuses a binding; the lock
+/// annotation says who holds what; an export that gains a resource reaches its bindings, and a
+/// schema deleted while bound keeps serving.
+fn identities_conflicts_and_evolution(store: StoreKind) {
+    let shard = Shard::start(store);
+    for ws in [
+        "provider",
+        "other-provider",
+        "consumer",
+        "other-consumer",
+        "local",
+    ] {
+        create_ready_workspace(&shard, ws);
+    }
+    let first = publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
+    let second = publish(&shard, "root:other-provider", "other.cowboys.wildwest.dev");
+    assert_ne!(first, second);
+    bind_and_wait(&shard, "root:consumer", "root:provider");
+    bind_and_wait(&shard, "root:other-consumer", "root:other-provider");
+    let cowboy = shard.write_file(
+        "lucky.yaml",
+        "apiVersion: wildwest.dev/v1alpha1\nkind: Cowboy\nmetadata:\n  name: lucky\n  namespace: default\nspec:\n  intent: ride\n",
+    );
+    for ws in ["root:consumer", "root:other-consumer"] {
+        let consumer = shard.kubectl_cmd().cluster(ws);
+        shard.eventually("cowboys served", || {
+            let out = consumer.run(&["create", "-f", cowboy.to_str().unwrap_or_default()]);
+            out.status.success().then_some(())
+        });
+    }
+
+    // Across clusters, each identity lists its own export's objects only.
+    let consumer_lc = shard.kubectl_cmd().cluster("root:consumer").json(&[
+        "get",
+        "logicalcluster",
+        "cluster",
+        "-o",
+        "json",
+    ]);
+    let consumer_name = json_str(&consumer_lc, "/metadata/annotations/kcp.io~1cluster").to_string();
+    // Only privileged users list across clusters (shard-admin is in system:masters).
+    let privileged = || shard.kubectl_cmd().context("system:admin");
+    let across = |identity: &str| {
+        privileged().json(&[
+            "get",
+            "--raw",
+            &format!("/clusters/*/apis/wildwest.dev/v1alpha1/cowboys:{identity}"),
+        ])
+    };
+    let listed = across(&first);
+    let items = listed["items"].as_array().cloned().unwrap_or_default();
+    assert_eq!(items.len(), 1, "{listed}");
+    assert_eq!(
+        json_str(&items[0], "/metadata/annotations/kcp.io~1cluster"),
+        consumer_name,
+        "{listed}"
+    );
+    assert_eq!(across(&second)["items"].as_array().map(Vec::len), Some(1));
+    let unknown = privileged().fails(&[
+        "get",
+        "--raw",
+        &format!(
+            "/clusters/*/apis/wildwest.dev/v1alpha1/cowboys:{}",
+            "0".repeat(64)
+        ),
+    ]);
+    assert!(unknown.contains("NotFound"), "{unknown}");
+
+    // A CRD over the bound resource: kcp's refusal; the lock annotation names the binding.
+    let crd = shard.write_file("crd.yaml", LOCAL_CRD);
+    let consumer = || shard.kubectl_cmd().cluster("root:consumer");
+    let refused = consumer().fails(&["create", "-f", crd.to_str().unwrap_or_default()]);
+    assert!(
+        refused.contains("cannot create because resource is bound by APIBinding \"cowboys\""),
+        "{refused}"
+    );
+    shard.eventually("the lock annotation", || {
+        let lc = consumer().json(&["get", "logicalcluster", "cluster", "-o", "json"]);
+        let locks = json_str(
+            &lc,
+            "/metadata/annotations/internal.apis.kcp.io~1resource-bindings",
+        );
+        let locks: Value = serde_json::from_str(locks).ok()?;
+        (locks["cowboys.wildwest.dev"]["n"] == "cowboys").then_some(())
+    });
+
+    // A CRD first: the binding skips the resource with kcp's reason, the CRD keeps serving.
+    let local = || shard.kubectl_cmd().cluster("root:local");
+    local().ok(&["create", "-f", crd.to_str().unwrap_or_default()]);
+    shard.eventually("the local CRD established", || {
+        let out = local().run(&["get", "cowboys", "-n", "default"]);
+        out.status.success().then_some(())
+    });
+    let file = shard.write_file(
+        "bind-local.yaml",
+        &binding("cowboys", "root:provider", "cowboys"),
+    );
+    local().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let conflicted = shard.eventually("the binding's naming conflict", || {
+        let b = local().json(&["get", "apibinding", "cowboys", "-o", "json"]);
+        let c = condition(&b, "BindingUpToDate")?;
+        (c["reason"] == "NamingConflicts").then(|| (b.clone(), c.clone()))
+    });
+    let (b, c) = conflicted;
+    assert_eq!(b["status"]["phase"], "Binding", "{b}");
+    assert!(
+        json_str(&c, "/message").contains("cowboys.wildwest.dev"),
+        "{c}"
+    );
+    let lc = local().json(&["get", "logicalcluster", "cluster", "-o", "json"]);
+    let locks = json_str(
+        &lc,
+        "/metadata/annotations/internal.apis.kcp.io~1resource-bindings",
+    );
+    assert!(
+        locks.contains(r#""cowboys.wildwest.dev":{"c":true"#),
+        "{lc}"
+    );
+
+    // The export gains a resource: its bindings bind it too.
+    let horses = SCHEMA
+        .replace("today.cowboys.wildwest.dev", "today.horses.wildwest.dev")
+        .replace("Cowboy", "Horse")
+        .replace("cowboys", "horses")
+        .replace("cowboy", "horse");
+    let provider = || shard.kubectl_cmd().cluster("root:provider");
+    let file = shard.write_file("horses.yaml", &horses);
+    provider().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    provider().ok(&[
+        "patch",
+        "apiexports.v1alpha2.apis.kcp.io",
+        "cowboys",
+        "--type=json",
+        "-p",
+        r#"[{"op":"add","path":"/spec/resources/-","value":{"name":"horses","group":"wildwest.dev","schema":"today.horses.wildwest.dev","storage":{"crd":{}}}}]"#,
+    ]);
+    shard.eventually("horses bound and served", || {
+        let out = consumer().run(&["get", "horses", "-n", "default"]);
+        out.status.success().then_some(())
+    });
+    let b = consumer().json(&["get", "apibinding", "cowboys", "-o", "json"]);
+    assert_eq!(
+        b["status"]["boundResources"].as_array().map(Vec::len),
+        Some(2),
+        "{b}"
+    );
+
+    // The schema deleted while bound: still served, and the binding says what is wrong.
+    provider().ok(&["delete", "apiresourceschema", "today.horses.wildwest.dev"]);
+    let b = shard.eventually("the binding reports the missing schema", || {
+        let b = consumer().json(&["get", "apibinding", "cowboys", "-o", "json"]);
+        let c = condition(&b, "APIExportValid")?;
+        (c["status"] == "False").then_some(b)
+    });
+    assert_eq!(
+        condition(&b, "APIExportValid").map(|c| c["reason"].clone()),
+        Some("InternalError".into()),
+        "{b}"
+    );
+    assert_eq!(b["status"]["phase"], "Bound", "{b}");
+    let horse = shard.write_file(
+        "horse.yaml",
+        "apiVersion: wildwest.dev/v1alpha1\nkind: Horse\nmetadata:\n  name: silver\n  namespace: default\n",
+    );
+    consumer().ok(&["create", "-f", horse.to_str().unwrap_or_default()]);
+    let listed = consumer().ok(&["get", "horses", "-n", "default", "-o", "name"]);
+    assert!(listed.contains("silver"), "{listed}");
 }

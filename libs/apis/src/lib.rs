@@ -7,6 +7,7 @@
 //!
 //! - [`admission`]: kcp's admission of APIResourceSchemas, APIExports and APIBindings (`bind`).
 //! - [`identity`]: the identity Secret and hash of every APIExport, and its default endpoint slice.
+//! - [`locks`]: which binding or CRD holds each group/resource of a logical cluster.
 //! - [`binding`]: the APIBinding controller, and serving what bindings bind
 //!   ([`binding::serving`]).
 //!
@@ -16,6 +17,7 @@
 pub mod admission;
 pub mod binding;
 pub mod identity;
+pub mod locks;
 
 use std::sync::Arc;
 
@@ -30,20 +32,29 @@ use kcp_apiserver::{ApiServer, ApiServerBuilder};
 pub struct Apis {
     /// Workspace paths, for references by path (bindings and endpoint slices name exports so).
     resolver: Option<Arc<dyn ClusterResolver>>,
+    /// Who holds each resource of a logical cluster, shared by CRD admission and the bindings.
+    locks: Arc<locks::ResourceLocks>,
+    /// The schemas bound resources are served from, kept when a schema is deleted while bound.
+    schemas: Arc<binding::serving::SchemaMemory>,
 }
 
 impl Apis {
     /// `resolver` turns workspace paths into logical clusters and back (kcp-tenancy's index).
     pub fn new(resolver: Option<Arc<dyn ClusterResolver>>) -> Apis {
-        Apis { resolver }
+        Apis {
+            resolver,
+            locks: Default::default(),
+            schemas: Default::default(),
+        }
     }
 
     /// Plugs the admission of the `apis.kcp.io` kinds into `builder`, and the serving of what
     /// the stored bindings bind before the server is handed out.
     pub fn install(&self, builder: ApiServerBuilder) -> ApiServerBuilder {
         let resolver = self.resolver.clone();
+        let locks = self.locks.clone();
         builder
-            .bootstrap(Arc::new(ServeBound))
+            .bootstrap(Arc::new(ServeBound(self.schemas.clone())))
             .admission(move |ctx| {
                 let mut early: Vec<Arc<dyn kcp_apiserver::admission::Admission>> = vec![
                     Arc::new(admission::ResourceSchemaAdmission),
@@ -57,6 +68,10 @@ impl Apis {
                     Some(binding) => early.push(Arc::new(binding)),
                     None => tracing::error!("APIBinding admission: a kind is missing"),
                 }
+                match admission::CrdAdmission::new(ctx.cache.clone(), locks) {
+                    Some(crd) => early.push(Arc::new(crd)),
+                    None => tracing::error!("CRD admission: a kind is missing"),
+                }
                 AdmissionPlugins {
                     early,
                     last: Vec::new(),
@@ -67,13 +82,14 @@ impl Apis {
     /// Starts the controllers on the server `install` went into; they stop when it shuts down.
     pub fn start_controllers(&self, server: &Arc<ApiServer>) {
         identity::spawn(server.clone(), self.resolver.clone());
-        binding::spawn(server.clone(), self.resolver.clone());
+        let (locks, schemas) = (self.locks.clone(), self.schemas.clone());
+        binding::spawn(server.clone(), self.resolver.clone(), locks, schemas);
     }
 }
 
 /// At start-up, every logical cluster with bindings serves what they bind before the first
 /// request (a restart must not make bound resources 404 until the controller comes round).
-struct ServeBound;
+struct ServeBound(Arc<binding::serving::SchemaMemory>);
 
 #[async_trait]
 impl Bootstrap for ServeBound {
@@ -88,7 +104,7 @@ impl Bootstrap for ServeBound {
             .collect();
         clusters.dedup();
         for cluster in clusters {
-            binding::serving::refresh(server, &defs, &cluster);
+            binding::serving::refresh(server, &defs, &self.0, &cluster);
         }
         Ok(())
     }

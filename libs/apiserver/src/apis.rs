@@ -104,6 +104,31 @@ impl ClusterApis {
             .collect()
     }
 
+    /// A bound resource by its export's identity, as wildcard requests name it
+    /// (`<resource>:<identity>`), from whichever set serves it: all share its storage.
+    pub fn bound_by_identity(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+        identity: &str,
+    ) -> Option<Arc<ResourceDef>> {
+        if identity == kcp_api_types::custom::LOCAL_CRD_IDENTITY {
+            return None;
+        }
+        let interned = self.interned.lock();
+        interned.values().filter_map(Weak::upgrade).find_map(|set| {
+            (set.resources().iter())
+                .find(|d| {
+                    d.group == group
+                        && d.version == version
+                        && d.plural == plural
+                        && d.storage_identity.as_deref() == Some(identity)
+                })
+                .cloned()
+        })
+    }
+
     /// How many distinct composed sets are alive (for tests and benchmarks of their sharing).
     pub fn interned_sets(&self) -> usize {
         (self.interned.lock().values())

@@ -2,10 +2,12 @@
 //! are 403 Forbidden, as kcp's admission plugins answer.
 
 mod binding;
+mod crd;
 mod export;
 mod resource_schema;
 
 pub use binding::BindingAdmission;
+pub use crd::CrdAdmission;
 pub use export::ExportAdmission;
 pub use resource_schema::ResourceSchemaAdmission;
 

@@ -10,7 +10,7 @@ mod index;
 pub mod serving;
 mod status;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -30,7 +30,10 @@ use serde_json::{Value, json};
 
 use self::index::ExportIndex;
 use self::status::Conditions;
+use crate::locks::{LOCK_ANNOTATION, ResourceLocks, resource_key};
 
+/// The one LogicalCluster object of every logical cluster.
+const LOGICAL_CLUSTER: &str = "cluster";
 const RETRY_DELAY: Duration = Duration::from_millis(100);
 const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 /// A deleting binding whose objects are still going is looked at again this often.
@@ -41,6 +44,7 @@ pub struct Defs {
     pub exports: Arc<ResourceDef>,
     pub schemas: Arc<ResourceDef>,
     pub crds: Arc<ResourceDef>,
+    pub logical_clusters: Arc<ResourceDef>,
 }
 
 impl Defs {
@@ -50,6 +54,7 @@ impl Defs {
             exports: builtin(GROUP, "apiexports")?,
             schemas: builtin(GROUP, "apiresourceschemas")?,
             crds: builtin("apiextensions.k8s.io", "customresourcedefinitions")?,
+            logical_clusters: builtin("core.kcp.io", "logicalclusters")?,
         })
     }
 }
@@ -59,6 +64,8 @@ enum Key {
     Binding(LogicalClusterName, String),
     /// A logical cluster whose served bindings are to be recomputed.
     Served(LogicalClusterName),
+    /// A logical cluster whose lock annotation is to be brought up to date.
+    Locks(LogicalClusterName),
 }
 
 struct Controller {
@@ -67,10 +74,17 @@ struct Controller {
     defs: Defs,
     queue: Arc<WorkQueue<Key>>,
     index: parking_lot::Mutex<ExportIndex>,
+    locks: Arc<ResourceLocks>,
+    schemas: Arc<serving::SchemaMemory>,
 }
 
 /// Starts the controller; it stops with the server.
-pub fn spawn(server: Arc<ApiServer>, resolver: Option<Arc<dyn ClusterResolver>>) {
+pub fn spawn(
+    server: Arc<ApiServer>,
+    resolver: Option<Arc<dyn ClusterResolver>>,
+    locks: Arc<ResourceLocks>,
+    schemas: Arc<serving::SchemaMemory>,
+) {
     let Some(defs) = Defs::new() else {
         tracing::error!("APIBinding controller: a kind is missing; not started");
         return;
@@ -88,6 +102,8 @@ pub fn spawn(server: Arc<ApiServer>, resolver: Option<Arc<dyn ClusterResolver>>)
         defs,
         queue: queue.clone(),
         index: Default::default(),
+        locks,
+        schemas,
     });
     drop(server);
     let worker = controller.clone();
@@ -118,10 +134,13 @@ pub fn spawn(server: Arc<ApiServer>, resolver: Option<Arc<dyn ClusterResolver>>)
         Change::Event(e) => c.bindings_of_schema(&e.object),
         Change::Resync => c.all(),
     });
-    // A CRD gone may free a resource a binding could not bind.
+    // A CRD gone may free a resource a binding could not bind; CRDs are in the lock annotation.
     let c = controller.clone();
     let feeds = feeds.on(crd_feed, move |change| match change {
-        Change::Event(e) => c.bindings_in(&e.object.cluster),
+        Change::Event(e) => {
+            c.bindings_in(&e.object.cluster);
+            c.queue.add(Key::Locks(e.object.cluster.clone()));
+        }
         Change::Resync => c.all(),
     });
     feeds.spawn(stop, move || controller.all());
@@ -145,12 +164,22 @@ impl Controller {
         };
         let mut index = self.index.lock();
         index.clear();
+        let mut schemas_in_use = HashSet::new();
         for b in self.bindings(&server) {
-            index.set((b.cluster.clone(), b.name.clone()), b.value().ok().as_ref());
+            let binding = b.value().ok();
+            index.set((b.cluster.clone(), b.name.clone()), binding.as_ref());
+            let bound = binding
+                .as_ref()
+                .and_then(|b| b.pointer("/status/boundResources"));
+            for r in bound.and_then(Value::as_array).into_iter().flatten() {
+                schemas_in_use.insert(text(r, "/schema/UID").to_string());
+            }
             self.queue
                 .add(Key::Binding(b.cluster.clone(), b.name.clone()));
             self.queue.add(Key::Served(b.cluster.clone()));
+            self.queue.add(Key::Locks(b.cluster.clone()));
         }
+        self.schemas.retain(&schemas_in_use);
     }
 
     fn bindings_in(&self, cluster: &LogicalClusterName) {
@@ -185,9 +214,16 @@ impl Controller {
         };
         match key {
             Key::Served(cluster) => {
-                serving::refresh(&server, &self.defs, &cluster);
+                serving::refresh(&server, &self.defs, &self.schemas, &cluster);
                 Outcome::Done
             }
+            Key::Locks(cluster) => match self.write_locks(&server, &cluster).await {
+                Ok(()) => Outcome::Done,
+                Err(err) => {
+                    tracing::warn!(%cluster, error = %err, "resource lock annotation not written; retrying");
+                    Outcome::Failed
+                }
+            },
             Key::Binding(cluster, name) => {
                 match self.reconcile_binding(&server, &cluster, &name).await {
                     Ok(outcome) => outcome,
@@ -343,7 +379,13 @@ impl Controller {
                 }
             }
         }
-        let taken = self.taken_here(server, cluster, text(binding, "/metadata/name"));
+        let me = text(binding, "/metadata/name");
+        let taken = self.taken_here(server, cluster, me);
+        let binding_exists = |name: &str| {
+            let key = keyspace(&self.defs.bindings).object(cluster, None, name);
+            server.registry().cache().get(&key).is_some()
+        };
+        let mut claimed = false;
         let mut bound = (status.get("boundResources").and_then(Value::as_array))
             .cloned()
             .unwrap_or_default();
@@ -358,6 +400,16 @@ impl Controller {
                 skipped.push(format!("{plural}.{group}:{}", holder.describe()));
                 continue;
             }
+            // The table settles races the stored objects cannot: a CRD admitted but not yet
+            // stored, or another binding of the same resource in this very moment.
+            let resource = resource_key(group, plural);
+            if let Err(by) =
+                (self.locks).claim_for_binding(cluster, &resource, me, binding_exists, false)
+            {
+                skipped.push(format!("{plural}.{group}:{{{by}}}"));
+                continue;
+            }
+            claimed = true;
             let previous = bound
                 .iter()
                 .position(|b| text(b, "/group") == group && text(b, "/resource") == plural);
@@ -388,6 +440,9 @@ impl Controller {
             }
         }
         status["boundResources"] = Value::Array(bound);
+        if claimed {
+            self.queue.add(Key::Locks(cluster.clone()));
+        }
         conditions.set_true("APIExportValid");
         if skipped.is_empty() {
             conditions.set_true("InitialBindingCompleted");
@@ -446,6 +501,56 @@ impl Controller {
             }
         }
         taken
+    }
+
+    /// Writes `cluster`'s lock annotation on its LogicalCluster when it says something else.
+    async fn write_locks(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+    ) -> Result<(), ApiError> {
+        let cache = server.registry().cache();
+        let crds: Vec<String> = (cache.list(&keyspace(&self.defs.crds).cluster(cluster), None))
+            .iter()
+            .filter_map(|c| c.value().ok())
+            .map(|crd| resource_key(text(&crd, "/spec/group"), text(&crd, "/spec/names/plural")))
+            .collect();
+        let wanted = self.locks.annotation(cluster, &crds).to_string();
+        let key = keyspace(&self.defs.logical_clusters).object(cluster, None, LOGICAL_CLUSTER);
+        let current = (cache.get(&key)).and_then(|lc| lc.value().ok());
+        let Some(current) = current else {
+            return Ok(());
+        };
+        let annotations = current.pointer("/metadata/annotations");
+        if annotations
+            .and_then(|a| a.get(LOCK_ANNOTATION))
+            .and_then(Value::as_str)
+            == Some(&wanted)
+        {
+            return Ok(());
+        }
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name: LOGICAL_CLUSTER,
+        };
+        server
+            .registry()
+            .update_if_present(
+                &self.defs.logical_clusters,
+                at,
+                UpdateKind::Main,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    if !new["metadata"]["annotations"].is_object() {
+                        new["metadata"]["annotations"] = json!({});
+                    }
+                    new["metadata"]["annotations"][LOCK_ANNOTATION] = json!(wanted);
+                    Ok(new)
+                },
+            )
+            .await
     }
 
     async fn write_status(
@@ -556,6 +661,8 @@ impl Controller {
             return Ok(Outcome::After(DELETION_RECHECK));
         }
         self.set_finalizer(server, cluster, name, false).await?;
+        self.locks.release_binding(cluster, name);
+        self.queue.add(Key::Locks(cluster.clone()));
         Ok(Outcome::Done)
     }
 }

@@ -6,12 +6,16 @@
 //! binding of one schema and identity shares one compiled schema and, across clusters binding the
 //! same exports, one part.
 
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+
 use kcp_api_types::custom::IDENTITY_ANNOTATION;
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::apis::ApiSource;
 use kcp_apiserver::crd::ServedCrd;
 use kcp_apiserver::registry::keyspace;
+use kcp_apiserver::watch_cache::CachedObject;
 use serde_json::{Map, Value, json};
 
 use super::{Defs, text};
@@ -19,8 +23,39 @@ use super::{Defs, text};
 /// The annotation kcp's bound CRDs carry.
 const BOUND_CRD_ANNOTATION: &str = "apis.kcp.io/bound-crd";
 
+/// The APIResourceSchemas bindings were last served from, by UID: a schema deleted while bound
+/// keeps serving from here, as kcp keeps serving its bound CRD (until a restart: then the
+/// resource comes back with the schema).
+#[derive(Default)]
+pub struct SchemaMemory {
+    by_uid: parking_lot::Mutex<HashMap<String, Arc<CachedObject>>>,
+}
+
+impl SchemaMemory {
+    fn remember(&self, uid: &str, schema: &Arc<CachedObject>) {
+        let mut by_uid = self.by_uid.lock();
+        if !by_uid.get(uid).is_some_and(|s| Arc::ptr_eq(s, schema)) {
+            by_uid.insert(uid.to_string(), schema.clone());
+        }
+    }
+
+    fn recall(&self, uid: &str) -> Option<Arc<CachedObject>> {
+        self.by_uid.lock().get(uid).cloned()
+    }
+
+    /// Keeps only the schemas of `in_use` (the UIDs some binding still names).
+    pub fn retain(&self, in_use: &HashSet<String>) {
+        self.by_uid.lock().retain(|uid, _| in_use.contains(uid));
+    }
+}
+
 /// Recomputes what `cluster` serves from its bindings.
-pub fn refresh(server: &ApiServer, defs: &Defs, cluster: &LogicalClusterName) {
+pub fn refresh(
+    server: &ApiServer,
+    defs: &Defs,
+    memory: &SchemaMemory,
+    cluster: &LogicalClusterName,
+) {
     let cache = server.registry().cache();
     let mut crds = Vec::new();
     for cached in cache.list(&keyspace(&defs.bindings).cluster(cluster), None) {
@@ -40,14 +75,21 @@ pub fn refresh(server: &ApiServer, defs: &Defs, cluster: &LogicalClusterName) {
         {
             let key =
                 keyspace(&defs.schemas).object(&export_cluster, None, text(bound, "/schema/name"));
-            let Some(schema) = cache.get(&key).and_then(|s| s.value().ok()) else {
-                // kcp keeps serving a deleted schema's bound CRD; here the bound CRD is made
-                // from the schema, so its resource is served again when the schema is back.
-                continue;
+            let uid = text(bound, "/schema/UID");
+            let stored = cache.get(&key).and_then(|cached| {
+                let schema = cached.value().ok()?;
+                (text(&schema, "/metadata/uid") == uid).then_some((cached, schema))
+            });
+            let schema = match stored {
+                Some((cached, schema)) => {
+                    memory.remember(uid, &cached);
+                    schema
+                }
+                None => match memory.recall(uid).and_then(|s| s.value().ok()) {
+                    Some(schema) => schema,
+                    None => continue,
+                },
             };
-            if text(&schema, "/metadata/uid") != text(bound, "/schema/UID") {
-                continue;
-            }
             crds.push(bound_crd(&schema, bound, terminating));
         }
     }

@@ -41,11 +41,17 @@ impl ApiServer {
         let Target::Resource(req) = &ctx.info.target else {
             return Err(ApiError::path_not_found());
         };
-        let set = self.api_set(&ctx.info.cluster);
-        let def = set
-            .find(&req.group, &req.version, &req.resource)
-            .cloned()
-            .ok_or_else(ApiError::path_not_found)?;
+        let def = match (&ctx.info.cluster, req.resource.split_once(':')) {
+            // Across clusters, a bound resource is named by its export's identity (kcp's
+            // `/clusters/*/apis/<g>/<v>/<resource>:<identityHash>`).
+            (ClusterTarget::Wildcard, Some((plural, identity))) => {
+                (self.apis).bound_by_identity(&req.group, &req.version, plural, identity)
+            }
+            _ => (self.api_set(&ctx.info.cluster))
+                .find(&req.group, &req.version, &req.resource)
+                .cloned(),
+        };
+        let def = def.ok_or_else(ApiError::path_not_found)?;
         let _ = ctx.served.set(def.clone());
         // Every request through a deprecated version says so, whatever its outcome.
         if let Some(warning) = &def.deprecation_warning {
