@@ -5,7 +5,11 @@
 use kcp_e2e::{Shard, StoreKind, json_str, on_both_stores};
 use serde_json::Value;
 
-on_both_stores!(export_bind_and_serve, identities_conflicts_and_evolution);
+on_both_stores!(
+    export_bind_and_serve,
+    identities_conflicts_and_evolution,
+    bind_permission_and_maximal_policy
+);
 
 const SCHEMA: &str = r#"
 apiVersion: apis.kcp.io/v1alpha1
@@ -456,4 +460,140 @@ fn identities_conflicts_and_evolution(store: StoreKind) {
     consumer().ok(&["create", "-f", horse.to_str().unwrap_or_default()]);
     let listed = consumer().ok(&["get", "horses", "-n", "default", "-o", "name"]);
     assert!(listed.contains("silver"), "{listed}");
+}
+
+const ALICE_TOKEN: &str = "apis-alice-token-7c21d9";
+
+/// The shard with alice (a token user) and a kubeconfig for her.
+fn start_with_alice(store: StoreKind) -> (Shard, std::path::PathBuf) {
+    let tokens = std::env::temp_dir().join(format!(
+        "kcp-e2e-apis-tokens-{}-{store}.csv",
+        std::process::id()
+    ));
+    std::fs::write(
+        &tokens,
+        format!("{ALICE_TOKEN},alice,alice-uid,\"riders\"\n"),
+    )
+    .expect("writing the token file");
+    let shard = Shard::start_with_args(
+        store,
+        ["--token-auth-file".into(), tokens.clone().into_os_string()],
+    );
+    let _ = std::fs::remove_file(tokens);
+    let ca = shard.root_directory().join("ca.crt");
+    let kubeconfig = shard.write_file(
+        "alice.kubeconfig",
+        &format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: root\n  cluster:\n    server: {}\n    certificate-authority: {}\nusers:\n- name: alice\n  user: {{token: {ALICE_TOKEN}}}\ncontexts:\n- name: alice\n  context: {{cluster: root, user: alice}}\ncurrent-context: alice\n",
+            shard.cluster_url("root"),
+            ca.display()
+        ),
+    );
+    (shard, kubeconfig)
+}
+
+fn grant(shard: &Shard, cluster: &str, name: &str, user: &str, rules: &str) {
+    let file = shard.write_file(
+        &format!("grant-{name}.yaml"),
+        &format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: {name}}}\nrules:\n{rules}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: {name}}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: {name}}}\nsubjects:\n- {{apiGroup: rbac.authorization.k8s.io, kind: User, name: \"{user}\"}}\n"
+        ),
+    );
+    (shard.kubectl_cmd().cluster(cluster)).ok(&["apply", "-f", file.to_str().unwrap_or_default()]);
+}
+
+/// Binding takes `bind` on the export in its workspace; requests on a resource bound from an
+/// export with a local maximal permission policy need the export's RBAC for the prefixed user
+/// as well as the consumer's own.
+fn bind_permission_and_maximal_policy(store: StoreKind) {
+    let (shard, alice) = start_with_alice(store);
+    create_ready_workspace(&shard, "provider");
+    create_ready_workspace(&shard, "consumer");
+    publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
+    let provider = || shard.kubectl_cmd().cluster("root:provider");
+    provider().ok(&[
+        "patch",
+        "apiexports.v1alpha2.apis.kcp.io",
+        "cowboys",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"maximalPermissionPolicy":{"local":{}}}}"#,
+    ]);
+    // Alice administers the consumer workspace, but may not bind the export yet.
+    grant(
+        &shard,
+        "root:consumer",
+        "alice-admin",
+        "alice",
+        "- {apiGroups: ['*'], resources: ['*'], verbs: ['*']}\n- {nonResourceURLs: ['*'], verbs: ['*']}",
+    );
+    let as_alice = || {
+        shard
+            .kubectl_cmd()
+            .kubeconfig(&alice)
+            .cluster("root:consumer")
+    };
+    let file = shard.write_file(
+        "alice-binding.yaml",
+        &binding("cowboys", "root:provider", "cowboys"),
+    );
+    let refused = shard.eventually("alice admin in the consumer", || {
+        let out = as_alice().run(&["create", "-f", file.to_str().unwrap_or_default()]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        err.contains("unable to create APIBinding").then_some(err)
+    });
+    assert!(
+        refused.contains("no permission to bind to export root:provider:cowboys"),
+        "{refused}"
+    );
+    grant(
+        &shard,
+        "root:provider",
+        "alice-binds",
+        "alice",
+        "- {apiGroups: [apis.kcp.io], resources: [apiexports], resourceNames: [cowboys], verbs: [bind]}",
+    );
+    shard.eventually("alice may bind", || {
+        let out = as_alice().run(&["create", "-f", file.to_str().unwrap_or_default()]);
+        out.status.success().then_some(())
+    });
+    shard.eventually("the binding Bound", || {
+        let b = as_alice().json(&["get", "apibinding", "cowboys", "-o", "json"]);
+        (b["status"]["phase"] == "Bound").then_some(())
+    });
+
+    // Bound, but the provider's policy grants alice nothing on cowboys yet.
+    let denied = shard.eventually("cowboys served and bounded", || {
+        let out = as_alice().run(&["get", "cowboys", "-n", "default"]);
+        let err = String::from_utf8_lossy(&out.stderr).to_string();
+        err.contains("Forbidden").then_some(err)
+    });
+    assert!(
+        denied.contains("cannot list resource \"cowboys\"")
+            && denied.contains("policy does not allow it"),
+        "{denied}"
+    );
+    // The policy grants reading, to the prefixed user: alice reads, but still may not create.
+    grant(
+        &shard,
+        "root:provider",
+        "riders-read",
+        "apis.kcp.io:binding:alice",
+        "- {apiGroups: [wildwest.dev], resources: [cowboys], verbs: [get, list, watch]}",
+    );
+    shard.eventually("alice reads cowboys", || {
+        as_alice()
+            .run(&["get", "cowboys", "-n", "default"])
+            .status
+            .success()
+            .then_some(())
+    });
+    let cowboy = shard.write_file(
+        "alice-cowboy.yaml",
+        "apiVersion: wildwest.dev/v1alpha1\nkind: Cowboy\nmetadata:\n  name: lucky\n  namespace: default\n",
+    );
+    let refused = as_alice().fails(&["create", "-f", cowboy.to_str().unwrap_or_default()]);
+    assert!(refused.contains("policy does not allow it"), "{refused}");
+    // Outside the bound resource, only the consumer's RBAC counts.
+    as_alice().ok(&["create", "configmap", "plain", "-n", "default"]);
 }

@@ -8,6 +8,7 @@
 //! - [`admission`]: kcp's admission of APIResourceSchemas, APIExports and APIBindings (`bind`).
 //! - [`identity`]: the identity Secret and hash of every APIExport, and its default endpoint slice.
 //! - [`locks`]: which binding or CRD holds each group/resource of a logical cluster.
+//! - [`policy`]: which exports' maximal permission policies bound which bound resources.
 //! - [`binding`]: the APIBinding controller, and serving what bindings bind
 //!   ([`binding::serving`]).
 //!
@@ -18,6 +19,7 @@ pub mod admission;
 pub mod binding;
 pub mod identity;
 pub mod locks;
+pub mod policy;
 
 use std::sync::Arc;
 
@@ -32,10 +34,18 @@ use kcp_apiserver::{ApiServer, ApiServerBuilder};
 pub struct Apis {
     /// Workspace paths, for references by path (bindings and endpoint slices name exports so).
     resolver: Option<Arc<dyn ClusterResolver>>,
-    /// Who holds each resource of a logical cluster, shared by CRD admission and the bindings.
-    locks: Arc<locks::ResourceLocks>,
+    shared: Arc<Shared>,
+}
+
+/// What admission, start-up, the authorizer and the controllers of one server share.
+#[derive(Default)]
+pub struct Shared {
+    /// Who holds each resource of a logical cluster (CRD admission and the bindings).
+    pub locks: locks::ResourceLocks,
     /// The schemas bound resources are served from, kept when a schema is deleted while bound.
-    schemas: Arc<binding::serving::SchemaMemory>,
+    pub schemas: binding::serving::SchemaMemory,
+    /// The maximal permission policies bounding bound resources (the authorizer asks).
+    pub policies: Arc<policy::BoundPolicies>,
 }
 
 impl Apis {
@@ -43,8 +53,7 @@ impl Apis {
     pub fn new(resolver: Option<Arc<dyn ClusterResolver>>) -> Apis {
         Apis {
             resolver,
-            locks: Default::default(),
-            schemas: Default::default(),
+            shared: Default::default(),
         }
     }
 
@@ -52,9 +61,10 @@ impl Apis {
     /// the stored bindings bind before the server is handed out.
     pub fn install(&self, builder: ApiServerBuilder) -> ApiServerBuilder {
         let resolver = self.resolver.clone();
-        let locks = self.locks.clone();
+        let shared = self.shared.clone();
         builder
-            .bootstrap(Arc::new(ServeBound(self.schemas.clone())))
+            .permission_policies(self.shared.policies.clone())
+            .bootstrap(Arc::new(ServeBound(self.shared.clone())))
             .admission(move |ctx| {
                 let mut early: Vec<Arc<dyn kcp_apiserver::admission::Admission>> = vec![
                     Arc::new(admission::ResourceSchemaAdmission),
@@ -68,7 +78,7 @@ impl Apis {
                     Some(binding) => early.push(Arc::new(binding)),
                     None => tracing::error!("APIBinding admission: a kind is missing"),
                 }
-                match admission::CrdAdmission::new(ctx.cache.clone(), locks) {
+                match admission::CrdAdmission::new(ctx.cache.clone(), shared) {
                     Some(crd) => early.push(Arc::new(crd)),
                     None => tracing::error!("CRD admission: a kind is missing"),
                 }
@@ -82,14 +92,13 @@ impl Apis {
     /// Starts the controllers on the server `install` went into; they stop when it shuts down.
     pub fn start_controllers(&self, server: &Arc<ApiServer>) {
         identity::spawn(server.clone(), self.resolver.clone());
-        let (locks, schemas) = (self.locks.clone(), self.schemas.clone());
-        binding::spawn(server.clone(), self.resolver.clone(), locks, schemas);
+        binding::spawn(server.clone(), self.resolver.clone(), self.shared.clone());
     }
 }
 
 /// At start-up, every logical cluster with bindings serves what they bind before the first
 /// request (a restart must not make bound resources 404 until the controller comes round).
-struct ServeBound(Arc<binding::serving::SchemaMemory>);
+struct ServeBound(Arc<Shared>);
 
 #[async_trait]
 impl Bootstrap for ServeBound {
@@ -98,13 +107,15 @@ impl Bootstrap for ServeBound {
             return Ok(());
         };
         let cache = server.registry().cache();
+        // Before the first request: a bound resource must never go unbounded by its policy.
+        self.0.policies.rebuild(cache, &defs);
         let mut clusters: Vec<_> = (cache.list(keyspace(&defs.bindings).all_clusters(), None))
             .iter()
             .map(|b| b.cluster.clone())
             .collect();
         clusters.dedup();
         for cluster in clusters {
-            binding::serving::refresh(server, &defs, &self.0, &cluster);
+            binding::serving::refresh(server, &defs, &self.0.schemas, &cluster);
         }
         Ok(())
     }

@@ -100,4 +100,6 @@ pub struct Hooks {
     pub requests: Vec<Arc<dyn RequestHook>>,
     pub bootstrap: Vec<Arc<dyn Bootstrap>>,
     pub admission: Vec<AdmissionFactory>,
+    /// Bounds bound resources by their exports' maximal permission policies (kcp-apis).
+    pub policies: Option<Arc<dyn kcp_auth::authz::PermissionPolicies>>,
 }

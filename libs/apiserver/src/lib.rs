@@ -123,6 +123,15 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Bounds requests on bound resources by their exports' maximal permission policies.
+    pub fn permission_policies(
+        mut self,
+        policies: Arc<dyn kcp_auth::authz::PermissionPolicies>,
+    ) -> Self {
+        self.hooks.policies = Some(policies);
+        self
+    }
+
     /// Resolves `/clusters/<path>` workspace paths (without one, every such path is a 404).
     pub fn resolver(mut self, resolver: Arc<dyn hooks::ClusterResolver>) -> Self {
         self.hooks.resolver = Some(resolver);
@@ -166,6 +175,7 @@ impl ApiServerBuilder {
             requests,
             bootstrap,
             admission: factories,
+            policies,
         } = hooks;
         let started = std::time::Instant::now();
         let cache =
@@ -175,6 +185,9 @@ impl ApiServerBuilder {
             config.rbac.clone(),
             Arc::new(authorization::CachedClusterFacts::new(cache.clone())),
         ));
+        if let Some(policies) = policies {
+            authorizer.set_permission_policies(policies);
+        }
         let mut feed: Vec<Arc<dyn watch_cache::CacheObserver>> = vec![Arc::new(
             authorization::AuthorizationFeed::new(config.rbac.clone(), authorizer.clone()),
         )];

@@ -3,6 +3,7 @@
 pub mod chain;
 pub mod generations;
 pub mod kcp;
+pub mod maximal_policy;
 pub mod rbac;
 pub mod scope;
 
@@ -17,6 +18,7 @@ pub const KCP_ADMIN: &str = "system:kcp:admin";
 
 pub use chain::{AuthorizerChain, authorize_chain};
 pub use kcp::{ClusterFacts, KcpAuthorizer, NoRequiredGroups};
+pub use maximal_policy::{PermissionPolicies, PolicyExport};
 pub use rbac::{RbacAuthorizer, RbacIndex};
 pub use scope::scope_user;
 

@@ -14,22 +14,23 @@ use kcp_apiserver::watch_cache::WatchCache;
 use kcp_store::keys::ResourceKeyspace;
 use serde_json::Value;
 
-use crate::locks::{ResourceLocks, resource_key};
+use crate::Shared;
+use crate::locks::resource_key;
 
 const CRD_GROUP: &str = "apiextensions.k8s.io";
 
 pub struct CrdAdmission {
     cache: Arc<WatchCache>,
-    locks: Arc<ResourceLocks>,
+    shared: Arc<Shared>,
     bindings: ResourceKeyspace,
 }
 
 impl CrdAdmission {
-    pub fn new(cache: Arc<WatchCache>, locks: Arc<ResourceLocks>) -> Option<CrdAdmission> {
+    pub fn new(cache: Arc<WatchCache>, shared: Arc<Shared>) -> Option<CrdAdmission> {
         let bindings = kcp_controllers::builtin(kcp_api_types::apis::GROUP, "apibindings")?;
         Some(CrdAdmission {
             cache,
-            locks,
+            shared,
             bindings: keyspace(&bindings),
         })
     }
@@ -82,10 +83,10 @@ impl Admission for CrdAdmission {
         let bound = self.bound_by(&cluster, group, plural);
         let held = if attrs.dry_run {
             // A dry run decides as a create would, but takes nothing.
-            (self.locks).check_for_crd(&cluster, &resource, binding_exists, bound)
+            (self.shared.locks).check_for_crd(&cluster, &resource, binding_exists, bound)
         } else {
             let stamp = now_rfc3339();
-            (self.locks).claim_for_crd(&cluster, &resource, &stamp, binding_exists, bound)
+            (self.shared.locks).claim_for_crd(&cluster, &resource, &stamp, binding_exists, bound)
         };
         held.map_err(|binding| {
             ApiError::forbidden(

@@ -30,7 +30,8 @@ use serde_json::{Value, json};
 
 use self::index::ExportIndex;
 use self::status::Conditions;
-use crate::locks::{LOCK_ANNOTATION, ResourceLocks, resource_key};
+use crate::Shared;
+use crate::locks::{LOCK_ANNOTATION, resource_key};
 
 /// The one LogicalCluster object of every logical cluster.
 const LOGICAL_CLUSTER: &str = "cluster";
@@ -74,16 +75,14 @@ struct Controller {
     defs: Defs,
     queue: Arc<WorkQueue<Key>>,
     index: parking_lot::Mutex<ExportIndex>,
-    locks: Arc<ResourceLocks>,
-    schemas: Arc<serving::SchemaMemory>,
+    shared: Arc<Shared>,
 }
 
 /// Starts the controller; it stops with the server.
 pub fn spawn(
     server: Arc<ApiServer>,
     resolver: Option<Arc<dyn ClusterResolver>>,
-    locks: Arc<ResourceLocks>,
-    schemas: Arc<serving::SchemaMemory>,
+    shared: Arc<Shared>,
 ) {
     let Some(defs) = Defs::new() else {
         tracing::error!("APIBinding controller: a kind is missing; not started");
@@ -102,8 +101,7 @@ pub fn spawn(
         defs,
         queue: queue.clone(),
         index: Default::default(),
-        locks,
-        schemas,
+        shared,
     });
     drop(server);
     let worker = controller.clone();
@@ -119,6 +117,7 @@ pub fn spawn(
                 .then(|| o.value().ok())
                 .flatten();
             (c.index.lock()).set((o.cluster.clone(), o.name.clone()), now.as_ref());
+            (c.shared.policies).set_binding(&o.cluster, &o.name, now.as_ref());
             c.queue.add(Key::Binding(o.cluster.clone(), o.name.clone()));
             c.queue.add(Key::Served(o.cluster.clone()));
         }
@@ -126,7 +125,14 @@ pub fn spawn(
     });
     let c = controller.clone();
     let feeds = feeds.on(export_feed, move |change| match change {
-        Change::Event(e) => c.bindings_of_export(&e.object),
+        Change::Event(e) => {
+            let o = &e.object;
+            let now = (e.kind != CacheEventType::Deleted)
+                .then(|| o.value().ok())
+                .flatten();
+            (c.shared.policies).set_export(&o.cluster, &o.name, now.as_ref());
+            c.bindings_of_export(o);
+        }
         Change::Resync => c.all(),
     });
     let c = controller.clone();
@@ -179,7 +185,8 @@ impl Controller {
             self.queue.add(Key::Served(b.cluster.clone()));
             self.queue.add(Key::Locks(b.cluster.clone()));
         }
-        self.schemas.retain(&schemas_in_use);
+        self.shared.schemas.retain(&schemas_in_use);
+        (self.shared.policies).rebuild(server.registry().cache(), &self.defs);
     }
 
     fn bindings_in(&self, cluster: &LogicalClusterName) {
@@ -214,7 +221,7 @@ impl Controller {
         };
         match key {
             Key::Served(cluster) => {
-                serving::refresh(&server, &self.defs, &self.schemas, &cluster);
+                serving::refresh(&server, &self.defs, &self.shared.schemas, &cluster);
                 Outcome::Done
             }
             Key::Locks(cluster) => match self.write_locks(&server, &cluster).await {
@@ -404,7 +411,7 @@ impl Controller {
             // stored, or another binding of the same resource in this very moment.
             let resource = resource_key(group, plural);
             if let Err(by) =
-                (self.locks).claim_for_binding(cluster, &resource, me, binding_exists, false)
+                (self.shared.locks).claim_for_binding(cluster, &resource, me, binding_exists, false)
             {
                 skipped.push(format!("{plural}.{group}:{{{by}}}"));
                 continue;
@@ -515,7 +522,7 @@ impl Controller {
             .filter_map(|c| c.value().ok())
             .map(|crd| resource_key(text(&crd, "/spec/group"), text(&crd, "/spec/names/plural")))
             .collect();
-        let wanted = self.locks.annotation(cluster, &crds).to_string();
+        let wanted = self.shared.locks.annotation(cluster, &crds).to_string();
         let key = keyspace(&self.defs.logical_clusters).object(cluster, None, LOGICAL_CLUSTER);
         let current = (cache.get(&key)).and_then(|lc| lc.value().ok());
         let Some(current) = current else {
@@ -661,7 +668,7 @@ impl Controller {
             return Ok(Outcome::After(DELETION_RECHECK));
         }
         self.set_finalizer(server, cluster, name, false).await?;
-        self.locks.release_binding(cluster, name);
+        self.shared.locks.release_binding(cluster, name);
         self.queue.add(Key::Locks(cluster.clone()));
         Ok(Outcome::Done)
     }

@@ -7,21 +7,24 @@
 //! 4. Workspace content: entering a logical cluster at all takes the verb `access` on the
 //!    non-resource URL `/` there (its own ServiceAccounts excepted). The refusal says the same
 //!    whether or not the logical cluster exists.
-//! 5. RBAC of the logical cluster, united with the bootstrap policy (see [`RbacIndex`]).
+//! 5. Maximal permission policy: a resource bound from an APIExport with a local policy must
+//!    also be allowed by the export's RBAC for the prefixed caller ([`super::maximal_policy`]).
+//! 6. RBAC of the logical cluster, united with the bootstrap policy (see [`RbacIndex`]).
 //!
-//! A deep SubjectAccessReview ([`Attributes::deep_review`]) skips steps 3 and 4.
+//! A deep SubjectAccessReview ([`Attributes::deep_review`]) skips steps 3 to 5.
 //!
 //! ServiceAccounts are scoped first ([`scope_user`]). Decisions about LC X are cached until X's RBAC
 //! objects, X's LogicalCluster or the bootstrap policy change; changes in other LCs keep them.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use parking_lot::RwLock;
 
 use crate::authn::UserInfo;
 use crate::authn::service_account::{CLUSTER_NAME_EXTRA, SCOPES_EXTRA};
 use crate::authz::generations::Generations;
+use crate::authz::maximal_policy::{PermissionPolicies, PolicyExport, prefixed};
 use crate::authz::rbac::{RbacAuthorizer, RbacIndex};
 use crate::authz::scope::scope_user;
 use crate::authz::{Attributes, Authorizer, Decision};
@@ -62,6 +65,8 @@ pub struct KcpAuthorizer {
     /// Changes of logical clusters (their required groups), per LC; RBAC has its own.
     cluster_changes: Generations,
     cache: RwLock<HashMap<String, (Tag, Decision)>>,
+    /// Set once kcp-apis is plugged in; none means no resource is bound.
+    policies: OnceLock<Arc<dyn PermissionPolicies>>,
 }
 
 /// What a cached decision about LC X was made from: the generations of X's RBAC, of the
@@ -75,7 +80,22 @@ impl KcpAuthorizer {
             clusters,
             cluster_changes: Generations::new(),
             cache: RwLock::new(HashMap::new()),
+            policies: OnceLock::new(),
         }
+    }
+
+    /// Plugs in what bounds bound resources (once; later calls are ignored).
+    pub fn set_permission_policies(&self, policies: Arc<dyn PermissionPolicies>) {
+        let _ = self.policies.set(policies);
+    }
+
+    /// The export whose policy bounds this request, if any.
+    fn bounding(&self, attrs: &Attributes<'_>) -> Option<PolicyExport> {
+        if attrs.deep_review || !attrs.resource_request || attrs.cluster.is_empty() {
+            return None;
+        }
+        let policies = self.policies.get()?;
+        policies.bounding(attrs.cluster, attrs.api_group, attrs.resource)
     }
 
     pub fn rbac(&self) -> &RbacAuthorizer {
@@ -173,6 +193,22 @@ impl Authorizer for KcpAuthorizer {
             return Decision::Allow;
         }
         let user = scope_user(user, attrs.cluster);
+        // Bounded by another cluster's RBAC, which the cache's tags do not follow: not cached.
+        if let Some(export) = self.bounding(attrs) {
+            let decision = self.decide(attrs, &user);
+            let policy_user = prefixed(&user);
+            let by_policy = Attributes {
+                user: Some(&policy_user),
+                cluster: &export.cluster,
+                ..attrs.clone()
+            };
+            return match decision {
+                Decision::Allow if !self.rbac.decide(&by_policy).allowed => {
+                    Decision::Deny(export.refusal())
+                }
+                decided => decided,
+            };
+        }
         let key = cache_key(&user, attrs);
         let tag = self.tag(attrs.cluster);
         if let Some(decision) = self.cached(&key, tag) {
