@@ -8,7 +8,8 @@ use serde_json::Value;
 on_both_stores!(
     export_bind_and_serve,
     identities_conflicts_and_evolution,
-    bind_permission_and_maximal_policy
+    bind_permission_and_maximal_policy,
+    permission_claims
 );
 
 const SCHEMA: &str = r#"
@@ -596,4 +597,154 @@ fn bind_permission_and_maximal_policy(store: StoreKind) {
     assert!(refused.contains("policy does not allow it"), "{refused}");
     // Outside the bound resource, only the consumer's RBAC counts.
     as_alice().ok(&["create", "configmap", "plain", "-n", "default"]);
+}
+
+/// Go's big-int base-62 text of `bytes` (kcp's `Base62`), written here again so the test checks
+/// the shard's labels against kcp's definition rather than the shard's own code.
+fn base62(bytes: &[u8]) -> String {
+    const DIGITS: &[u8] = b"0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    let mut number: Vec<u8> = bytes.iter().copied().skip_while(|b| *b == 0).collect();
+    let mut out = Vec::new();
+    while !number.is_empty() {
+        let mut rest = 0u32;
+        let mut next = Vec::new();
+        for b in &number {
+            let acc = rest * 256 + u32::from(*b);
+            let q = (acc / 62) as u8;
+            rest = acc % 62;
+            if !(next.is_empty() && q == 0) {
+                next.push(q);
+            }
+        }
+        out.push(DIGITS[rest as usize]);
+        number = next;
+    }
+    out.reverse();
+    String::from_utf8(out).unwrap_or_default()
+}
+
+fn base62_sha224(text: &str) -> String {
+    use sha2::Digest as _;
+    base62(&sha2::Sha224::digest(text.as_bytes()))
+}
+
+const CLAIMING_BINDING: &str = r#"
+apiVersion: apis.kcp.io/v1alpha2
+kind: APIBinding
+metadata:
+  name: cowboys
+spec:
+  reference:
+    export:
+      path: root:provider
+      name: cowboys
+  permissionClaims:
+  - {group: "", resource: configmaps, verbs: [get, list, watch], selector: {matchAll: true}, state: Accepted}
+  - {group: "", resource: secrets, verbs: [get], selector: {matchAll: true}, state: Accepted}
+"#;
+
+/// A provider claims configmaps; the consumer accepts (and claims secrets the export never
+/// asked for): existing and new configmaps carry kcp's claim label, forged claim labels are
+/// dropped, the binding reports the applied and the invalid claims; rejecting takes the labels
+/// away.
+fn permission_claims(store: StoreKind) {
+    let shard = Shard::start(store);
+    create_ready_workspace(&shard, "provider");
+    create_ready_workspace(&shard, "consumer");
+    publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
+    let provider = || shard.kubectl_cmd().cluster("root:provider");
+    provider().ok(&[
+        "patch",
+        "apiexports.v1alpha2.apis.kcp.io",
+        "cowboys",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"permissionClaims":[{"group":"","resource":"configmaps","verbs":["get","list","watch"]}]}}"#,
+    ]);
+    let consumer = || shard.kubectl_cmd().cluster("root:consumer");
+    consumer().ok(&["create", "configmap", "before", "-n", "default"]);
+    let file = shard.write_file("claiming.yaml", CLAIMING_BINDING);
+    consumer().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let bound = shard.eventually("the claims applied", || {
+        let b = consumer().json(&["get", "apibinding", "cowboys", "-o", "json"]);
+        let applied = b["status"]["appliedPermissionClaims"].as_array()?;
+        (b["status"]["phase"] == "Bound" && applied.len() == 1).then_some(b)
+    });
+    assert_eq!(
+        bound["status"]["appliedPermissionClaims"][0]["resource"],
+        "configmaps"
+    );
+    let valid = condition(&bound, "PermissionClaimsValid")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(valid["reason"], "InvalidPermissionClaims", "{bound}");
+    assert!(
+        json_str(&valid, "/message")
+            .contains("unexpected/invalid claim for secrets. (identity \"\")"),
+        "{valid}"
+    );
+    assert_eq!(
+        condition(&bound, "PermissionClaimsApplied").map(|c| c["status"].clone()),
+        Some("True".into()),
+        "{bound}"
+    );
+
+    // kcp's label: the export's hash as key, the claim's (without verbs) as value.
+    let export_cluster = json_str(&bound, "/status/apiExportClusterName");
+    let key = format!(
+        "claimed.internal.apis.kcp.io/{}",
+        base62_sha224(&format!("{export_cluster}:cowboys"))
+    );
+    let value = base62_sha224(r#"{"resource":"configmaps","verbs":null}"#);
+    let label_of = |name: &str| {
+        let cm = consumer().json(&["get", "configmap", name, "-n", "default", "-o", "json"]);
+        cm["metadata"]["labels"][&key].as_str().map(str::to_string)
+    };
+    shard.eventually("the existing configmap labelled", || {
+        (label_of("before").as_deref() == Some(value.as_str())).then_some(())
+    });
+    let forged = shard.write_file(
+        "forged.yaml",
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: after\n  namespace: default\n  labels:\n    claimed.internal.apis.kcp.io/forged: x\n",
+    );
+    consumer().ok(&["create", "-f", forged.to_str().unwrap_or_default()]);
+    let after = consumer().json(&["get", "configmap", "after", "-n", "default", "-o", "json"]);
+    assert_eq!(after["metadata"]["labels"][&key], value.as_str(), "{after}");
+    assert!(
+        after["metadata"]["labels"]
+            .get("claimed.internal.apis.kcp.io/forged")
+            .is_none(),
+        "{after}"
+    );
+    // Unclaimed resources carry no claim label.
+    consumer().ok(&["create", "secret", "generic", "s", "-n", "default"]);
+    let secret = consumer().json(&["get", "secret", "s", "-n", "default", "-o", "json"]);
+    assert!(secret["metadata"]["labels"].get(&key).is_none(), "{secret}");
+
+    // Rejected: the labels go, nothing is applied.
+    consumer().ok(&[
+        "patch",
+        "apibindings.v1alpha2.apis.kcp.io",
+        "cowboys",
+        "--type=json",
+        "-p",
+        r#"[{"op":"replace","path":"/spec/permissionClaims/0/state","value":"Rejected"}]"#,
+    ]);
+    shard.eventually("the labels removed", || {
+        (label_of("before").is_none() && label_of("after").is_none()).then_some(())
+    });
+    let b = consumer().json(&[
+        "get",
+        "apibindings.v1alpha2.apis.kcp.io",
+        "cowboys",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(
+        b["status"]["appliedPermissionClaims"]
+            .as_array()
+            .map(Vec::len),
+        Some(0),
+        "{b}"
+    );
 }

@@ -8,6 +8,7 @@
 //! - [`admission`]: kcp's admission of APIResourceSchemas, APIExports and APIBindings (`bind`).
 //! - [`identity`]: the identity Secret and hash of every APIExport, and its default endpoint slice.
 //! - [`locks`]: which binding or CRD holds each group/resource of a logical cluster.
+//! - [`claims`]: the permission claims bindings accepted, and the labels they stamp.
 //! - [`policy`]: which exports' maximal permission policies bound which bound resources.
 //! - [`binding`]: the APIBinding controller, and serving what bindings bind
 //!   ([`binding::serving`]).
@@ -17,6 +18,7 @@
 
 pub mod admission;
 pub mod binding;
+pub mod claims;
 pub mod identity;
 pub mod locks;
 pub mod policy;
@@ -46,6 +48,8 @@ pub struct Shared {
     pub schemas: binding::serving::SchemaMemory,
     /// The maximal permission policies bounding bound resources (the authorizer asks).
     pub policies: Arc<policy::BoundPolicies>,
+    /// The permission claims each binding accepted (claim labels on every write).
+    pub claims: claims::ClaimIndex,
 }
 
 impl Apis {
@@ -78,6 +82,8 @@ impl Apis {
                     Some(binding) => early.push(Arc::new(binding)),
                     None => tracing::error!("APIBinding admission: a kind is missing"),
                 }
+                // After the binding's: an APIBinding's claim label follows its export label.
+                early.push(Arc::new(admission::ClaimAdmission::new(shared.clone())));
                 match admission::CrdAdmission::new(ctx.cache.clone(), shared) {
                     Some(crd) => early.push(Arc::new(crd)),
                     None => tracing::error!("CRD admission: a kind is missing"),
@@ -109,6 +115,7 @@ impl Bootstrap for ServeBound {
         let cache = server.registry().cache();
         // Before the first request: a bound resource must never go unbounded by its policy.
         self.0.policies.rebuild(cache, &defs);
+        self.0.claims.rebuild(cache, &defs);
         let mut clusters: Vec<_> = (cache.list(keyspace(&defs.bindings).all_clusters(), None))
             .iter()
             .map(|b| b.cluster.clone())

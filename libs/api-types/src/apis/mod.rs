@@ -1,6 +1,7 @@
 //! kcp's `apis.kcp.io` group (APIs as a service): names shared by its kinds' admission,
 //! controllers and serving, and the v1alpha1 ↔ v1alpha2 conversions of APIExport and APIBinding.
 
+pub mod claims;
 pub mod conversion;
 
 use sha2::{Digest, Sha224};

@@ -2,11 +2,13 @@
 //! are 403 Forbidden, as kcp's admission plugins answer.
 
 mod binding;
+mod claims;
 mod crd;
 mod export;
 mod resource_schema;
 
 pub use binding::BindingAdmission;
+pub use claims::ClaimAdmission;
 pub use crd::CrdAdmission;
 pub use export::ExportAdmission;
 pub use resource_schema::ResourceSchemaAdmission;

@@ -6,6 +6,7 @@
 //! is served there ([`serving`]). Deleting a binding deletes what it bound in the logical
 //! cluster, then releases its finalizer.
 
+mod claims;
 mod index;
 pub mod serving;
 mod status;
@@ -118,6 +119,7 @@ pub fn spawn(
                 .flatten();
             (c.index.lock()).set((o.cluster.clone(), o.name.clone()), now.as_ref());
             (c.shared.policies).set_binding(&o.cluster, &o.name, now.as_ref());
+            (c.shared.claims).set_binding(&o.cluster, &o.name, now.as_ref());
             c.queue.add(Key::Binding(o.cluster.clone(), o.name.clone()));
             c.queue.add(Key::Served(o.cluster.clone()));
         }
@@ -187,6 +189,7 @@ impl Controller {
         }
         self.shared.schemas.retain(&schemas_in_use);
         (self.shared.policies).rebuild(server.registry().cache(), &self.defs);
+        (self.shared.claims).rebuild(server.registry().cache(), &self.defs);
     }
 
     fn bindings_in(&self, cluster: &LogicalClusterName) {
@@ -261,10 +264,20 @@ impl Controller {
             self.set_finalizer(server, cluster, name, true).await?;
             return Ok(Outcome::Done);
         }
-        let status = self.desired_status(server, cluster, &binding);
+        let mut status = self.desired_status(server, cluster, &binding);
+        let mut applied = true;
+        if let Ok((_, export)) = self.export_of(server, cluster, &binding) {
+            let claims = &self.shared.claims;
+            applied = claims::apply(server, claims, cluster, &binding, &export, &mut status).await;
+        }
         self.write_status(server, cluster, name, &binding, status)
             .await?;
-        Ok(Outcome::Done)
+        // A claim not fully applied is tried again, as kcp's controller retries its error.
+        Ok(if applied {
+            Outcome::Done
+        } else {
+            Outcome::Failed
+        })
     }
 
     /// The export a binding refers to: its logical cluster and its stored (v1alpha2) form.
