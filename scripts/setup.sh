@@ -19,6 +19,8 @@ command -v curl >/dev/null 2>&1 || missing+=(curl)
 # e2e/tests/client_certificates.rs makes client certificates as people do by hand.
 command -v openssl >/dev/null 2>&1 || missing+=(openssl)
 command -v diff >/dev/null 2>&1 || missing+=(diffutils)
+# apigen names schemas after the git commit of its input; e2e/tests/apis_cli.rs and apigen's tests commit CRDs.
+command -v git >/dev/null 2>&1 || missing+=(git)
 command -v python3 >/dev/null 2>&1 || missing+=(python3)
 python3 -m venv --help >/dev/null 2>&1 || missing+=(python3-venv)
 

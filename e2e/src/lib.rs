@@ -897,20 +897,31 @@ fn find_or_build_shard_binary() -> PathBuf {
     )
 }
 
-/// The directory holding the kubectl plugins (`kubectl-ws`, `kubectl-create-workspace`), built
-/// like [`shard_binary`] when missing or stale: put it on `PATH` and kubectl finds them.
+/// The directory holding the kubectl plugins (`kubectl-ws`, `kubectl-create-workspace`,
+/// `kubectl-kcp`) and `apigen`, each built like [`shard_binary`] when missing or stale: put it on
+/// `PATH` and kubectl finds them.
 pub fn plugin_dir() -> PathBuf {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let binary = find_or_build(
-            "kubectl-ws",
-            "kubectl-ws",
-            &["cli", "libs", "Cargo.toml", "Cargo.lock"],
+        let sources = ["cli", "libs", "Cargo.toml", "Cargo.lock"];
+        let dirs: Vec<PathBuf> = [
+            ("kubectl-ws", "kubectl-ws"),
+            ("kubectl-kcp", "kubectl-kcp"),
+            ("apigen", "apigen"),
+        ]
+        .into_iter()
+        .map(|(package, binary)| {
+            find_or_build(package, binary, &sources)
+                .parent()
+                .expect("the plugin's directory")
+                .to_path_buf()
+        })
+        .collect();
+        assert!(
+            dirs.windows(2).all(|pair| pair[0] == pair[1]),
+            "the plugins were built into different directories: {dirs:?}"
         );
-        binary
-            .parent()
-            .expect("the plugin's directory")
-            .to_path_buf()
+        dirs[0].clone()
     })
     .clone()
 }

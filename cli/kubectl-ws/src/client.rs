@@ -164,6 +164,24 @@ impl Client {
         decode(path, answer)
     }
 
+    /// Any JSON request, for the other kcp plugins built on this library (kubectl-kcp): `body`
+    /// encoded as JSON, the answer decoded as `T`, an error answer as [`ClientError::Api`].
+    pub async fn request<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&serde_json::Value>,
+    ) -> Result<T> {
+        let body = body
+            .map(serde_json::to_vec)
+            .transpose()
+            .map_err(|source| ClientError::Decode {
+                path: path.to_owned(),
+                source,
+            })?;
+        self.json(method, path, body).await
+    }
+
     pub async fn get_workspace(&self, parent: &WorkspacePath, name: &str) -> Result<Workspace> {
         self.json(
             Method::GET,

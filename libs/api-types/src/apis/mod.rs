@@ -1,8 +1,10 @@
 //! kcp's `apis.kcp.io` group (APIs as a service): names shared by its kinds' admission,
-//! controllers and serving, and the v1alpha1 ↔ v1alpha2 conversions of APIExport and APIBinding.
+//! controllers and serving, the v1alpha1 ↔ v1alpha2 conversions of APIExport and APIBinding, and
+//! the snapshot of a CRD as an APIResourceSchema.
 
 pub mod claims;
 pub mod conversion;
+pub mod snapshot;
 
 use sha2::{Digest, Sha224};
 
