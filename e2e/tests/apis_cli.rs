@@ -109,7 +109,12 @@ fn json(shard: &Shard, kubeconfig: &Path, args: &[&str]) -> Value {
 /// `git <args>` in `dir`, with an identity of its own; stdout.
 fn git(dir: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
-        .args(["-c", "user.name=kcp-e2e", "-c", "user.email=kcp-e2e@example.com"])
+        .args([
+            "-c",
+            "user.name=kcp-e2e",
+            "-c",
+            "user.email=kcp-e2e@example.com",
+        ])
         .args(args)
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -202,13 +207,25 @@ fn quickstart_with_the_cli(store: StoreKind) {
     // The provider publishes them in root:wildwest:cowboys-service.
     let out = ok(&shard, kc, &["create", "workspace", "wildwest", "--enter"]);
     assert!(out.contains("is ready to use"), "{out}");
-    let out = ok(&shard, kc, &["create", "workspace", "cowboys-service", "--enter"]);
+    let out = ok(
+        &shard,
+        kc,
+        &["create", "workspace", "cowboys-service", "--enter"],
+    );
     assert!(out.contains("is ready to use"), "{out}");
     let out = ok(&shard, kc, &["ws", "."]);
     assert!(out.contains("'root:wildwest:cowboys-service'"), "{out}");
-    ok(&shard, kc, &["apply", "-f", manifests.to_str().unwrap_or_default()]);
+    ok(
+        &shard,
+        kc,
+        &["apply", "-f", manifests.to_str().unwrap_or_default()],
+    );
     shard.eventually("the export's identity", || {
-        let export = json(&shard, kc, &["get", "apiexport", "wildwest.dev", "-o", "json"]);
+        let export = json(
+            &shard,
+            kc,
+            &["get", "apiexport", "wildwest.dev", "-o", "json"],
+        );
         (!json_str(&export, "/status/identityHash").is_empty()).then_some(())
     });
 
@@ -236,7 +253,13 @@ fn quickstart_with_the_cli(store: StoreKind) {
     let binding = json(
         &shard,
         kc,
-        &["get", "apibindings.v1alpha2.apis.kcp.io", "cowboys", "-o", "json"],
+        &[
+            "get",
+            "apibindings.v1alpha2.apis.kcp.io",
+            "cowboys",
+            "-o",
+            "json",
+        ],
     );
     assert_eq!(json_str(&binding, "/status/phase"), "Bound", "{binding}");
     assert_eq!(
@@ -248,13 +271,21 @@ fn quickstart_with_the_cli(store: StoreKind) {
         "{binding}"
     );
     let resources = shard.eventually("cowboys in discovery", || {
-        let out = ok(&shard, kc, &["api-resources", "--api-group", "wildwest.dev"]);
+        let out = ok(
+            &shard,
+            kc,
+            &["api-resources", "--api-group", "wildwest.dev"],
+        );
         out.contains("cowboys").then_some(out)
     });
     assert!(resources.contains("wildwest.dev/v1alpha1"), "{resources}");
     assert!(resources.contains("Cowboy"), "{resources}");
     let cowboy = shard.write_file("cowboy.yaml", COWBOY);
-    ok(&shard, kc, &["create", "-f", cowboy.to_str().unwrap_or_default()]);
+    ok(
+        &shard,
+        kc,
+        &["create", "-f", cowboy.to_str().unwrap_or_default()],
+    );
     let listed = ok(&shard, kc, &["get", "cowboys", "-n", "default"]);
     assert!(
         listed.contains("billy") && listed.contains("INTENT") && listed.contains("ride-west"),
@@ -264,20 +295,46 @@ fn quickstart_with_the_cli(store: StoreKind) {
     // Bad references fail with a message and a non-zero exit, and bind nothing.
     let err = fails(&shard, kc, &["kcp", "bind", "apiexport", "wildwest.dev"]);
     assert!(
-        err.contains("error: fully qualified reference to workspace where APIExport exists is required"),
-        "{err}"
-    );
-    let err = fails(&shard, kc, &["kcp", "bind", "apiexport", "root:wildwest:cowboys-service:"]);
-    assert!(err.contains("error: the APIExport name is missing"), "{err}");
-    let err = fails(&shard, kc, &["kcp", "bind", "apiexport", "root:wildwest:cowboys-service:nope"]);
-    assert!(
-        err.contains("error: failed to create APIBinding: unable to create APIBinding: no permission to bind to export root:wildwest:cowboys-service:nope"),
+        err.contains(
+            "error: fully qualified reference to workspace where APIExport exists is required"
+        ),
         "{err}"
     );
     let err = fails(
         &shard,
         kc,
-        &["kcp", "bind", "apiexport", "root:x:e", "--accept-all-permission-claims", "--reject-all-permission-claims"],
+        &["kcp", "bind", "apiexport", "root:wildwest:cowboys-service:"],
+    );
+    assert!(
+        err.contains("error: the APIExport name is missing"),
+        "{err}"
+    );
+    let err = fails(
+        &shard,
+        kc,
+        &[
+            "kcp",
+            "bind",
+            "apiexport",
+            "root:wildwest:cowboys-service:nope",
+        ],
+    );
+    assert!(
+        err.contains("error: failed to create APIBinding: ")
+            && err.contains("no permission to bind to export root:wildwest:cowboys-service:nope"),
+        "{err}"
+    );
+    let err = fails(
+        &shard,
+        kc,
+        &[
+            "kcp",
+            "bind",
+            "apiexport",
+            "root:x:e",
+            "--accept-all-permission-claims",
+            "--reject-all-permission-claims",
+        ],
     );
     assert!(
         err.contains("error: cannot use both --accept-all-permission-claims and --reject-all-permission-claims"),
@@ -298,7 +355,7 @@ fn quickstart_with_the_cli(store: StoreKind) {
         kc,
         &[
             "patch",
-            "apiexport",
+            "apiexports.v1alpha2.apis.kcp.io",
             "wildwest.dev",
             "--type=merge",
             "-p",
@@ -310,7 +367,14 @@ fn quickstart_with_the_cli(store: StoreKind) {
     let err = fails(
         &shard,
         kc,
-        &["kcp", "bind", "apiexport", "root:wildwest:cowboys-service:wildwest.dev", "--accept-permission-claim", "secrets.core"],
+        &[
+            "kcp",
+            "bind",
+            "apiexport",
+            "root:wildwest:cowboys-service:wildwest.dev",
+            "--accept-permission-claim",
+            "secrets.core",
+        ],
     );
     assert!(
         err.contains("error: APIExport root:wildwest:cowboys-service:wildwest.dev has no permission claim for secrets"),
@@ -335,15 +399,26 @@ fn quickstart_with_the_cli(store: StoreKind) {
     let binding = json(
         &shard,
         kc,
-        &["get", "apibindings.v1alpha2.apis.kcp.io", "cowboys", "-o", "json"],
+        &[
+            "get",
+            "apibindings.v1alpha2.apis.kcp.io",
+            "cowboys",
+            "-o",
+            "json",
+        ],
     );
     assert_eq!(
         binding["spec"]["permissionClaims"],
-        serde_json::json!([{"resource": "configmaps", "verbs": ["get", "list"],
-                            "selector": {"matchAll": true}, "state": "Accepted"}]),
+        serde_json::json!([{"group": "", "identityHash": "", "resource": "configmaps",
+                            "verbs": ["get", "list"], "selector": {"matchAll": true},
+                            "state": "Accepted"}]),
         "{binding}"
     );
-    let table = ok(&shard, kc, &["kcp", "claims", "get", "apibinding", "cowboys"]);
+    let table = ok(
+        &shard,
+        kc,
+        &["kcp", "claims", "get", "apibinding", "cowboys"],
+    );
     assert_eq!(
         table,
         "APIBINDING   GROUP-RESOURCE   VERBS      STATUS\ncowboys      configmaps       get,list   Accepted\n"
@@ -351,18 +426,38 @@ fn quickstart_with_the_cli(store: StoreKind) {
     let out = ok(
         &shard,
         kc,
-        &["kcp", "claims", "reject", "apibinding", "cowboys", "--resource", "configmaps"],
+        &[
+            "kcp",
+            "claims",
+            "reject",
+            "apibinding",
+            "cowboys",
+            "--resource",
+            "configmaps",
+        ],
     );
-    assert_eq!(out, "claim \"configmaps\" on APIBinding \"cowboys\" is rejected\n");
+    assert_eq!(
+        out,
+        "claim \"configmaps\" on APIBinding \"cowboys\" is rejected\n"
+    );
     let table = ok(&shard, kc, &["kcp", "claims", "get", "apibinding"]);
     assert!(
-        table.lines().any(|l| l.starts_with("cowboys") && l.ends_with("Rejected")),
+        table
+            .lines()
+            .any(|l| l.starts_with("cowboys") && l.ends_with("Rejected")),
         "{table}"
     );
     let err = fails(
         &shard,
         kc,
-        &["kcp", "claims", "accept", "cowboys", "--resource", "secrets"],
+        &[
+            "kcp",
+            "claims",
+            "accept",
+            "cowboys",
+            "--resource",
+            "secrets",
+        ],
     );
     assert!(err.contains("error: no permission claim"), "{err}");
 
@@ -370,16 +465,34 @@ fn quickstart_with_the_cli(store: StoreKind) {
     let snapshot = ok(
         &shard,
         kc,
-        &["kcp", "crd", "snapshot", "-f", crd_file.to_str().unwrap_or_default(), "--prefix", "today"],
+        &[
+            "kcp",
+            "crd",
+            "snapshot",
+            "-f",
+            crd_file.to_str().unwrap_or_default(),
+            "--prefix",
+            "today",
+        ],
     );
     assert!(snapshot.ends_with("---\n"), "{snapshot}");
     let snapshot_file = shard.write_file("snapshot.yaml", &snapshot);
     ok(&shard, kc, &["ws", ":root:wildwest:cowboys-service"]);
-    ok(&shard, kc, &["apply", "-f", snapshot_file.to_str().unwrap_or_default()]);
+    ok(
+        &shard,
+        kc,
+        &["apply", "-f", snapshot_file.to_str().unwrap_or_default()],
+    );
     let applied = json(
         &shard,
         kc,
-        &["get", "apiresourceschema", "today.cowboys.wildwest.dev", "-o", "json"],
+        &[
+            "get",
+            "apiresourceschema",
+            "today.cowboys.wildwest.dev",
+            "-o",
+            "json",
+        ],
     );
     assert_eq!(json_str(&applied, "/spec/group"), "wildwest.dev");
     assert_eq!(json_str(&applied, "/spec/names/listKind"), "CowboyList");
@@ -388,12 +501,19 @@ fn quickstart_with_the_cli(store: StoreKind) {
         ".spec.intent"
     );
     // From stdin, as JSON.
-    let mut child = command(&shard, kc, "kubectl", &["kcp", "crd", "snapshot", "-f", "-", "--prefix", "json", "-o", "json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawning kubectl kcp crd snapshot");
+    let mut child = command(
+        &shard,
+        kc,
+        "kubectl",
+        &[
+            "kcp", "crd", "snapshot", "-f", "-", "--prefix", "json", "-o", "json",
+        ],
+    )
+    .stdin(Stdio::piped())
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped())
+    .spawn()
+    .expect("spawning kubectl kcp crd snapshot");
     {
         use std::io::Write as _;
         let mut stdin = child.stdin.take().expect("the plugin's stdin");
@@ -410,11 +530,20 @@ fn quickstart_with_the_cli(store: StoreKind) {
     let text = String::from_utf8_lossy(&out.stdout);
     let first = text.split("\n---\n").next().unwrap_or_default();
     let parsed: Value = serde_json::from_str(first).unwrap_or_else(|e| panic!("{e}: {text}"));
-    assert_eq!(json_str(&parsed, "/metadata/name"), "json.cowboys.wildwest.dev");
+    assert_eq!(
+        json_str(&parsed, "/metadata/name"),
+        "json.cowboys.wildwest.dev"
+    );
     let err = fails(
         &shard,
         kc,
-        &["kcp", "crd", "snapshot", "-f", crd_file.to_str().unwrap_or_default()],
+        &[
+            "kcp",
+            "crd",
+            "snapshot",
+            "-f",
+            crd_file.to_str().unwrap_or_default(),
+        ],
     );
     assert!(err.contains("error: --prefix is required"), "{err}");
 }

@@ -115,7 +115,10 @@ fn key(resource: &Value) -> (&str, &str) {
 }
 
 fn member<'a>(resource: &'a Value, key: &str) -> &'a str {
-    resource.get(key).and_then(Value::as_str).unwrap_or_default()
+    resource
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
 }
 
 /// `--preserve-resources`: the kept resources in their order, each generated one updating the
@@ -150,7 +153,11 @@ mod tests {
         let all = schemas(&[
             ("wildwest.dev", "sheriffs", "p.sheriffs.wildwest.dev"),
             ("wildwest.dev", "cowboys", "p.cowboys.wildwest.dev"),
-            ("core.kcp.io", "logicalclusters", "p.logicalclusters.core.kcp.io"),
+            (
+                "core.kcp.io",
+                "logicalclusters",
+                "p.logicalclusters.core.kcp.io",
+            ),
             ("core.kcp.io", "shards", "p.shards.core.kcp.io"),
             ("example.io", "widgets", "p.widgets.example.io"),
         ]);
@@ -199,7 +206,10 @@ mod tests {
         let out = exports(&all, &[], false, |_| Ok(Some(previous()))).unwrap();
         let export = &out["wildwest.dev"];
         assert_eq!(export["metadata"]["annotations"], json!({"a": "b"}));
-        assert_eq!(export["spec"]["permissionClaims"], previous()["spec"]["permissionClaims"]);
+        assert_eq!(
+            export["spec"]["permissionClaims"],
+            previous()["spec"]["permissionClaims"]
+        );
         assert_eq!(
             export["spec"]["resources"],
             json!([{"name": "cowboys", "group": "wildwest.dev",

@@ -107,8 +107,15 @@ fn export_path(dir: &Path, name: &str) -> PathBuf {
 }
 
 /// The CRDs of `dir`, by the group and resource of their file names.
-fn load_crds(dir: &Path, log: &mut dyn Write) -> Result<BTreeMap<GroupResource, Value>, ApigenError> {
-    writeln!(log, "Loading CustomResourceDefinitions from {}", dir.display())?;
+fn load_crds(
+    dir: &Path,
+    log: &mut dyn Write,
+) -> Result<BTreeMap<GroupResource, Value>, ApigenError> {
+    writeln!(
+        log,
+        "Loading CustomResourceDefinitions from {}",
+        dir.display()
+    )?;
     let mut crds = BTreeMap::new();
     for path in yaml_files(dir)? {
         let name = stem(&path);
@@ -118,11 +125,19 @@ fn load_crds(dir: &Path, log: &mut dyn Write) -> Result<BTreeMap<GroupResource, 
         };
         let gr = GroupResource::new(group, resource);
         if SKIPPED_GROUPS.contains(&group) {
-            writeln!(log, "Skipping CustomResourceDefinition {gr} from {}", path.display())?;
+            writeln!(
+                log,
+                "Skipping CustomResourceDefinition {gr} from {}",
+                path.display()
+            )?;
             continue;
         }
         let crd = read_object(&path)?;
-        writeln!(log, "Loaded CustomResourceDefinition for {gr} from {}", path.display())?;
+        writeln!(
+            log,
+            "Loaded CustomResourceDefinition for {gr} from {}",
+            path.display()
+        )?;
         crds.insert(gr, crd);
     }
     writeln!(log, "Loaded {} CustomResourceDefinitions", crds.len())?;
@@ -162,7 +177,11 @@ fn load_schemas(
             fields.insert("apiVersion".into(), json!(API_VERSION_V1ALPHA1));
             fields.insert("kind".into(), json!(SCHEMA_KIND));
         }
-        writeln!(log, "Loaded APIResourceSchema for {gr} from {}", path.display())?;
+        writeln!(
+            log,
+            "Loaded APIResourceSchema for {gr} from {}",
+            path.display()
+        )?;
         schemas.insert(gr, schema);
     }
     Ok(schemas)
@@ -269,10 +288,16 @@ spec:
         std::fs::write(d.input.join("wildwest.dev_cowboys.yaml"), COWBOYS).unwrap();
         std::fs::write(
             d.input.join("wildwest.dev_sheriffs.yaml"),
-            COWBOYS.replace("cowboy", "sheriff").replace("Cowboy", "Sheriff"),
+            COWBOYS
+                .replace("cowboy", "sheriff")
+                .replace("Cowboy", "Sheriff"),
         )
         .unwrap();
-        std::fs::write(d.input.join("rbac.authorization.k8s.io_roles.yaml"), "not: read\n").unwrap();
+        std::fs::write(
+            d.input.join("rbac.authorization.k8s.io_roles.yaml"),
+            "not: read\n",
+        )
+        .unwrap();
         std::fs::write(d.input.join("notes.txt"), "not yaml").unwrap();
         let mut log = Vec::new();
         run(&settings(&d), "v260807-abc1234", &mut log).unwrap();
@@ -286,7 +311,10 @@ spec:
         );
         let schema = read(&d.output.join("apiresourceschema-cowboys.wildwest.dev.yaml"));
         assert_eq!(schema["kind"], "APIResourceSchema");
-        assert_eq!(schema["metadata"]["name"], "v260807-abc1234.cowboys.wildwest.dev");
+        assert_eq!(
+            schema["metadata"]["name"],
+            "v260807-abc1234.cowboys.wildwest.dev"
+        );
         let export = read(&d.output.join("apiexport-wildwest.dev.yaml"));
         assert_eq!(export["apiVersion"], "apis.kcp.io/v1alpha2");
         assert_eq!(export["metadata"]["name"], "wildwest.dev");
@@ -300,7 +328,10 @@ spec:
             ])
         );
         let log = String::from_utf8(log).unwrap();
-        assert!(log.contains("Skipping CustomResourceDefinition roles.rbac.authorization.k8s.io"), "{log}");
+        assert!(
+            log.contains("Skipping CustomResourceDefinition roles.rbac.authorization.k8s.io"),
+            "{log}"
+        );
     }
 
     #[test]
@@ -313,18 +344,38 @@ spec:
         let export_file = d.output.join("apiexport-wildwest.dev.yaml");
 
         // Same CRD, written differently: the schema and the export stay.
-        std::fs::write(&crd, COWBOYS.replace("intent: {type: string}", "intent:\n                type: string")).unwrap();
+        std::fs::write(
+            &crd,
+            COWBOYS.replace(
+                "intent: {type: string}",
+                "intent:\n                type: string",
+            ),
+        )
+        .unwrap();
         run(&settings(&d), "v260802-bbbbbbb", &mut Vec::new()).unwrap();
-        assert_eq!(read(&schema_file)["metadata"]["name"], "v260801-aaaaaaa.cowboys.wildwest.dev");
+        assert_eq!(
+            read(&schema_file)["metadata"]["name"],
+            "v260801-aaaaaaa.cowboys.wildwest.dev"
+        );
         assert_eq!(
             read(&export_file)["spec"]["resources"][0]["schema"],
             "v260801-aaaaaaa.cowboys.wildwest.dev"
         );
 
         // A changed CRD gets the new prefix.
-        std::fs::write(&crd, COWBOYS.replace("intent: {type: string}", "intent: {type: string}\n              mood: {type: string}")).unwrap();
+        std::fs::write(
+            &crd,
+            COWBOYS.replace(
+                "intent: {type: string}",
+                "intent: {type: string}\n              mood: {type: string}",
+            ),
+        )
+        .unwrap();
         run(&settings(&d), "v260803-ccccccc", &mut Vec::new()).unwrap();
-        assert_eq!(read(&schema_file)["metadata"]["name"], "v260803-ccccccc.cowboys.wildwest.dev");
+        assert_eq!(
+            read(&schema_file)["metadata"]["name"],
+            "v260803-ccccccc.cowboys.wildwest.dev"
+        );
         assert_eq!(
             read(&export_file)["spec"]["resources"][0]["schema"],
             "v260803-ccccccc.cowboys.wildwest.dev"
@@ -341,7 +392,11 @@ spec:
             "apiVersion: apis.kcp.io/v1alpha2\nkind: APIExport\nmetadata:\n  name: wildwest.dev\nspec:\n  permissionClaims:\n  - {resource: configmaps, verbs: [get]}\n  resources:\n  - {name: horses, group: wildwest.dev, schema: old.horses.wildwest.dev, storage: {crd: {}}}\n",
         )
         .unwrap();
-        std::fs::write(d.output.join("apiexport-gone.example.io.yaml"), "kind: APIExport\n").unwrap();
+        std::fs::write(
+            d.output.join("apiexport-gone.example.io.yaml"),
+            "kind: APIExport\n",
+        )
+        .unwrap();
         std::fs::write(
             d.output.join("apiresourceschema-horses.wildwest.dev.yaml"),
             "apiVersion: apis.kcp.io/v1alpha1\nkind: APIResourceSchema\nmetadata: {name: old.horses.wildwest.dev}\nspec: {}\n",
@@ -353,7 +408,10 @@ spec:
         keep.preserve_resources = true;
         run(&keep, "p", &mut Vec::new()).unwrap();
         let export = read(&d.output.join("apiexport-wildwest.dev.yaml"));
-        assert_eq!(export["spec"]["permissionClaims"][0]["resource"], "configmaps");
+        assert_eq!(
+            export["spec"]["permissionClaims"][0]["resource"],
+            "configmaps"
+        );
         let names: Vec<&str> = export["spec"]["resources"]
             .as_array()
             .unwrap()
@@ -372,7 +430,10 @@ spec:
 
         run(&settings(&d), "p", &mut Vec::new()).unwrap();
         let export = read(&d.output.join("apiexport-wildwest.dev.yaml"));
-        assert_eq!(export["spec"]["permissionClaims"][0]["resource"], "configmaps");
+        assert_eq!(
+            export["spec"]["permissionClaims"][0]["resource"],
+            "configmaps"
+        );
         assert_eq!(export["spec"]["resources"].as_array().unwrap().len(), 1);
     }
 
@@ -384,12 +445,21 @@ spec:
         with_header.header = "# Copyright 2026 The Authors.\n".into();
         run(&with_header, "p", &mut Vec::new()).unwrap();
         let text = std::fs::read_to_string(d.output.join("apiexport-wildwest.dev.yaml")).unwrap();
-        assert!(text.starts_with("# Copyright 2026 The Authors.\n\n"), "{text}");
-        assert_eq!(read(&d.output.join("apiexport-wildwest.dev.yaml"))["kind"], "APIExport");
+        assert!(
+            text.starts_with("# Copyright 2026 The Authors.\n\n"),
+            "{text}"
+        );
+        assert_eq!(
+            read(&d.output.join("apiexport-wildwest.dev.yaml"))["kind"],
+            "APIExport"
+        );
 
         std::fs::write(d.input.join("cowboys.yaml"), COWBOYS).unwrap();
         let err = run(&settings(&d), "p", &mut Vec::new()).unwrap_err();
-        assert_eq!(err.to_string(), "could not parse filename cowboys.yaml as group_resource.yaml");
+        assert_eq!(
+            err.to_string(),
+            "could not parse filename cowboys.yaml as group_resource.yaml"
+        );
         std::fs::remove_file(d.input.join("cowboys.yaml")).unwrap();
 
         std::fs::write(d.input.join("example.io_widgets.yaml"), "kind: ConfigMap\n").unwrap();

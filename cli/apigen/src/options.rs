@@ -132,12 +132,26 @@ mod tests {
         assert_eq!(err(&[]), "--input-dir is required");
         assert_eq!(err(&["--input-dir", "a"]), "--output-dir is required");
         assert_eq!(
-            err(&["--input-dir", "a", "--output-dir", "b", "--ignore-export-schemas", "secrets"]),
+            err(&[
+                "--input-dir",
+                "a",
+                "--output-dir",
+                "b",
+                "--ignore-export-schemas",
+                "secrets"
+            ]),
             "invalid schema \"secrets\": must have at least 2 dot-separated segments"
         );
         assert!(
-            err(&["--input-dir", "a", "--output-dir", "b", "--header-file", "/nonexistent/h"])
-                .starts_with("could not read header file")
+            err(&[
+                "--input-dir",
+                "a",
+                "--output-dir",
+                "b",
+                "--header-file",
+                "/nonexistent/h"
+            ])
+            .starts_with("could not read header file")
         );
     }
 }

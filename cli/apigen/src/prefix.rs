@@ -42,7 +42,12 @@ mod tests {
 
     fn git(dir: &Path, args: &[&str]) {
         let status = Command::new("git")
-            .args(["-c", "user.name=apigen", "-c", "user.email=apigen@example.com"])
+            .args([
+                "-c",
+                "user.name=apigen",
+                "-c",
+                "user.email=apigen@example.com",
+            ])
             .args(args)
             .current_dir(dir)
             .status()

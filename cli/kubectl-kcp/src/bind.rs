@@ -34,10 +34,18 @@ pub struct BindArgs {
     #[arg(long, default_value = "30s", value_parser = go_duration::parse)]
     pub timeout: Duration,
     /// List of accepted permission claims for the APIBinding. Format: --accept-permission-claim resource.group
-    #[arg(long = "accept-permission-claim", value_name = "RESOURCE.GROUP", value_delimiter = ',')]
+    #[arg(
+        long = "accept-permission-claim",
+        value_name = "RESOURCE.GROUP",
+        value_delimiter = ','
+    )]
     pub accept_permission_claim: Vec<String>,
     /// List of rejected permission claims for the APIBinding. Format: --reject-permission-claim resource.group
-    #[arg(long = "reject-permission-claim", value_name = "RESOURCE.GROUP", value_delimiter = ',')]
+    #[arg(
+        long = "reject-permission-claim",
+        value_name = "RESOURCE.GROUP",
+        value_delimiter = ','
+    )]
     pub reject_permission_claim: Vec<String>,
     /// Accept all permission claims from the APIExport.
     #[arg(long, num_args = 0..=1, require_equals = true, default_missing_value = "true")]
@@ -202,7 +210,8 @@ mod tests {
 
     #[test]
     fn defaults() {
-        let request = BindRequest::new(&args(&["root:wildwest:cowboys-service:wildwest.dev"])).unwrap();
+        let request =
+            BindRequest::new(&args(&["root:wildwest:cowboys-service:wildwest.dev"])).unwrap();
         assert_eq!(request.name, "wildwest.dev");
         assert_eq!(request.timeout, Duration::from_secs(30));
         assert!(request.claims.is_empty());
@@ -251,7 +260,8 @@ mod tests {
         );
         let all = BindRequest::new(&args(&["root:p:e", "--accept-all-permission-claims"])).unwrap();
         assert_eq!(all.claims, ClaimAnswers::All(ClaimState::Accepted));
-        let off = BindRequest::new(&args(&["root:p:e", "--accept-all-permission-claims=false"])).unwrap();
+        let off =
+            BindRequest::new(&args(&["root:p:e", "--accept-all-permission-claims=false"])).unwrap();
         assert!(off.claims.is_empty());
         let claims = vec![json!({"resource": "secrets"})];
         assert_eq!(
@@ -270,7 +280,11 @@ mod tests {
         assert!(err(&["cowboys"]).starts_with("fully qualified reference"));
         assert!(err(&["root:"]).starts_with("the APIExport name is missing"));
         assert_eq!(
-            err(&["root:p:e", "--accept-all-permission-claims", "--reject-all-permission-claims"]),
+            err(&[
+                "root:p:e",
+                "--accept-all-permission-claims",
+                "--reject-all-permission-claims"
+            ]),
             "cannot use both --accept-all-permission-claims and --reject-all-permission-claims"
         );
         assert!(

@@ -165,12 +165,18 @@ mod tests {
 
     #[test]
     fn binding_names() {
-        assert_eq!(binding_name(&strings(&["cert-manager"])).unwrap(), "cert-manager");
+        assert_eq!(
+            binding_name(&strings(&["cert-manager"])).unwrap(),
+            "cert-manager"
+        );
         assert_eq!(
             binding_name(&strings(&["apibinding", "cert-manager"])).unwrap(),
             "cert-manager"
         );
-        assert_eq!(binding_name(&strings(&["apibinding"])).unwrap(), "apibinding");
+        assert_eq!(
+            binding_name(&strings(&["apibinding"])).unwrap(),
+            "apibinding"
+        );
         assert_eq!(
             binding_name(&[]).unwrap_err().to_string(),
             "error APIBinding name is missing"

@@ -191,7 +191,14 @@ mod tests {
         assert_eq!(args.reference.as_deref(), Some("root:p:e"));
         assert_eq!(args.name.as_deref(), Some("b"));
 
-        let cli = parse(&["claims", "accept", "apibinding", "cowboys", "--resource", "secrets.core"]);
+        let cli = parse(&[
+            "claims",
+            "accept",
+            "apibinding",
+            "cowboys",
+            "--resource",
+            "secrets.core",
+        ]);
         let KcpCommand::Claims {
             action: ClaimsCommand::Accept(args),
         } = cli.command
@@ -211,27 +218,43 @@ mod tests {
             }
         ));
 
-        let cli = parse(&["crd", "snapshot", "-f", "-", "--prefix", "today", "-o", "json"]);
+        let cli = parse(&[
+            "crd", "snapshot", "-f", "-", "--prefix", "today", "-o", "json",
+        ]);
         let KcpCommand::Crd {
             action: CrdCommand::Snapshot(args),
         } = cli.command
         else {
             panic!("not crd snapshot");
         };
-        assert_eq!((args.filename.as_str(), args.prefix.as_str()), ("-", "today"));
+        assert_eq!(
+            (args.filename.as_str(), args.prefix.as_str()),
+            ("-", "today")
+        );
         assert_eq!(args.output, "json");
     }
 
     #[test]
     fn snapshot_runs_without_a_kubeconfig() {
-        let cli = parse(&["crd", "snapshot", "-f", "-", "--prefix", "p", "--kubeconfig", "/nonexistent"]);
+        let cli = parse(&[
+            "crd",
+            "snapshot",
+            "-f",
+            "-",
+            "--prefix",
+            "p",
+            "--kubeconfig",
+            "/nonexistent",
+        ]);
         let crd = "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nspec:\n  group: example.io\n  names: {kind: Widget, plural: widgets}\n  scope: Cluster\n  versions: [{name: v1, served: true, storage: true}]\n";
         let (mut out, mut err) = (Vec::<u8>::new(), Vec::<u8>::new());
         let mut io = Streams {
             out: &mut out,
             err: &mut err,
         };
-        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
         runtime
             .block_on(cli.run(&mut io, &mut crd.as_bytes()))
             .unwrap();

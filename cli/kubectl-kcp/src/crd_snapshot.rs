@@ -71,7 +71,11 @@ pub fn run(args: &SnapshotArgs, stdin: &mut dyn Read, out: &mut dyn Write) -> Re
             source,
         })?
     };
-    write!(out, "{}", snapshot(&text, &args.filename, &args.prefix, format)?)?;
+    write!(
+        out,
+        "{}",
+        snapshot(&text, &args.filename, &args.prefix, format)?
+    )?;
     Ok(())
 }
 
@@ -157,7 +161,10 @@ spec:
 
     #[test]
     fn yaml_documents_with_defaults() {
-        let two = format!("{CRD}---\n{}", CRD.replace("cowboys", "horses").replace("Cowboy", "Horse"));
+        let two = format!(
+            "{CRD}---\n{}",
+            CRD.replace("cowboys", "horses").replace("Cowboy", "Horse")
+        );
         let out = snapshot(&two, "crd.yaml", "today", Format::Yaml).unwrap();
         let docs: Vec<Value> = serde_saphyr::from_multiple(&out).unwrap();
         assert_eq!(docs.len(), 2, "{out}");
@@ -183,16 +190,26 @@ spec:
         let schema: Value = serde_json::from_str(first).unwrap();
         assert_eq!(schema["metadata"]["name"], "p.cowboys.wildwest.dev");
         let err = snapshot("kind: ConfigMap\n", "cm.yaml", "p", Format::Yaml).unwrap_err();
-        assert!(err.to_string().starts_with("error converting CRD: "), "{err}");
+        assert!(
+            err.to_string().starts_with("error converting CRD: "),
+            "{err}"
+        );
         let err = snapshot("a: [", "bad.yaml", "p", Format::Yaml).unwrap_err();
-        assert!(err.to_string().starts_with("error decoding bad.yaml: "), "{err}");
+        assert!(
+            err.to_string().starts_with("error decoding bad.yaml: "),
+            "{err}"
+        );
     }
 
     #[test]
     fn reads_stdin_and_files() {
         let mut out = Vec::new();
         run(&args("-", "p", "yaml"), &mut CRD.as_bytes(), &mut out).unwrap();
-        assert!(String::from_utf8(out).unwrap().contains("name: p.cowboys.wildwest.dev"));
+        assert!(
+            String::from_utf8(out)
+                .unwrap()
+                .contains("name: p.cowboys.wildwest.dev")
+        );
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("missing.yaml");
         let err = run(

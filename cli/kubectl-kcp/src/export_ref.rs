@@ -69,7 +69,13 @@ mod tests {
     #[test]
     fn malformed_references() {
         assert_eq!(ExportRef::parse(""), Err(ExportRefError::Missing));
-        for bad in ["cowboys", ":cowboys", "root::cowboys", "Root:cowboys", "root:a_b:cowboys"] {
+        for bad in [
+            "cowboys",
+            ":cowboys",
+            "root::cowboys",
+            "Root:cowboys",
+            "root:a_b:cowboys",
+        ] {
             assert_eq!(
                 ExportRef::parse(bad),
                 Err(ExportRefError::NotQualified),
@@ -80,10 +86,8 @@ mod tests {
             ExportRef::parse("root:org:"),
             Err(ExportRefError::NoName("root:org:".into()))
         );
-        assert!(
-            ExportRefError::NotQualified
-                .to_string()
-                .starts_with("fully qualified reference to workspace where APIExport exists is required")
-        );
+        assert!(ExportRefError::NotQualified.to_string().starts_with(
+            "fully qualified reference to workspace where APIExport exists is required"
+        ));
     }
 }

@@ -107,7 +107,10 @@ mod tests {
         assert_eq!(d("500ms"), Duration::from_millis(500));
         assert_eq!(d(".5s"), Duration::from_millis(500));
         assert_eq!(d("1.s"), Duration::from_secs(1));
-        assert_eq!(d("2h45m0.5s"), Duration::from_millis((2 * 3600 + 45 * 60) * 1000 + 500));
+        assert_eq!(
+            d("2h45m0.5s"),
+            Duration::from_millis((2 * 3600 + 45 * 60) * 1000 + 500)
+        );
         assert_eq!(d("10us"), Duration::from_micros(10));
         assert_eq!(d("10µs"), Duration::from_micros(10));
         assert_eq!(d("7ns"), Duration::from_nanos(7));

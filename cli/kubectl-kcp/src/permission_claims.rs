@@ -97,7 +97,9 @@ pub enum ClaimError {
     InvalidAccepted(Vec<String>),
     #[error("invalid rejected permission claims: [{}]", .0.join(" "))]
     InvalidRejected(Vec<String>),
-    #[error("accepted permission claim {accepted} conflicts with rejected permission claim {rejected}")]
+    #[error(
+        "accepted permission claim {accepted} conflicts with rejected permission claim {rejected}"
+    )]
     Conflict {
         accepted: GroupResource,
         rejected: GroupResource,
@@ -110,7 +112,9 @@ pub enum ClaimError {
     },
     #[error("either --resource or --identity-hash is required")]
     NoFilter,
-    #[error("no permission claim {filter} on APIBinding {binding:?}, nor among its export's claims")]
+    #[error(
+        "no permission claim {filter} on APIBinding {binding:?}, nor among its export's claims"
+    )]
     NoMatch { filter: String, binding: String },
 }
 
@@ -155,7 +159,7 @@ impl ClaimAnswers {
             ),
         ];
         if let Some((_, text)) = exclusive.iter().find(|(hit, _)| *hit) {
-            return Err(ClaimError::Exclusive(*text));
+            return Err(ClaimError::Exclusive(text));
         }
         if accept_all {
             return Ok(ClaimAnswers::All(ClaimState::Accepted));
@@ -267,7 +271,10 @@ impl ExportClaim {
             resource: text("resource"),
             identity_hash: text("identityHash"),
             verbs,
-            default_selector: claim.get("defaultSelector").filter(|s| !s.is_null()).cloned(),
+            default_selector: claim
+                .get("defaultSelector")
+                .filter(|s| !s.is_null())
+                .cloned(),
         }
     }
 
@@ -419,7 +426,10 @@ mod tests {
 
     #[test]
     fn group_resources() {
-        assert_eq!(GroupResource::parse_qualified("secrets.core"), Ok(gr("", "secrets")));
+        assert_eq!(
+            GroupResource::parse_qualified("secrets.core"),
+            Ok(gr("", "secrets"))
+        );
         assert_eq!(
             GroupResource::parse_qualified("gateways.networking.istio.io"),
             Ok(gr("networking.istio.io", "gateways"))
@@ -431,11 +441,20 @@ mod tests {
                 "{bad}"
             );
         }
-        assert_eq!(GroupResource::parse_lenient("secrets"), Ok(gr("", "secrets")));
-        assert_eq!(GroupResource::parse_lenient("secrets.core"), Ok(gr("", "secrets")));
+        assert_eq!(
+            GroupResource::parse_lenient("secrets"),
+            Ok(gr("", "secrets"))
+        );
+        assert_eq!(
+            GroupResource::parse_lenient("secrets.core"),
+            Ok(gr("", "secrets"))
+        );
         assert!(GroupResource::parse_lenient(".x").is_err());
         assert_eq!(gr("", "secrets").to_string(), "secrets");
-        assert_eq!(gr("wildwest.dev", "cowboys").to_string(), "cowboys.wildwest.dev");
+        assert_eq!(
+            gr("wildwest.dev", "cowboys").to_string(),
+            "cowboys.wildwest.dev"
+        );
     }
 
     #[test]
@@ -497,7 +516,11 @@ mod tests {
             ])
         );
         assert!(!answers.is_empty());
-        assert!(ClaimAnswers::from_flags(&[], &[], false, false).unwrap().is_empty());
+        assert!(
+            ClaimAnswers::from_flags(&[], &[], false, false)
+                .unwrap()
+                .is_empty()
+        );
         assert_eq!(
             ClaimAnswers::from_flags(&[], &[], false, true).unwrap(),
             ClaimAnswers::All(ClaimState::Rejected)

@@ -172,13 +172,13 @@ impl Client {
         path: &str,
         body: Option<&serde_json::Value>,
     ) -> Result<T> {
-        let body = body
-            .map(serde_json::to_vec)
-            .transpose()
-            .map_err(|source| ClientError::Decode {
-                path: path.to_owned(),
-                source,
-            })?;
+        let body =
+            body.map(serde_json::to_vec)
+                .transpose()
+                .map_err(|source| ClientError::Decode {
+                    path: path.to_owned(),
+                    source,
+                })?;
         self.json(method, path, body).await
     }
 

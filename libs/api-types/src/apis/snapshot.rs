@@ -243,9 +243,7 @@ pub fn schema_from_crd(crd: &Value, prefix: &str) -> Result<Value, SnapshotError
                 .schema
                 .and_then(|s| s.open_api_v3_schema)
                 .unwrap_or(Value::Null),
-            subresources: v
-                .subresources
-                .unwrap_or_else(|| Value::Object(Map::new())),
+            subresources: v.subresources.unwrap_or_else(|| Value::Object(Map::new())),
             additional_printer_columns: v.additional_printer_columns,
             selectable_fields: v.selectable_fields,
         })
