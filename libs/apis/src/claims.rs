@@ -15,6 +15,7 @@ use kcp_api_types::apis::{EXPORT_LABEL, GROUP};
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::selector::label::{Selector, from_label_selector};
 use kcp_apiserver::registry::keyspace;
+use kcp_apiserver::registry::str_at as text;
 use kcp_apiserver::watch_cache::WatchCache;
 use parking_lot::RwLock;
 use serde_json::{Value, json};
@@ -49,12 +50,6 @@ pub struct ClaimIndex {
 fn revision(binding: &Value) -> u64 {
     text(binding, "/metadata/resourceVersion")
         .parse()
-        .unwrap_or_default()
-}
-
-fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
         .unwrap_or_default()
 }
 

@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apiserver::registry::keyspace;
+use kcp_apiserver::registry::str_at as text;
 use kcp_apiserver::watch_cache::WatchCache;
 use kcp_auth::authz::{PermissionPolicies, PolicyExport};
 use parking_lot::RwLock;
@@ -31,12 +32,6 @@ struct Index {
 #[derive(Default)]
 pub struct BoundPolicies {
     index: RwLock<Index>,
-}
-
-fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 fn bound_of(binding: &Value) -> Option<Bound> {

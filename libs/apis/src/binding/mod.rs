@@ -22,6 +22,7 @@ use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::hooks::ClusterResolver;
+use kcp_apiserver::registry::str_at as text;
 use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace, now_rfc3339};
 use kcp_apiserver::watch_cache::{CacheEventType, CachedObject};
 use kcp_controllers::builtin;
@@ -152,12 +153,6 @@ pub fn spawn(
         Change::Resync => c.all(),
     });
     feeds.spawn(stop, move || controller.all());
-}
-
-fn text<'v>(v: &'v Value, pointer: &str) -> &'v str {
-    v.pointer(pointer)
-        .and_then(Value::as_str)
-        .unwrap_or_default()
 }
 
 impl Controller {
