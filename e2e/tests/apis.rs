@@ -261,6 +261,20 @@ fn publish(shard: &Shard, cluster: &str, schema: &str) -> String {
     })
 }
 
+/// Patches the provider's `cowboys` export in its stored version (v1alpha2), where `spec.resources`
+/// and claims' verbs live.
+fn patch_export(shard: &Shard, kind: &str, patch: &str) {
+    let provider = shard.kubectl_cmd().cluster("root:provider");
+    provider.ok(&[
+        "patch",
+        "apiexports.v1alpha2.apis.kcp.io",
+        "cowboys",
+        &format!("--type={kind}"),
+        "-p",
+        patch,
+    ]);
+}
+
 fn bind_and_wait(shard: &Shard, cluster: &str, export_path: &str) -> Value {
     let file = shard.write_file(
         &format!("bind-{}.yaml", cluster.replace(':', "-")),
@@ -422,14 +436,11 @@ fn identities_conflicts_and_evolution(store: StoreKind) {
     let provider = || shard.kubectl_cmd().cluster("root:provider");
     let file = shard.write_file("horses.yaml", &horses);
     provider().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
-    provider().ok(&[
-        "patch",
-        "apiexports.v1alpha2.apis.kcp.io",
-        "cowboys",
-        "--type=json",
-        "-p",
+    patch_export(
+        &shard,
+        "json",
         r#"[{"op":"add","path":"/spec/resources/-","value":{"name":"horses","group":"wildwest.dev","schema":"today.horses.wildwest.dev","storage":{"crd":{}}}}]"#,
-    ]);
+    );
     shard.eventually("horses bound and served", || {
         let out = consumer().run(&["get", "horses", "-n", "default"]);
         out.status.success().then_some(())
@@ -511,15 +522,11 @@ fn bind_permission_and_maximal_policy(store: StoreKind) {
     create_ready_workspace(&shard, "provider");
     create_ready_workspace(&shard, "consumer");
     publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
-    let provider = || shard.kubectl_cmd().cluster("root:provider");
-    provider().ok(&[
-        "patch",
-        "apiexports.v1alpha2.apis.kcp.io",
-        "cowboys",
-        "--type=merge",
-        "-p",
+    patch_export(
+        &shard,
+        "merge",
         r#"{"spec":{"maximalPermissionPolicy":{"local":{}}}}"#,
-    ]);
+    );
     // Alice administers the consumer workspace, but may not bind the export yet.
     grant(
         &shard,
@@ -652,15 +659,11 @@ fn permission_claims(store: StoreKind) {
     create_ready_workspace(&shard, "provider");
     create_ready_workspace(&shard, "consumer");
     publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
-    let provider = || shard.kubectl_cmd().cluster("root:provider");
-    provider().ok(&[
-        "patch",
-        "apiexports.v1alpha2.apis.kcp.io",
-        "cowboys",
-        "--type=merge",
-        "-p",
+    patch_export(
+        &shard,
+        "merge",
         r#"{"spec":{"permissionClaims":[{"group":"","resource":"configmaps","verbs":["get","list","watch"]}]}}"#,
-    ]);
+    );
     let consumer = || shard.kubectl_cmd().cluster("root:consumer");
     consumer().ok(&["create", "configmap", "before", "-n", "default"]);
     let file = shard.write_file("claiming.yaml", CLAIMING_BINDING);

@@ -197,21 +197,8 @@ fn member<'a>(object: &'a Value, pointer: &str) -> &'a str {
 /// Whether two schemas say the same: their specs as data (key order, and `null` against absent,
 /// do not count), as kcp compares the decoded specs.
 fn same_spec(a: &Value, b: &Value) -> bool {
+    use kcp_api_types::apis::conversion::without_nulls;
     without_nulls(&a["spec"]) == without_nulls(&b["spec"])
-}
-
-fn without_nulls(value: &Value) -> Value {
-    match value {
-        Value::Object(fields) => Value::Object(
-            fields
-                .iter()
-                .filter(|(_, v)| !v.is_null())
-                .map(|(k, v)| (k.clone(), without_nulls(v)))
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(without_nulls).collect()),
-        other => other.clone(),
-    }
 }
 
 #[cfg(test)]

@@ -96,35 +96,31 @@ pub enum CrdCommand {
 
 impl KcpCli {
     pub async fn run(self, io: &mut Streams<'_>, stdin: &mut dyn Read) -> Result<()> {
-        let command = match self.command {
-            // Needs no kubeconfig.
+        // Only the commands that talk to a server need a kubeconfig.
+        let env = || -> Result<Env> {
+            Ok(Env {
+                workspace: self.workspace.clone(),
+                ..self.global.env()?
+            })
+        };
+        match &self.command {
             KcpCommand::Crd {
                 action: CrdCommand::Snapshot(args),
-            } => return crd_snapshot::run(&args, stdin, &mut *io.out),
-            other => other,
-        };
-        let env = Env {
-            workspace: self.workspace,
-            ..self.global.env()?
-        };
-        match command {
+            } => crd_snapshot::run(args, stdin, &mut *io.out),
             KcpCommand::Bind {
                 what: BindCommand::ApiExport(args),
-            } => bind::run(&env, &args, io).await,
+            } => bind::run(&env()?, args, io).await,
             KcpCommand::Claims { action } => match action {
                 ClaimsCommand::Get {
                     what: ClaimsGetCommand::ApiBinding { name },
-                } => claims::get(&env, name.as_deref(), io).await,
+                } => claims::get(&env()?, name.as_deref(), io).await,
                 ClaimsCommand::Accept(args) => {
-                    claims::answer(&env, &args, ClaimState::Accepted, io).await
+                    claims::answer(&env()?, args, ClaimState::Accepted, io).await
                 }
                 ClaimsCommand::Reject(args) => {
-                    claims::answer(&env, &args, ClaimState::Rejected, io).await
+                    claims::answer(&env()?, args, ClaimState::Rejected, io).await
                 }
             },
-            KcpCommand::Crd {
-                action: CrdCommand::Snapshot(args),
-            } => crd_snapshot::run(&args, stdin, &mut *io.out),
         }
     }
 }

@@ -498,7 +498,7 @@ fn crd_schema(schema: &str) -> Result<ResourceSchema, ConversionError> {
 
 /// Drops object members that are `null`, at any depth: Go decodes a `null` into a field as the
 /// field's zero value, which is what an absent member gives too.
-pub(crate) fn without_nulls(value: &Value) -> Value {
+pub fn without_nulls(value: &Value) -> Value {
     match value {
         Value::Object(fields) => Value::Object(
             fields
