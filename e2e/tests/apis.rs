@@ -133,6 +133,8 @@ fn export_bind_and_serve(store: StoreKind) {
         let export = provider().json(&["get", "apiexport", "cowboys", "-o", "json"]);
         (!json_str(&export, "/status/identityHash").is_empty()).then_some(export)
     });
+    // kubectl's short name resolves to the version kcp prefers, v1alpha2.
+    assert_eq!(export["apiVersion"], "apis.kcp.io/v1alpha2", "{export}");
     let identity = json_str(&export, "/status/identityHash").to_string();
     assert_eq!(identity.len(), 64, "{export}");
     assert_eq!(
@@ -202,6 +204,19 @@ fn export_bind_and_serve(store: StoreKind) {
     assert!(
         !json_str(&bound, "/metadata/labels/internal.apis.kcp.io~1export").is_empty(),
         "{bound}"
+    );
+    // kcp's CEL rule: a binding never changes what it points at.
+    let moved = consumer().fails(&[
+        "patch",
+        "apibinding",
+        "cowboys",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"reference":{"export":{"name":"horses"}}}}"#,
+    ]);
+    assert!(
+        moved.contains("is invalid") && moved.contains("APIExport reference must not be changed"),
+        "{moved}"
     );
     let resources = shard.eventually("cowboys in discovery", || {
         let out = consumer().ok(&["api-resources", "--api-group=wildwest.dev"]);
@@ -750,4 +765,212 @@ fn permission_claims(store: StoreKind) {
         Some(0),
         "{b}"
     );
+}
+
+on_both_stores!(async kube_client_and_restart);
+
+/// The wildwest Cowboy as a Rust user writes it: a type derived with kube, not a dynamic object.
+mod cowboy {
+    use kube::CustomResource;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(CustomResource, Clone, Debug, Default, Deserialize, Serialize)]
+    #[kube(
+        group = "wildwest.dev",
+        version = "v1alpha1",
+        kind = "Cowboy",
+        namespaced,
+        status = "CowboyStatus",
+        schema = "disabled"
+    )]
+    pub struct CowboySpec {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub intent: Option<String>,
+    }
+
+    #[derive(Clone, Debug, Default, Deserialize, Serialize)]
+    pub struct CowboyStatus {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        pub result: Option<String>,
+    }
+}
+
+/// The kube crate reads and writes a bound resource through a derived type (create, get, list,
+/// merge patch, status, server-side apply, watch, delete); a SIGKILLed shard comes back with every
+/// binding still Bound, its objects, its locks and its discovery.
+async fn kube_client_and_restart(store: StoreKind) {
+    use cowboy::{Cowboy, CowboySpec, CowboyStatus};
+    use futures::StreamExt as _;
+    use kube::api::{
+        Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams,
+    };
+
+    let mut shard = Shard::start(store);
+    for ws in ["provider", "consumer", "second-consumer"] {
+        create_ready_workspace(&shard, ws);
+    }
+    publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
+    for consumer in ["root:consumer", "root:second-consumer"] {
+        bind_and_wait(&shard, consumer, "root:provider");
+    }
+
+    let cowboys: Api<Cowboy> = Api::namespaced(
+        shard.kube_client_at("root", "root:consumer").await,
+        "default",
+    );
+    let lucky = Cowboy::new(
+        "lucky",
+        CowboySpec {
+            intent: Some("ride".into()),
+        },
+    );
+    let created = cowboys
+        .create(&PostParams::default(), &lucky)
+        .await
+        .unwrap_or_else(|e| panic!("create a Cowboy: {e}\n{}", shard.logs()));
+    assert!(created.metadata.uid.is_some() && created.metadata.resource_version.is_some());
+    let got = cowboys.get("lucky").await.expect("get the Cowboy");
+    assert_eq!(got.spec.intent.as_deref(), Some("ride"));
+
+    // A watch from the list's revision sees the next change.
+    let listed = cowboys
+        .list(&ListParams::default())
+        .await
+        .expect("list Cowboys");
+    assert_eq!(listed.items.len(), 1);
+    let revision = listed.metadata.resource_version.clone().unwrap_or_default();
+    let mut events = cowboys
+        .watch(&WatchParams::default().timeout(30), &revision)
+        .await
+        .expect("watch Cowboys")
+        .boxed();
+
+    let patched = cowboys
+        .patch(
+            "lucky",
+            &PatchParams::default(),
+            &Patch::Merge(serde_json::json!({"spec": {"intent": "rope"}})),
+        )
+        .await
+        .expect("merge patch");
+    assert_eq!(patched.spec.intent.as_deref(), Some("rope"));
+    match events.next().await {
+        Some(Ok(WatchEvent::Modified(seen))) => {
+            assert_eq!(seen.spec.intent.as_deref(), Some("rope"))
+        }
+        other => panic!("expected the patch as MODIFIED, got {other:?}"),
+    }
+    drop(events);
+
+    // The status subresource: its own writes, and the spec ignored there.
+    let mut with_status = cowboys.get("lucky").await.expect("get");
+    with_status.status = Some(CowboyStatus {
+        result: Some("won".into()),
+    });
+    with_status.spec.intent = Some("ignored".into());
+    let stored = cowboys
+        .replace_status("lucky", &PostParams::default(), &with_status)
+        .await
+        .expect("replace status");
+    assert_eq!(stored.status.and_then(|s| s.result).as_deref(), Some("won"));
+    assert_eq!(stored.spec.intent.as_deref(), Some("rope"));
+
+    // Server-side apply of a second Cowboy with a field manager.
+    let apply = serde_json::json!({
+        "apiVersion": "wildwest.dev/v1alpha1",
+        "kind": "Cowboy",
+        "metadata": {"name": "dusty"},
+        "spec": {"intent": "herd"},
+    });
+    let applied = cowboys
+        .patch(
+            "dusty",
+            &PatchParams::apply("kube-e2e"),
+            &Patch::Apply(&apply),
+        )
+        .await
+        .expect("server-side apply");
+    assert_eq!(applied.spec.intent.as_deref(), Some("herd"));
+    let managers: Vec<_> = applied
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|m| m.manager)
+        .collect();
+    assert!(managers.iter().any(|m| m == "kube-e2e"), "{managers:?}");
+    let second: Api<Cowboy> = Api::namespaced(
+        shard.kube_client_at("root", "root:second-consumer").await,
+        "default",
+    );
+    second
+        .create(
+            &PostParams::default(),
+            &Cowboy::new("slim", CowboySpec::default()),
+        )
+        .await
+        .expect("a Cowboy in the second consumer");
+    cowboys
+        .delete("dusty", &DeleteParams::default())
+        .await
+        .expect("delete");
+
+    // SIGKILL and start again on the same data.
+    shard.kill9();
+    shard.start_again();
+
+    for consumer in ["root:consumer", "root:second-consumer"] {
+        let b = shard.kubectl_cmd().cluster(consumer).json(&[
+            "get",
+            "apibinding",
+            "cowboys",
+            "-o",
+            "json",
+        ]);
+        assert_eq!(b["status"]["phase"], "Bound", "{consumer}: {b}");
+        assert_eq!(
+            condition(&b, "Ready").map(|c| c["status"].clone()),
+            Some("True".into()),
+            "{consumer}: {b}"
+        );
+    }
+    let cowboys: Api<Cowboy> = Api::namespaced(
+        shard.kube_client_at("root", "root:consumer").await,
+        "default",
+    );
+    let names: Vec<String> = cowboys
+        .list(&ListParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("list after the restart: {e}\n{}", shard.logs()))
+        .items
+        .into_iter()
+        .filter_map(|c| c.metadata.name)
+        .collect();
+    assert_eq!(names, ["lucky"]);
+    let lucky = cowboys.get("lucky").await.expect("get after the restart");
+    assert_eq!(lucky.spec.intent.as_deref(), Some("rope"));
+    assert_eq!(lucky.status.and_then(|s| s.result).as_deref(), Some("won"));
+    let second: Api<Cowboy> = Api::namespaced(
+        shard.kube_client_at("root", "root:second-consumer").await,
+        "default",
+    );
+    assert!(second.get("slim").await.is_ok());
+    cowboys
+        .create(
+            &PostParams::default(),
+            &Cowboy::new("kid", CowboySpec::default()),
+        )
+        .await
+        .expect("create after the restart");
+
+    // The locks came back with the bindings: a CRD over the bound resource is still refused.
+    let consumer = shard.kubectl_cmd().cluster("root:consumer");
+    let crd = shard.write_file("crd.yaml", LOCAL_CRD);
+    let refused = consumer.fails(&["create", "-f", crd.to_str().unwrap_or_default()]);
+    assert!(
+        refused.contains("cannot create because resource is bound by APIBinding \"cowboys\""),
+        "{refused}"
+    );
+    let resources = consumer.ok(&["api-resources", "--api-group=wildwest.dev"]);
+    assert!(resources.contains("cowboys"), "{resources}");
 }

@@ -56,6 +56,8 @@ pub enum Part {
     /// Workspaces: creation to Ready (flat and as a tree), RSS per workspace, deleting a tree,
     /// restarting with many workspaces.
     Workspaces,
+    /// APIBindings of one APIExport in many workspaces: to Bound, RSS per binding.
+    Bindings,
 }
 
 impl Args {
@@ -97,6 +99,21 @@ pub struct Plan {
     pub crd_lcs: usize,
     pub crd_lcs_cap: Duration,
     pub ws: WorkspacePlan,
+    pub bindings: BindingPlan,
+}
+
+/// Sizes and caps of the bindings part (per store).
+#[derive(Debug, Clone)]
+pub struct BindingPlan {
+    /// Concurrent creators (of the workspaces, then of the bindings).
+    pub clients: usize,
+    /// Consumer workspaces, each binding the export once (beyond a warm-up of
+    /// [`crate::workspaces::WARM_UP`]), and the cap of creating them and of binding them.
+    pub workspaces: usize,
+    pub workspaces_cap: Duration,
+    pub bind_cap: Duration,
+    /// How long one binding may take from its POST to Bound before it counts as an error.
+    pub bound_timeout: Duration,
 }
 
 /// Sizes and caps of the workspaces part (per store). The caps keep the whole part within ~10 min on
@@ -170,6 +187,13 @@ impl Plan {
                     light: 300,
                     light_cap: Duration::from_secs(10),
                 },
+                bindings: BindingPlan {
+                    clients: 32,
+                    workspaces: 500,
+                    workspaces_cap: Duration::from_secs(30),
+                    bind_cap: Duration::from_secs(30),
+                    bound_timeout: Duration::from_secs(30),
+                },
             }
         } else {
             Plan {
@@ -204,6 +228,13 @@ impl Plan {
                     light_clients: 8,
                     light: 3_000,
                     light_cap: Duration::from_secs(30),
+                },
+                bindings: BindingPlan {
+                    clients: 32,
+                    workspaces: 10_000,
+                    workspaces_cap: Duration::from_secs(90),
+                    bind_cap: Duration::from_secs(120),
+                    bound_timeout: Duration::from_secs(30),
                 },
             }
         };

@@ -5,11 +5,16 @@
 //! on each shard: create, get, update, list (whole and paged), the same (but update) on custom
 //! resources of the same size, server-side apply next to a merge patch, watch latency with 1 and
 //! 1,000 watchers; then, on fresh shards, RSS per logical cluster, without and with a CRD in each;
-//! then workspaces: creation to Ready, RSS per workspace, deleting a tree, restarting with many.
+//! then workspaces: creation to Ready, RSS per workspace, deleting a tree, restarting with many;
+//! then one APIExport bound into many workspaces. Bound resources are measured next to local CRDs
+//! in the load phases.
 //! Nothing here is a test: numbers are reported, never asserted.
 
 mod apply;
 mod authz;
+mod bindings;
+mod board;
+mod bound;
 mod client;
 mod config;
 mod crd_memory;
@@ -65,6 +70,7 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         crd_memory: Vec::new(),
         authz: Err("not run".into()),
         workspaces: Vec::new(),
+        bindings: Vec::new(),
     };
 
     if args.runs(Part::Baseline) {
@@ -123,6 +129,14 @@ pub async fn run(args: Args) -> anyhow::Result<()> {
         }
         let result = workspaces::measure(&plan, &binary, backend).await;
         report.workspaces.push((backend, result));
+    }
+
+    for backend in [Backend::Embedded, Backend::Etcd] {
+        if !args.runs(Part::Bindings) {
+            break;
+        }
+        let result = bindings::measure(&plan, &binary, backend).await;
+        report.bindings.push((backend, result));
     }
 
     report.elapsed = t0.elapsed();

@@ -1,5 +1,6 @@
 //! The Markdown report.
 
+mod apis;
 mod authz;
 mod custom;
 mod workspaces;
@@ -41,6 +42,7 @@ pub struct Report {
     pub crd_memory: Vec<(Backend, CrdMemory)>,
     pub authz: Result<crate::authz::AuthzResults, String>,
     pub workspaces: Vec<(Backend, Result<crate::workspaces::Workspaces, String>)>,
+    pub bindings: Vec<(Backend, Result<crate::bindings::Bindings, String>)>,
 }
 
 fn ms(d: Duration) -> String {
@@ -172,6 +174,7 @@ impl Report {
         self.targets(&mut out);
         self.comparisons(&mut out);
         self.custom_section(&mut out);
+        self.apis_section(&mut out);
         self.authz_section(&mut out);
         self.baseline_table(&mut out);
         self.cpu_table(&mut out);
@@ -878,6 +881,7 @@ impl Report {
         }
         self.custom_failures(&mut lines);
         self.workspace_failures(&mut lines);
+        self.binding_failures(&mut lines);
         let _ = writeln!(out, "## Failures and errors\n");
         if lines.is_empty() {
             let _ = writeln!(out, "None: every request of every phase succeeded.\n");

@@ -1,6 +1,6 @@
 //! Load phases against one shard: create, get, update, list (whole and paged) of ConfigMaps, each
-//! but update followed by the same phase on custom resources of the same size; server-side apply;
-//! then watch latency.
+//! but update followed by the same phase on custom resources of the same size, first of a local CRD,
+//! then of the same schema bound from an APIExport; server-side apply; then watch latency.
 
 use std::sync::Arc;
 
@@ -14,10 +14,13 @@ use crate::objects;
 use crate::phase::{self, Limits, Probe, Summary, Worker};
 use crate::shard::ShardProcess;
 use crate::watch::{self, WatchResult};
-use crate::{apply, custom};
+use crate::{apply, bound, custom};
 
 /// The logical cluster the load phases use.
 pub const LC: &str = "bench";
+/// The logical cluster that exports Widgets, and the one that binds them.
+const PROVIDER_LC: &str = "bench-provider";
+const BOUND_LC: &str = "bench-bound";
 
 /// Results of one shard, one entry per concurrency level of the plan.
 #[derive(Debug, Clone)]
@@ -72,6 +75,18 @@ pub struct CustomResults {
     pub padded_stored_bytes: usize,
     pub padded_list_full: Vec<Summary>,
     pub padded_list_page: Vec<Summary>,
+    /// The same phases on Widgets bound from an APIExport (same schema, same sizes).
+    pub bound: BoundResults,
+}
+
+/// Phases on bound Widgets, one entry per concurrency level.
+#[derive(Debug, Clone, Default)]
+pub struct BoundResults {
+    pub create: Vec<Summary>,
+    pub get: Vec<Summary>,
+    pub list_full: Vec<Summary>,
+    pub list_page: Vec<Summary>,
+    pub list_bytes: usize,
 }
 
 /// What a phase reads and writes.
@@ -79,6 +94,8 @@ pub struct CustomResults {
 pub enum Kind {
     ConfigMap,
     Widget,
+    /// A Widget served through an APIBinding.
+    BoundWidget,
 }
 
 impl Kind {
@@ -86,6 +103,7 @@ impl Kind {
         match self {
             Kind::ConfigMap => collection(ns),
             Kind::Widget => custom::collection(LC, ns),
+            Kind::BoundWidget => custom::collection(BOUND_LC, ns),
         }
     }
 
@@ -94,7 +112,7 @@ impl Kind {
     fn per_namespace_extras(self) -> usize {
         match self {
             Kind::ConfigMap => 1,
-            Kind::Widget => 0,
+            Kind::Widget | Kind::BoundWidget => 0,
         }
     }
 
@@ -102,7 +120,7 @@ impl Kind {
     pub fn object(self, name: &str, payload_bytes: usize, generation: u64) -> bytes::Bytes {
         match self {
             Kind::ConfigMap => objects::configmap(name, payload_bytes, generation),
-            Kind::Widget => custom::widget(name, payload_bytes, generation),
+            Kind::Widget | Kind::BoundWidget => custom::widget(name, payload_bytes, generation),
         }
     }
 }
@@ -296,12 +314,12 @@ impl Ctx<'_> {
     }
 }
 
-/// Creates the logical cluster and the namespaces the phases use.
-async fn setup(conn: &mut Conn, namespaces: &[&str]) -> anyhow::Result<()> {
+/// Creates logical cluster `lc` and the namespaces the phases use there.
+async fn setup(conn: &mut Conn, lc: &str, namespaces: &[&str]) -> anyhow::Result<()> {
     let exists = |s: StatusCode| s.is_success() || s == StatusCode::CONFLICT;
     conn.expect(
         Method::POST,
-        &format!("/clusters/{LC}/apis/core.kcp.io/v1alpha1/logicalclusters"),
+        &format!("/clusters/{lc}/apis/core.kcp.io/v1alpha1/logicalclusters"),
         Some(objects::logical_cluster()),
         exists,
     )
@@ -310,7 +328,7 @@ async fn setup(conn: &mut Conn, namespaces: &[&str]) -> anyhow::Result<()> {
     for ns in namespaces {
         conn.expect(
             Method::POST,
-            &format!("/clusters/{LC}/api/v1/namespaces"),
+            &format!("/clusters/{lc}/api/v1/namespaces"),
             Some(objects::namespace(ns)),
             exists,
         )
@@ -352,17 +370,23 @@ async fn run_inner(
         plan.watchers.iter().map(|w| format!("watch-{w}")).collect();
     let mut namespaces = vec!["load", "list", PADDED_NS, "update", "apply"];
     namespaces.extend(watch_namespaces.iter().map(String::as_str));
-    setup(&mut conn, &namespaces).await?;
-    // Custom resources are measured only when their CRD is served; the ConfigMap phases run anyway.
-    let kinds: &[Kind] = match custom::install(&mut conn, LC).await {
-        Ok(()) => &[Kind::ConfigMap, Kind::Widget],
-        Err(err) => {
-            results
-                .failures
-                .push(format!("custom resources not measured: {err:#}"));
-            &[Kind::ConfigMap]
-        }
-    };
+    setup(&mut conn, LC, &namespaces).await?;
+    // Custom resources are measured only when their CRD is served, bound ones only when they are
+    // served; the ConfigMap phases run anyway.
+    let mut kinds = vec![Kind::ConfigMap];
+    match custom::install(&mut conn, LC).await {
+        Ok(()) => kinds.push(Kind::Widget),
+        Err(err) => results
+            .failures
+            .push(format!("custom resources not measured: {err:#}")),
+    }
+    match bind_widgets(&mut conn).await {
+        Ok(()) => kinds.push(Kind::BoundWidget),
+        Err(err) => results
+            .failures
+            .push(format!("bound resources not measured: {err:#}")),
+    }
+    let kinds = kinds.as_slice();
     let widgets = kinds.contains(&Kind::Widget);
 
     for &c in &plan.concurrency {
@@ -378,6 +402,7 @@ async fn run_inner(
             match kind {
                 Kind::ConfigMap => results.create.push(summary),
                 Kind::Widget => results.custom.create.push(summary),
+                Kind::BoundWidget => results.custom.bound.create.push(summary),
             }
         }
     }
@@ -387,6 +412,7 @@ async fn run_inner(
         match kind {
             Kind::ConfigMap => results.list_bytes = list_bytes,
             Kind::Widget => results.custom.list_bytes = list_bytes,
+            Kind::BoundWidget => results.custom.bound.list_bytes = list_bytes,
         }
     }
     if widgets {
@@ -438,6 +464,7 @@ async fn run_inner(
             match kind {
                 Kind::ConfigMap => results.get.push(summary),
                 Kind::Widget => results.custom.get.push(summary),
+                Kind::BoundWidget => results.custom.bound.get.push(summary),
             }
         }
     }
@@ -481,6 +508,7 @@ async fn run_inner(
             match kind {
                 Kind::ConfigMap => results.list_full.push(summary),
                 Kind::Widget => results.custom.list_full.push(summary),
+                Kind::BoundWidget => results.custom.bound.list_full.push(summary),
             }
         }
         if widgets {
@@ -512,6 +540,7 @@ async fn run_inner(
             match kind {
                 Kind::ConfigMap => results.list_page.push(summary),
                 Kind::Widget => results.custom.list_page.push(summary),
+                Kind::BoundWidget => results.custom.bound.list_page.push(summary),
             }
         }
         if widgets {
@@ -531,7 +560,13 @@ async fn run_inner(
         }
     }
 
-    match apply::run(plan, shard, kinds, ctx.probe).await {
+    // Server-side apply is compared between ConfigMaps and local Widgets only.
+    let applied: Vec<Kind> = kinds
+        .iter()
+        .copied()
+        .filter(|k| *k != Kind::BoundWidget)
+        .collect();
+    match apply::run(plan, shard, &applied, ctx.probe).await {
         Ok(a) => results.apply = Some(a),
         Err(err) => results.failures.push(format!("server-side apply: {err:#}")),
     }
@@ -549,11 +584,20 @@ async fn run_inner(
     Ok(())
 }
 
-/// Fills namespace `list` with `plan.list_objects` objects of `kind` and checks that they list
-/// completely; returns the bytes of the whole list.
+/// Exports Widgets from [`PROVIDER_LC`] and binds them in [`BOUND_LC`], with the namespaces the
+/// bound phases use.
+async fn bind_widgets(conn: &mut Conn) -> anyhow::Result<()> {
+    setup(conn, PROVIDER_LC, &[]).await?;
+    setup(conn, BOUND_LC, &["load", "list"]).await?;
+    bound::publish(conn, PROVIDER_LC).await?;
+    bound::bind(conn, PROVIDER_LC, BOUND_LC, "load").await
+}
+
 /// Where the ConfigMaps padded to a Widget's stored size are listed.
 const PADDED_NS: &str = "list-padded";
 
+/// Fills namespace `ns` with `plan.list_objects` objects of `kind` and checks that they list
+/// completely; returns the bytes of the whole list.
 async fn fill_list(
     ctx: &Ctx<'_>,
     conn: &mut Conn,

@@ -327,6 +327,7 @@ impl Report {
                     match pair.kind {
                         Kind::ConfigMap => "ConfigMap",
                         Kind::Widget => "Widget",
+                        Kind::BoundWidget => "bound Widget",
                     },
                     cell(Some(&pair.apply)),
                     cell(Some(&pair.merge)),

@@ -4,15 +4,14 @@
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use bytes::Bytes;
-use http::{Method, StatusCode};
 use serde_json::json;
 use tokio::sync::Notify;
 
-use super::board::{Board, Ready};
+use crate::board::{Board, Ready};
 use crate::client::Conn;
 use crate::phase::TimedWorker;
 
@@ -36,28 +35,10 @@ pub async fn create_ready(
     name: &str,
     timeout: Duration,
 ) -> anyhow::Result<(Duration, Ready)> {
-    let ready = board.expect(name);
     let path = format!("/clusters/{parent}/apis/tenancy.kcp.io/v1alpha1/workspaces");
-    let t0 = Instant::now();
-    if let Err(err) = conn
-        .expect(Method::POST, &path, Some(workspace(name)), |s| {
-            s == StatusCode::CREATED
-        })
+    board
+        .create_and_wait(conn, &path, name, workspace(name), timeout)
         .await
-    {
-        board.forget(name);
-        return Err(err);
-    }
-    match tokio::time::timeout(timeout.saturating_sub(t0.elapsed()), ready).await {
-        Ok(Ok(ready)) => Ok((ready.at.saturating_duration_since(t0), ready)),
-        Ok(Err(_)) => bail!("workspace {parent}/{name}: the Ready watch went away"),
-        Err(_) => {
-            let phase = board.forget(name);
-            bail!(
-                "workspace {parent}/{name} not Ready {timeout:?} after its POST (last phase seen: {phase})"
-            )
-        }
-    }
 }
 
 /// Creates children `<prefix>-<seq + offset>` of one parent; records the names that got Ready.

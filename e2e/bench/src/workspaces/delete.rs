@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use http::{Method, StatusCode};
 use serde::Deserialize;
 
-use super::board::Board;
+use crate::board::Board;
 use crate::client::Conn;
 
 const POLL: Duration = Duration::from_millis(50);

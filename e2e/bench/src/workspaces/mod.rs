@@ -8,8 +8,7 @@
 //! The tree comes last so that what it leaves behind (freed memory the allocator keeps, watch
 //! history) is not counted as memory per workspace; it so runs next to all the flat workspaces.
 
-mod board;
-mod create;
+pub mod create;
 mod delete;
 mod restart;
 
@@ -19,13 +18,13 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 
+use crate::board::{self, Board};
 use crate::client::Conn;
 use crate::config::{Plan, WorkspacePlan};
 use crate::idle::settle;
 use crate::phase::{self, Limits, Probe, Summary};
 use crate::procfs;
 use crate::shard::{Backend, ShardProcess};
-use board::Board;
 use create::{Flat, Tree, TreeJobs, create_ready};
 pub use delete::Deletion;
 pub use restart::Restart;
@@ -127,7 +126,7 @@ impl Creators {
     async fn new(shard: &ShardProcess, clients: usize) -> anyhow::Result<Creators> {
         Ok(Creators {
             label: shard.backend.label(),
-            board: Arc::new(Board::start(&shard.connector).await?),
+            board: Arc::new(Board::start(&shard.connector, board::WORKSPACES).await?),
             conns: (shard.connector_for(CREATOR_CONTEXT)?)
                 .pool(Plan::connections_for(clients))
                 .await?,

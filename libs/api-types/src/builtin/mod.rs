@@ -563,19 +563,8 @@ pub fn catalogue() -> Vec<ResourceDef> {
         .names(NameRule::Dns1123Label)
         .columns(vec![name_column(), age_column()])
         .0,
-        // kcp's APIs as a service. v1alpha2 first: discovery prefers the first version listed.
-        def(
-            APIS,
-            "v1alpha1",
-            "APIResourceSchema",
-            "apiresourceschemas",
-            false,
-            "io.kcp.apis.v1alpha1.APIResourceSchema",
-        )
-        .schema_checked()
-        .categories(&["kcp"])
-        .columns(vec![name_column(), age_column()])
-        .0,
+        // kcp's APIs as a service. A v1alpha2 kind first: discovery prefers the group's first version,
+        // and kcp (serving these from CRDs) prefers the highest, v1alpha2.
         def(
             APIS,
             "v1alpha2",
@@ -641,6 +630,18 @@ pub fn catalogue() -> Vec<ResourceDef> {
             "apibindings",
             crate::apis::conversion::BindingV1alpha1,
         )
+        .0,
+        def(
+            APIS,
+            "v1alpha1",
+            "APIResourceSchema",
+            "apiresourceschemas",
+            false,
+            "io.kcp.apis.v1alpha1.APIResourceSchema",
+        )
+        .schema_checked()
+        .categories(&["kcp"])
+        .columns(vec![name_column(), age_column()])
         .0,
         def(
             APIS,

@@ -302,22 +302,46 @@ impl Strategy for NamespaceStrategy {
 /// kcp's own kinds (tenancy and shards): their rules are the constraints of the schema we publish
 /// for them (patterns, enums, required fields), checked on every write. Kubernetes' kinds are
 /// checked by hand-written rules instead, as kube-apiserver's are.
-/// Defaults in the schema are applied to what is written, as to a custom resource.
+/// Defaults in the schema are applied to what is written, as to a custom resource, and its CEL
+/// rules (`x-kubernetes-validations`, kcp's for the apis.kcp.io kinds) hold on every write.
 pub struct SchemaStrategy {
     schema: std::sync::Arc<kcp_schema::Schema>,
     /// Whether the schema has any `default` (most have none: no walk for them).
     defaults: bool,
+    /// The schema's CEL rules, compiled once per kind; `None` when it has none.
+    rules: Option<std::sync::Arc<kcp_schema::cel::CelRules>>,
 }
 
 impl SchemaStrategy {
     /// The strategy of a kind whose schema is in [`kcp_schema::builtin_schema`].
     pub fn of(group: &str, version: &str, kind: &str) -> Option<SchemaStrategy> {
         let schema = kcp_schema::builtin_schema(group, version, kind)?;
-        let defaults = (kcp_schema::builtin_kinds().iter())
+        let component = (kcp_schema::builtin_kinds().iter())
             .find(|k| k.group == group && k.version == version && k.kind == kind)
-            .and_then(|k| kcp_schema::builtin::component_schema(&k.schema_name))
-            .is_some_and(crate::custom::has_defaults);
-        Some(SchemaStrategy { schema, defaults })
+            .and_then(|k| kcp_schema::builtin::component_schema(&k.schema_name));
+        let defaults = component.is_some_and(crate::custom::has_defaults);
+        // Our own schemas' rules always compile (a test walks every kind); a schema whose rules
+        // did not would be served without them rather than not at all.
+        let rules = component
+            .and_then(|c| kcp_schema::cel::CelRules::compile(c, "").ok())
+            .filter(|r| !r.is_empty())
+            .map(std::sync::Arc::new);
+        Some(SchemaStrategy {
+            schema,
+            defaults,
+            rules,
+        })
+    }
+
+    fn rule_causes(&self, new: &Value, old: Option<&Value>) -> Vec<Cause> {
+        match &self.rules {
+            Some(rules) => rules
+                .validate(new, old)
+                .iter()
+                .map(crate::custom::field_cause)
+                .collect(),
+            None => Vec::new(),
+        }
     }
 
     fn default(&self, obj: &mut Value) {
@@ -337,17 +361,21 @@ impl Strategy for SchemaStrategy {
     }
 
     fn validate(&self, obj: &Value) -> Vec<Cause> {
-        kcp_schema::validate_value(&self.schema, obj)
+        let mut causes: Vec<Cause> = kcp_schema::validate_value(&self.schema, obj)
             .iter()
             .map(crate::custom::field_cause)
-            .collect()
+            .collect();
+        causes.extend(self.rule_causes(obj, None));
+        causes
     }
 
     fn validate_update(&self, new: &Value, old: &Value) -> Vec<Cause> {
-        kcp_schema::validate_value_update(&self.schema, new, old)
+        let mut causes: Vec<Cause> = kcp_schema::validate_value_update(&self.schema, new, old)
             .iter()
             .map(crate::custom::field_cause)
-            .collect()
+            .collect();
+        causes.extend(self.rule_causes(new, Some(old)));
+        causes
     }
 
     fn tracks_generation(&self) -> bool {
@@ -360,6 +388,59 @@ mod tests {
     use super::*;
 
     use crate::resource::TEST_CONTEXT as CTX;
+
+    #[test]
+    fn every_built_in_kinds_cel_rules_compile() {
+        for k in kcp_schema::builtin_kinds() {
+            let Some(component) = kcp_schema::builtin::component_schema(&k.schema_name) else {
+                continue;
+            };
+            if let Err(causes) = kcp_schema::cel::CelRules::compile(component, "") {
+                panic!("{}/{} {}: {causes:?}", k.group, k.version, k.kind);
+            }
+        }
+    }
+
+    #[test]
+    fn kcps_cel_rules_hold_on_apis_kinds() {
+        let binding =
+            SchemaStrategy::of("apis.kcp.io", "v1alpha2", "APIBinding").expect("APIBinding");
+        let old = json!({
+            "apiVersion": "apis.kcp.io/v1alpha2",
+            "kind": "APIBinding",
+            "metadata": {"name": "b"},
+            "spec": {"reference": {"export": {"path": "root:a", "name": "e"}}},
+        });
+        assert!(binding.validate(&old).is_empty());
+        assert!(binding.validate_update(&old, &old).is_empty());
+        let mut moved = old.clone();
+        moved["spec"]["reference"]["export"]["name"] = json!("other");
+        let causes = binding.validate_update(&moved, &old);
+        assert_eq!(causes.len(), 1, "{causes:?}");
+        assert_eq!(causes[0].field, "spec.reference");
+        assert!(
+            causes[0]
+                .message
+                .contains("APIExport reference must not be changed"),
+            "{causes:?}"
+        );
+
+        let export = SchemaStrategy::of("apis.kcp.io", "v1alpha2", "APIExport").expect("APIExport");
+        let both = json!({
+            "apiVersion": "apis.kcp.io/v1alpha2",
+            "kind": "APIExport",
+            "metadata": {"name": "e"},
+            "spec": {"resources": [{"name": "widgets", "group": "g", "schema": "v1.widgets.g",
+                                    "storage": {"crd": {}, "virtual": {"reference": {"kind": "K"}}}}]},
+        });
+        let causes = export.validate(&both);
+        assert!(
+            causes.iter().any(|c| c
+                .message
+                .contains("Exactly one of crd or virtual must be set")),
+            "{causes:?}"
+        );
+    }
 
     #[test]
     fn secret_string_data_is_folded() {

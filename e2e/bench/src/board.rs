@@ -1,13 +1,15 @@
-//! The Ready board: one watch on every Workspace of the shard (`/clusters/*`) tells each creator when
-//! its workspace is Ready. Cheaper than polling each workspace, and the arrival of the Ready event is
-//! what the latency is measured to.
+//! The Ready board: one watch on every object of a collection of the shard (`/clusters/*`: the
+//! Workspaces, the APIBindings) tells each creator when its object reaches the phase it waits for.
+//! Cheaper than polling each object, and the arrival of that event is what the latency is measured
+//! to. Objects are told apart by name, so the names of one run are unique across clusters.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use anyhow::Context as _;
-use http::Method;
+use anyhow::{Context as _, bail};
+use bytes::Bytes;
+use http::{Method, StatusCode};
 use http_body_util::BodyExt as _;
 use serde::Deserialize;
 use tokio::sync::oneshot;
@@ -15,17 +17,35 @@ use tokio_util::sync::CancellationToken;
 
 use crate::client::{Conn, Connector, WatchLine, WatchLines, watch_body, watch_error};
 
-/// Every Workspace of every logical cluster.
-const ALL_WORKSPACES: &str = "/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspaces";
+/// What a board watches: a collection across all logical clusters, and the phase a creator waits
+/// for.
+#[derive(Debug, Clone, Copy)]
+pub struct Watched {
+    pub collection: &'static str,
+    pub done: &'static str,
+}
+
+/// Workspaces, to Ready.
+pub const WORKSPACES: Watched = Watched {
+    collection: "/clusters/*/apis/tenancy.kcp.io/v1alpha1/workspaces",
+    done: "Ready",
+};
+
+/// APIBindings, to Bound.
+pub const API_BINDINGS: Watched = Watched {
+    collection: "/clusters/*/apis/apis.kcp.io/v1alpha2/apibindings",
+    done: "Bound",
+};
 /// Pause before re-opening a failed watch.
 const REOPEN_DELAY: Duration = Duration::from_millis(200);
 
-/// A workspace seen Ready.
+/// An object seen in the phase waited for.
 #[derive(Debug, Clone)]
 pub struct Ready {
-    /// When its Ready event arrived.
+    /// When that event arrived.
     pub at: Instant,
-    /// Its logical cluster (`spec.cluster`), where its children are created.
+    /// A workspace's logical cluster (`spec.cluster`), where its children are created; empty for
+    /// other kinds.
     pub cluster: String,
 }
 
@@ -37,6 +57,7 @@ struct Waiter {
 
 #[derive(Default)]
 struct State {
+    done: &'static str,
     waiting: HashMap<String, Waiter>,
     deleted: u64,
     last_deleted: Option<Instant>,
@@ -60,15 +81,19 @@ pub struct Board {
 
 impl Board {
     /// Opens the watch from the current resourceVersion: later workspaces are all seen.
-    pub async fn start(connector: &Connector) -> anyhow::Result<Board> {
+    pub async fn start(connector: &Connector, watched: Watched) -> anyhow::Result<Board> {
         let mut conn = connector.connect().await?;
-        let rv = current_rv(&mut conn).await?;
-        let state = Arc::new(Mutex::new(State::default()));
+        let rv = current_rv(&mut conn, watched.collection).await?;
+        let state = Arc::new(Mutex::new(State {
+            done: watched.done,
+            ..State::default()
+        }));
         let stop = CancellationToken::new();
         tokio::spawn(watch_loop(
             connector.clone(),
             conn,
             rv,
+            watched.collection,
             state.clone(),
             stop.clone(),
         ));
@@ -102,6 +127,40 @@ impl Board {
             .unwrap_or_default()
     }
 
+    /// POSTs `body` (an object named `name`) to `collection` and waits, at most `timeout`, until the
+    /// board sees it in the phase waited for. The latency runs from the POST to that event.
+    pub async fn create_and_wait(
+        &self,
+        conn: &mut Conn,
+        collection: &str,
+        name: &str,
+        body: Bytes,
+        timeout: Duration,
+    ) -> anyhow::Result<(Duration, Ready)> {
+        let ready = self.expect(name);
+        let t0 = Instant::now();
+        if let Err(err) = conn
+            .expect(Method::POST, collection, Some(body), |s| {
+                s == StatusCode::CREATED
+            })
+            .await
+        {
+            self.forget(name);
+            return Err(err);
+        }
+        match tokio::time::timeout(timeout.saturating_sub(t0.elapsed()), ready).await {
+            Ok(Ok(ready)) => Ok((ready.at.saturating_duration_since(t0), ready)),
+            Ok(Err(_)) => bail!("{collection}/{name}: the watch went away"),
+            Err(_) => {
+                let phase = self.forget(name);
+                bail!(
+                    "{collection}/{name} not {} {timeout:?} after its POST (last phase seen: {phase})",
+                    self.state().done
+                )
+            }
+        }
+    }
+
     pub fn deletions(&self) -> Deletions {
         let state = self.state();
         Deletions {
@@ -130,8 +189,8 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The resourceVersion of the Workspace collection of all logical clusters.
-async fn current_rv(conn: &mut Conn) -> anyhow::Result<String> {
+/// The resourceVersion of `collection`.
+async fn current_rv(conn: &mut Conn, collection: &str) -> anyhow::Result<String> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct ListMeta {
@@ -141,7 +200,7 @@ async fn current_rv(conn: &mut Conn) -> anyhow::Result<String> {
     struct List {
         metadata: ListMeta,
     }
-    let path = format!("{ALL_WORKSPACES}?limit=1");
+    let path = format!("{collection}?limit=1");
     let body = conn.ok(Method::GET, &path, None).await?;
     let list: List = serde_json::from_slice(&body)
         .with_context(|| format!("GET {path}: no metadata.resourceVersion"))?;
@@ -152,13 +211,14 @@ async fn watch_loop(
     connector: Connector,
     mut conn: Conn,
     mut rv: String,
+    collection: &'static str,
     state: Arc<Mutex<State>>,
     stop: CancellationToken,
 ) {
     loop {
         let outcome = tokio::select! {
             _ = stop.cancelled() => return,
-            r = follow(&mut conn, &mut rv, &state) => r,
+            r = follow(&mut conn, collection, &mut rv, &state) => r,
         };
         let (failure, restart_from_now) = match outcome {
             // The server ended the watch (its timeout): re-open it.
@@ -180,7 +240,7 @@ async fn watch_loop(
         if let Ok(fresh) = connector.connect().await {
             conn = fresh;
         }
-        if restart_from_now && let Ok(now) = current_rv(&mut conn).await {
+        if restart_from_now && let Ok(now) = current_rv(&mut conn, collection).await {
             rv = now;
         }
     }
@@ -224,10 +284,11 @@ struct Status {
 /// Reads one watch until it ends, advancing `rv`; the text of an ERROR event if one ended it.
 async fn follow(
     conn: &mut Conn,
+    collection: &str,
     rv: &mut String,
     state: &Mutex<State>,
 ) -> anyhow::Result<Option<String>> {
-    let path = format!("{ALL_WORKSPACES}?watch=1&resourceVersion={rv}&timeoutSeconds=3600");
+    let path = format!("{collection}?watch=1&resourceVersion={rv}&timeoutSeconds=3600");
     let response = conn.send(Method::GET, &path, None).await?;
     let mut body = watch_body(response, &path).await?;
     let mut lines = WatchLines::default();
@@ -263,7 +324,7 @@ fn record(state: &Mutex<State>, event: Event, at: Instant) {
         }
         "ADDED" | "MODIFIED" => {
             let phase = event.object.status.phase.unwrap_or_default();
-            if phase == "Ready" {
+            if phase == s.done {
                 if let Some(waiter) = s.waiting.remove(&name) {
                     let cluster = event.object.spec.cluster.unwrap_or_default();
                     // The creator may have given up; nothing to tell then.

@@ -1,0 +1,220 @@
+//! The report's section on APIs as a service: a bound resource next to the same schema as a local
+//! CRD, and one export bound into many workspaces.
+
+use std::fmt::Write as _;
+
+use super::{Report, bytes, cell, count, met, ms, rate};
+use crate::bindings::Bindings;
+use crate::phase::Summary;
+use crate::shard::Backend;
+use crate::shard_load::ShardResults;
+
+/// A bound resource within 5 % of the same schema as a local CRD (issue 33).
+const TARGET_BOUND_RATIO: f64 = 0.95;
+/// RSS per binding beyond its workspace.
+const TARGET_BYTES_PER_BINDING: f64 = 4.0 * 1024.0;
+
+type Pick = fn(&ShardResults) -> &Vec<Summary>;
+
+/// (operation, local Widget phases, bound Widget phases).
+const OPS: [(&str, Pick, Pick); 4] = [
+    ("create", |s| &s.custom.create, |s| &s.custom.bound.create),
+    ("get", |s| &s.custom.get, |s| &s.custom.bound.get),
+    (
+        "list all",
+        |s| &s.custom.list_full,
+        |s| &s.custom.bound.list_full,
+    ),
+    (
+        "list page",
+        |s| &s.custom.list_page,
+        |s| &s.custom.bound.list_page,
+    ),
+];
+
+/// Bound ÷ local throughput, when both ran.
+fn ratio(local: &Summary, bound: &Summary) -> Option<f64> {
+    (local.ops > 0 && bound.ops > 0 && local.throughput() > 0.0)
+        .then(|| bound.throughput() / local.throughput())
+}
+
+impl Report {
+    fn bindings_of(&self, backend: Backend) -> Option<&Result<Bindings, String>> {
+        self.bindings
+            .iter()
+            .find(|(b, _)| *b == backend)
+            .map(|(_, r)| r)
+    }
+
+    pub(super) fn apis_section(&self, out: &mut String) {
+        let _ = writeln!(out, "## APIs as a service\n");
+        let _ = writeln!(
+            out,
+            "Bound Widgets are the Widgets of the section above, served through an APIBinding: logical cluster `bench-provider` exports an APIResourceSchema with the CRD's schema, `bench-bound` binds it, and the same phases run there right after their local-CRD twins, on the same shard, at the same concurrency. Throughput ratio = bound ÷ local. The bindings part runs on a fresh shard per store: `kcp-admin` creates workspace `root:provider` with the export, then {} children of `root:consumers` (after {} warm-up children), then one APIBinding of the export in each from {} creators, each POSTing a binding and waiting for its Bound event (one watch on the APIBindings of all logical clusters) before the next; latency is POST start → Bound event; bindings/s = Bound bindings ÷ (first POST → last Bound). RSS per binding = idle RSS after the bindings − idle RSS before them (after the warm-up bindings), ÷ bindings: what a binding costs beyond its workspace.\n",
+            count(self.plan.bindings.workspaces as u64),
+            crate::workspaces::WARM_UP,
+            self.plan.bindings.clients,
+        );
+        self.apis_targets(out);
+        self.bound_table(out);
+        self.bindings_table(out);
+    }
+
+    fn apis_targets(&self, out: &mut String) {
+        let _ = writeln!(out, "### Targets next to the measured values\n");
+        let _ = writeln!(out, "| target | measured | verdict |\n| --- | --- | --- |");
+        for backend in [Backend::Etcd, Backend::Embedded] {
+            let results = self.shard(backend);
+            for (op, local, bound) in OPS {
+                let ratios: Vec<Option<f64>> = results
+                    .map(|s| {
+                        local(s)
+                            .iter()
+                            .zip(bound(s))
+                            .map(|(l, b)| ratio(l, b))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                let measured = if ratios.is_empty() || ratios.iter().any(Option::is_none) {
+                    None
+                } else {
+                    ratios.iter().flatten().copied().reduce(f64::min)
+                };
+                let (text, ok) = match measured {
+                    Some(worst) => (
+                        format!("worst over the concurrencies: {worst:.2}×"),
+                        worst >= TARGET_BOUND_RATIO,
+                    ),
+                    None => ("not measured".into(), false),
+                };
+                let _ = writeln!(
+                    out,
+                    "| bound Widget {op} ≥ {TARGET_BOUND_RATIO}× the local CRD's throughput ({}) | {text} | {} |",
+                    backend.label(),
+                    met(ok)
+                );
+            }
+        }
+        for backend in [Backend::Etcd, Backend::Embedded] {
+            let per = self
+                .bindings_of(backend)
+                .and_then(|r| r.as_ref().ok())
+                .and_then(Bindings::rss_per_binding);
+            let (text, ok) = match per {
+                Some(per) => (bytes(per), per <= TARGET_BYTES_PER_BINDING),
+                None => ("not measured".into(), false),
+            };
+            let _ = writeln!(
+                out,
+                "| RSS per binding ≤ {} beyond its workspace ({}) | {text} | {} |",
+                bytes(TARGET_BYTES_PER_BINDING),
+                backend.label(),
+                met(ok)
+            );
+        }
+        let _ = writeln!(out);
+    }
+
+    fn bound_table(&self, out: &mut String) {
+        let on_etcd = self.shard(Backend::Etcd);
+        let embedded = self.shard(Backend::Embedded);
+        let _ = writeln!(out, "### Bound Widget vs local CRD\n");
+        let _ = writeln!(
+            out,
+            "| operation | clients | local on etcd | bound on etcd | bound ÷ local | local on embedded | bound on embedded | bound ÷ local |\n| --- | ---: | --- | --- | ---: | --- | --- | ---: |"
+        );
+        for (op, local, bound) in OPS {
+            for (i, c) in self.plan.concurrency.iter().enumerate() {
+                let pair = |s: Option<&ShardResults>| {
+                    let l = s.and_then(|s| local(s).get(i));
+                    let b = s.and_then(|s| bound(s).get(i));
+                    let r = l
+                        .zip(b)
+                        .and_then(|(l, b)| ratio(l, b))
+                        .map(|r| format!("{r:.2}×"))
+                        .unwrap_or_else(|| "–".into());
+                    (cell(l), cell(b), r)
+                };
+                let (el, eb, er) = pair(on_etcd);
+                let (ml, mb, mr) = pair(embedded);
+                let _ = writeln!(
+                    out,
+                    "| {op} | {c} | {el} | {eb} | {er} | {ml} | {mb} | {mr} |"
+                );
+            }
+        }
+        let _ = writeln!(out);
+    }
+
+    fn bindings_table(&self, out: &mut String) {
+        let _ = writeln!(out, "### One export bound into many workspaces\n");
+        let _ = writeln!(
+            out,
+            "| store | bindings Bound / asked | bindings/s | create → Bound p50 / p99 | RSS before → after | RSS per binding |\n| --- | ---: | ---: | --- | --- | ---: |"
+        );
+        for backend in [Backend::Etcd, Backend::Embedded] {
+            match self.bindings_of(backend) {
+                None => {
+                    let _ = writeln!(out, "| {} | not run | | | | |", backend.label());
+                }
+                Some(Err(err)) => {
+                    let _ = writeln!(
+                        out,
+                        "| {} | **failed**: {} | | | | |",
+                        backend.label(),
+                        super::one_line(err)
+                    );
+                }
+                Some(Ok(b)) => {
+                    let mut bound =
+                        format!("{} / {}", count(b.load.ops), count(b.requested as u64));
+                    if b.load.errors > 0 {
+                        let _ = write!(bound, " (**{} errors**)", b.load.errors);
+                    }
+                    if (b.load.ops as usize) < b.requested {
+                        let _ = write!(bound, " (capped at {:.0} s)", b.cap.as_secs_f64());
+                    }
+                    let _ = writeln!(
+                        out,
+                        "| {} | {bound} | {} | {} / {} | {} → {} | {} |",
+                        backend.label(),
+                        rate(b.load.throughput()),
+                        ms(b.load.p50),
+                        ms(b.load.p99),
+                        bytes(b.rss_before as f64),
+                        bytes(b.rss_after as f64),
+                        b.rss_per_binding().map(bytes).unwrap_or_else(|| "–".into()),
+                    );
+                }
+            }
+        }
+        let _ = writeln!(out);
+    }
+
+    /// Errors of the bindings part, for the report's failures section.
+    pub(super) fn binding_failures(&self, lines: &mut Vec<String>) {
+        for (backend, result) in &self.bindings {
+            match result {
+                Err(err) => lines.push(format!("bindings on the {}: {err}", backend.label())),
+                Ok(b) => {
+                    if b.load.errors > 0 {
+                        lines.push(format!(
+                            "bindings on the {}: {} errors; first: {}",
+                            backend.label(),
+                            b.load.errors,
+                            b.load.first_error.as_deref().unwrap_or("?")
+                        ));
+                    }
+                    if b.watch_failures > 0 {
+                        lines.push(format!(
+                            "bindings on the {}: the Bound watch failed {} times; first: {}",
+                            backend.label(),
+                            b.watch_failures,
+                            b.watch_first_failure.as_deref().unwrap_or("?")
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}
