@@ -36,6 +36,7 @@ pub const API_BINDINGS: Watched = Watched {
     collection: "/clusters/*/apis/apis.kcp.io/v1alpha2/apibindings",
     done: "Bound",
 };
+
 /// Pause before re-opening a failed watch.
 const REOPEN_DELAY: Duration = Duration::from_millis(200);
 
@@ -80,7 +81,7 @@ pub struct Board {
 }
 
 impl Board {
-    /// Opens the watch from the current resourceVersion: later workspaces are all seen.
+    /// Opens the watch from the current resourceVersion: later objects are all seen.
     pub async fn start(connector: &Connector, watched: Watched) -> anyhow::Result<Board> {
         let mut conn = connector.connect().await?;
         let rv = current_rv(&mut conn, watched.collection).await?;
@@ -104,8 +105,8 @@ impl Board {
         lock(&self.state)
     }
 
-    /// Call before creating workspace `name` (names are unique in a run): the receiver gets its
-    /// Ready event.
+    /// Call before creating object `name` (names are unique in a run): the receiver gets the
+    /// event of its phase.
     pub fn expect(&self, name: &str) -> oneshot::Receiver<Ready> {
         let (tx, rx) = oneshot::channel();
         self.state().waiting.insert(
