@@ -165,6 +165,14 @@ struct UserEntry {
     client_key_data: String,
 }
 
+/// A fresh temporary directory for one test's shard.
+fn test_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("kcp-e2e-")
+        .tempdir()
+        .expect("creating a temporary directory")
+}
+
 impl Shard {
     /// Starts a shard on `store` with a fresh root directory and waits until it is ready.
     pub fn start(store: StoreKind) -> Shard {
@@ -178,10 +186,32 @@ impl Shard {
         I: IntoIterator<Item = S>,
         S: Into<std::ffi::OsString>,
     {
-        let dir = tempfile::Builder::new()
-            .prefix("kcp-e2e-")
-            .tempdir()
-            .expect("creating a temporary directory");
+        Shard::start_in(
+            store,
+            test_dir(),
+            extra_args.into_iter().map(Into::into).collect(),
+        )
+    }
+
+    /// [`Shard::start`] with static bearer tokens: `tokens` is the `--token-auth-file`, one
+    /// `token,user,uid[,"group,..."]` line each. The file stays in [`Shard::dir`], so restarts
+    /// read it too.
+    pub fn start_with_tokens(store: StoreKind, tokens: &str) -> Shard {
+        let dir = test_dir();
+        let file = dir.path().join("tokens.csv");
+        std::fs::write(&file, tokens).expect("writing the token file");
+        Shard::start_in(
+            store,
+            dir,
+            vec!["--token-auth-file".into(), file.into_os_string()],
+        )
+    }
+
+    fn start_in(
+        store: StoreKind,
+        dir: tempfile::TempDir,
+        extra_args: Vec<std::ffi::OsString>,
+    ) -> Shard {
         let etcd = match store {
             StoreKind::Embedded => None,
             StoreKind::Etcd => Some(EtcdProcess::start()),
@@ -192,7 +222,7 @@ impl Shard {
             child: None,
             base_url: String::new(),
             runs: 0,
-            extra_args: extra_args.into_iter().map(Into::into).collect(),
+            extra_args,
             etcd,
         };
         shard.spawn();

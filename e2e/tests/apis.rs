@@ -493,20 +493,10 @@ const ALICE_TOKEN: &str = "apis-alice-token-7c21d9";
 
 /// The shard with alice (a token user) and a kubeconfig for her.
 fn start_with_alice(store: StoreKind) -> (Shard, std::path::PathBuf) {
-    let tokens = std::env::temp_dir().join(format!(
-        "kcp-e2e-apis-tokens-{}-{store}.csv",
-        std::process::id()
-    ));
-    std::fs::write(
-        &tokens,
-        format!("{ALICE_TOKEN},alice,alice-uid,\"riders\"\n"),
-    )
-    .expect("writing the token file");
-    let shard = Shard::start_with_args(
+    let shard = Shard::start_with_tokens(
         store,
-        ["--token-auth-file".into(), tokens.clone().into_os_string()],
+        &format!("{ALICE_TOKEN},alice,alice-uid,\"riders\"\n"),
     );
-    let _ = std::fs::remove_file(tokens);
     let ca = shard.root_directory().join("ca.crt");
     let kubeconfig = shard.write_file(
         "alice.kubeconfig",

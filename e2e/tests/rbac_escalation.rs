@@ -23,20 +23,12 @@ const RBAC: &str = "rbac.authorization.k8s.io";
 /// The shard with dana and rita, the grants described in the module docs, and a kubeconfig with
 /// a context per user (`dana`, `rita`) in the root LC.
 fn start(store: StoreKind) -> (Shard, PathBuf) {
-    let tokens = std::env::temp_dir().join(format!(
-        "kcp-e2e-escalation-tokens-{}-{store}.csv",
-        std::process::id()
-    ));
-    std::fs::write(
-        &tokens,
-        format!("{DANA_TOKEN},dana,dana-uid,\"binders\"\n{RITA_TOKEN},rita,rita-uid,\"editors\"\n"),
-    )
-    .expect("writing the token file");
-    let shard = Shard::start_with_args(
+    let shard = Shard::start_with_tokens(
         store,
-        ["--token-auth-file".into(), tokens.clone().into_os_string()],
+        &format!(
+            "{DANA_TOKEN},dana,dana-uid,\"binders\"\n{RITA_TOKEN},rita,rita-uid,\"editors\"\n"
+        ),
     );
-    let _ = std::fs::remove_file(tokens);
     apply(
         &shard,
         "grants.yaml",

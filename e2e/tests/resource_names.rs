@@ -13,15 +13,7 @@ const SAM_TOKEN: &str = "sam-token-0123456789abcdef";
 const SECRETS: &str = "/clusters/root/api/v1/namespaces/default/secrets";
 
 fn one_object_by_name(store: StoreKind) {
-    let tokens = std::env::temp_dir().join(format!(
-        "kcp-e2e-resource-names-{}-{store}.csv",
-        std::process::id()
-    ));
-    std::fs::write(&tokens, format!("{SAM_TOKEN},sam,sam-uid\n")).expect("writing the token file");
-    let shard = Shard::start_with_args(
-        store,
-        ["--token-auth-file".into(), tokens.clone().into_os_string()],
-    );
+    let shard = Shard::start_with_tokens(store, &format!("{SAM_TOKEN},sam,sam-uid\n"));
     for name in ["s1", "s2"] {
         shard.kubectl_ok(&[
             "create",
@@ -113,5 +105,4 @@ fn one_object_by_name(store: StoreKind) {
         "--timeout=30s",
     ]);
     assert!(waited.contains("secret/s1 condition met"), "{waited}");
-    let _ = std::fs::remove_file(tokens);
 }

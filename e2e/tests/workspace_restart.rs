@@ -478,16 +478,7 @@ const HOME: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~";
 /// restart, once.
 fn kill9_while_a_home_is_created(store: StoreKind) {
     const TOKEN: &str = "home-crash-token";
-    let tokens = std::env::temp_dir().join(format!(
-        "kcp-e2e-home-crash-{}-{store}.csv",
-        std::process::id()
-    ));
-    std::fs::write(&tokens, format!("{TOKEN},bob,bob-uid,\"team-b\"\n"))
-        .expect("writing the token file");
-    let mut shard = Shard::start_with_args(
-        store,
-        ["--token-auth-file".into(), tokens.clone().into_os_string()],
-    );
+    let mut shard = Shard::start_with_tokens(store, &format!("{TOKEN},bob,bob-uid,\"team-b\"\n"));
     let bob = Caller::Token(TOKEN.to_string());
     let (code, body) = shard.curl_with(&bob, "GET", HOME, &[], None);
     assert_eq!(code, 429, "the first request creates the home: {body}");
@@ -517,7 +508,6 @@ fn kill9_while_a_home_is_created(store: StoreKind) {
     .map(|lc| json_str(&lc, "/metadata/annotations/kcp.io~1cluster").to_string())
     .collect();
     assert_eq!(homes, [json_str(&home, "/spec/cluster")], "one home");
-    let _ = std::fs::remove_file(tokens);
 }
 
 /// What follows a Workspace's or LogicalCluster's status in its metadata (besides the owner

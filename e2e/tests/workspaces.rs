@@ -349,21 +349,12 @@ const COLON_TOKEN: &str = "colon-token-0123456789";
 /// answered as a Ready Workspace; reachable as `user:<name>`, where the user is cluster-admin; other
 /// users' workspaces stay closed to it; `kubectl ws` (no argument) goes there.
 fn home_workspaces(store: StoreKind) {
-    let tokens = std::env::temp_dir().join(format!(
-        "kcp-e2e-home-tokens-{}-{store}.csv",
-        std::process::id()
-    ));
-    std::fs::write(
-        &tokens,
-        format!(
+    let shard = Shard::start_with_tokens(
+        store,
+        &format!(
             "{ALICE_TOKEN},alice,alice-uid,\"team-a\"\n{TESS_TOKEN},tess,tess-uid,\"team-a\"\n\
              {COLON_TOKEN},alice:sub,colon-uid\n"
         ),
-    )
-    .expect("writing the token file");
-    let shard = Shard::start_with_args(
-        store,
-        ["--token-auth-file".into(), tokens.clone().into_os_string()],
     );
     let alice = Caller::Token(ALICE_TOKEN.to_string());
     const HOME: &str = "/clusters/root/apis/tenancy.kcp.io/v1alpha1/workspaces/~";
@@ -532,7 +523,6 @@ fn home_workspaces(store: StoreKind) {
         body.contains(r#"workspaces.tenancy.kcp.io \"~\" is forbidden: User \"tess\" cannot create resource \"workspaces\" in API group \"tenancy.kcp.io\" at the cluster scope: workspace access not permitted"#),
         "{body}"
     );
-    let _ = std::fs::remove_file(tokens);
 }
 
 /// Deleting a workspace deletes its logical cluster with everything in it, child workspaces and
@@ -1076,18 +1066,9 @@ const BOB_TOKEN: &str = "bob-token-9876543210";
 /// Two users allowed to create workspaces in root: each becomes admin of what they create and
 /// nothing else; a type they may not `use` is refused; root's content stays closed to them.
 fn workspace_isolation(store: StoreKind) {
-    let tokens = std::env::temp_dir().join(format!(
-        "kcp-e2e-isolation-tokens-{}-{store}.csv",
-        std::process::id()
-    ));
-    std::fs::write(
-        &tokens,
-        format!("{ALICE_TOKEN},alice,alice-uid\n{BOB_TOKEN},bob,bob-uid\n"),
-    )
-    .expect("writing the token file");
-    let shard = Shard::start_with_args(
+    let shard = Shard::start_with_tokens(
         store,
-        ["--token-auth-file".into(), tokens.clone().into_os_string()],
+        &format!("{ALICE_TOKEN},alice,alice-uid\n{BOB_TOKEN},bob,bob-uid\n"),
     );
     let rbac = shard.write_file(
         "creators.yaml",
@@ -1203,22 +1184,13 @@ fn workspace_isolation(store: StoreKind) {
         None,
     );
     assert_eq!(code, 403, "{text}");
-    let _ = std::fs::remove_file(tokens);
 }
 
 /// kcp's admission of Workspaces and LogicalClusters, for a requester outside the privileged
 /// groups (kcp-admin): placement is the shard's, and an LC moves only forward.
 fn lifecycle_objects_are_guarded(store: StoreKind) {
-    let tokens = std::env::temp_dir().join(format!(
-        "kcp-e2e-guarded-tokens-{}-{store}.csv",
-        std::process::id()
-    ));
-    std::fs::write(&tokens, format!("{TESS_TOKEN},tess,tess-uid,\"team-a\"\n"))
-        .expect("writing the token file");
-    let shard = Shard::start_with_args(
-        store,
-        ["--token-auth-file".into(), tokens.clone().into_os_string()],
-    );
+    let shard =
+        Shard::start_with_tokens(store, &format!("{TESS_TOKEN},tess,tess-uid,\"team-a\"\n"));
     let ws = create_ready(&shard, "root", "guarded", None);
     let lc = cluster_of(&ws);
     let inside = shard.kubectl_cmd().cluster("root:guarded");
@@ -1400,7 +1372,6 @@ fn lifecycle_objects_are_guarded(store: StoreKind) {
         "{}",
         String::from_utf8_lossy(&moved.stderr)
     );
-    let _ = std::fs::remove_file(tokens);
 }
 
 /// As kcp: a workspace created by system:masters records no creator (no owner annotation, no

@@ -16,6 +16,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use crate::client::{Conn, Connector, WatchLine, WatchLines, watch_body, watch_error};
+use crate::watch::current_rv;
 
 /// What a board watches: a collection across all logical clusters, and the phase a creator waits
 /// for.
@@ -188,24 +189,6 @@ fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner)
-}
-
-/// The resourceVersion of `collection`.
-async fn current_rv(conn: &mut Conn, collection: &str) -> anyhow::Result<String> {
-    #[derive(Deserialize)]
-    #[serde(rename_all = "camelCase")]
-    struct ListMeta {
-        resource_version: String,
-    }
-    #[derive(Deserialize)]
-    struct List {
-        metadata: ListMeta,
-    }
-    let path = format!("{collection}?limit=1");
-    let body = conn.ok(Method::GET, &path, None).await?;
-    let list: List = serde_json::from_slice(&body)
-        .with_context(|| format!("GET {path}: no metadata.resourceVersion"))?;
-    Ok(list.metadata.resource_version)
 }
 
 async fn watch_loop(

@@ -130,7 +130,7 @@ async fn watcher(
 }
 
 /// The collection's current resourceVersion.
-async fn current_rv(conn: &mut Conn, collection: &str) -> anyhow::Result<String> {
+pub async fn current_rv(conn: &mut Conn, collection: &str) -> anyhow::Result<String> {
     #[derive(Deserialize)]
     #[serde(rename_all = "camelCase")]
     struct ListMeta {
