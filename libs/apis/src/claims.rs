@@ -6,7 +6,7 @@
 //! ([`kcp_api_types::apis::claims`]); an APIBinding also carries its own export's key with
 //! kcp's fixed "reflexive" value.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::{BTreeMap, HashSet};
 
 use kcp_api_types::apis::claims::{
     CLAIM_LABEL_PREFIX, claim_key, claim_label_key, claim_label_value, reflexive_label_value,
@@ -21,6 +21,7 @@ use parking_lot::RwLock;
 use serde_json::{Value, json};
 
 use crate::binding::Defs;
+use crate::by_cluster::{self, ByCluster};
 
 /// One accepted claim of a binding, with the label it stamps.
 struct Accepted {
@@ -39,12 +40,10 @@ struct OfBinding {
     accepted: Vec<Accepted>,
 }
 
-type ByCluster = HashMap<LogicalClusterName, BTreeMap<String, OfBinding>>;
-
 #[derive(Default)]
 pub struct ClaimIndex {
     /// Per consumer cluster, by binding name.
-    by_cluster: RwLock<ByCluster>,
+    by_cluster: RwLock<ByCluster<OfBinding>>,
 }
 
 fn revision(binding: &Value) -> u64 {
@@ -112,16 +111,11 @@ impl ClaimIndex {
     pub fn set_binding(&self, cluster: &LogicalClusterName, name: &str, binding: Option<&Value>) {
         let mut by_cluster = self.by_cluster.write();
         let Some(binding) = binding else {
-            if let Some(of_cluster) = by_cluster.get_mut(cluster) {
-                of_cluster.remove(name);
-                if of_cluster.is_empty() {
-                    by_cluster.remove(cluster);
-                }
-            }
+            by_cluster::remove(&mut by_cluster, cluster, name);
             return;
         };
         let revision = revision(binding);
-        let of_cluster = by_cluster.entry(cluster.clone()).or_default();
+        let of_cluster = by_cluster::table(&mut by_cluster, cluster);
         if of_cluster.get(name).is_some_and(|b| b.revision > revision) {
             return;
         }
@@ -138,7 +132,7 @@ impl ClaimIndex {
                 revision: revision(&binding),
                 accepted: accepted_of(&binding),
             };
-            (fresh.entry(b.cluster.clone()).or_default()).insert(b.name.clone(), of);
+            by_cluster::table(&mut fresh, &b.cluster).insert(b.name.clone(), of);
         }
         *self.by_cluster.write() = fresh;
     }

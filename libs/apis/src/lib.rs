@@ -18,6 +18,7 @@
 
 pub mod admission;
 pub mod binding;
+mod by_cluster;
 pub mod claims;
 pub mod identity;
 pub mod locks;

@@ -8,11 +8,12 @@
 //! After a restart the table starts empty: what the stored bindings' `boundResources` and the
 //! stored CRDs say is checked beside it by both sides.
 
-use std::collections::{BTreeMap, HashMap};
 use std::time::{Duration, Instant};
 
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use serde_json::{Value, json};
+
+use crate::by_cluster::{self, ByCluster, ByName};
 
 /// The annotation kcp keeps the locks in.
 pub const LOCK_ANNOTATION: &str = "internal.apis.kcp.io/resource-bindings";
@@ -40,7 +41,7 @@ pub fn resource_key(group: &str, plural: &str) -> String {
 
 #[derive(Default)]
 pub struct ResourceLocks {
-    clusters: parking_lot::Mutex<HashMap<LogicalClusterName, BTreeMap<String, Holder>>>,
+    clusters: parking_lot::Mutex<ByCluster<Holder>>,
 }
 
 impl ResourceLocks {
@@ -56,7 +57,7 @@ impl ResourceLocks {
         bound_elsewhere: Option<String>,
     ) -> Result<(), String> {
         let mut clusters = self.clusters.lock();
-        let locks = clusters.entry(cluster.clone()).or_default();
+        let locks = by_cluster::table(&mut clusters, cluster);
         Self::crd_refused(locks, resource, binding_exists, bound_elsewhere)?;
         let holder = Holder::Crd {
             at: Instant::now(),
@@ -82,7 +83,7 @@ impl ResourceLocks {
     }
 
     fn crd_refused(
-        locks: &mut BTreeMap<String, Holder>,
+        locks: &mut ByName<Holder>,
         resource: &str,
         binding_exists: impl Fn(&str) -> bool,
         bound_elsewhere: Option<String>,
@@ -111,7 +112,7 @@ impl ResourceLocks {
         crd_exists: bool,
     ) -> Result<(), String> {
         let mut clusters = self.clusters.lock();
-        let locks = clusters.entry(cluster.clone()).or_default();
+        let locks = by_cluster::table(&mut clusters, cluster);
         match locks.get(resource) {
             Some(Holder::Binding(name)) if name == me => return Ok(()),
             Some(Holder::Binding(name)) if binding_exists(name) => {
@@ -130,12 +131,11 @@ impl ResourceLocks {
     /// Drops what binding `me` holds in `cluster` (it is gone).
     pub fn release_binding(&self, cluster: &LogicalClusterName, me: &str) {
         let mut clusters = self.clusters.lock();
-        if let Some(locks) = clusters.get_mut(cluster) {
-            locks.retain(|_, h| *h != Holder::Binding(me.to_string()));
-            if locks.is_empty() {
-                clusters.remove(cluster);
-            }
-        }
+        by_cluster::retain(
+            &mut clusters,
+            cluster,
+            |_, h| !matches!(h, Holder::Binding(name) if name == me),
+        );
     }
 
     /// The annotation's value for `cluster`: the bindings' entries, and `crds` (the resources of
@@ -146,7 +146,7 @@ impl ResourceLocks {
             out.insert(r.clone(), json!({"c": true}));
         }
         let clusters = self.clusters.lock();
-        for (resource, holder) in clusters.get(cluster).into_iter().flatten() {
+        for (resource, holder) in clusters.get(cluster).into_iter().flat_map(|m| m.iter()) {
             match holder {
                 Holder::Binding(name) => {
                     out.insert(resource.clone(), json!({"n": name}));

@@ -2,7 +2,7 @@
 //! authorizer ([`kcp_auth::authz::maximal_policy`]), which asks on every resource request: the
 //! resources each binding binds and its export, and which exports have a local policy.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::HashSet;
 
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apiserver::registry::keyspace;
@@ -13,6 +13,7 @@ use parking_lot::RwLock;
 use serde_json::Value;
 
 use crate::binding::Defs;
+use crate::by_cluster::{self, ByCluster};
 
 type ExportId = (LogicalClusterName, String);
 
@@ -25,7 +26,7 @@ struct Bound {
 #[derive(Default)]
 struct Index {
     /// Per consumer cluster, by binding name.
-    bindings: HashMap<LogicalClusterName, BTreeMap<String, Bound>>,
+    bindings: ByCluster<Bound>,
     with_policy: HashSet<ExportId>,
 }
 
@@ -65,16 +66,12 @@ impl BoundPolicies {
     pub fn set_binding(&self, cluster: &LogicalClusterName, name: &str, binding: Option<&Value>) {
         let bound = binding.and_then(bound_of);
         let mut index = self.index.write();
-        let of_cluster = index.bindings.entry(cluster.clone()).or_default();
         match bound {
             Some(bound) => {
-                of_cluster.insert(name.to_string(), bound);
+                by_cluster::table(&mut index.bindings, cluster).insert(name.to_string(), bound);
             }
             None => {
-                of_cluster.remove(name);
-                if of_cluster.is_empty() {
-                    index.bindings.remove(cluster);
-                }
+                by_cluster::remove(&mut index.bindings, cluster, name);
             }
         }
     }
@@ -102,8 +99,7 @@ impl BoundPolicies {
         }
         for b in cache.list(keyspace(&defs.bindings).all_clusters(), None) {
             if let Some(bound) = b.value().ok().as_ref().and_then(bound_of) {
-                (fresh.bindings.entry(b.cluster.clone()).or_default())
-                    .insert(b.name.clone(), bound);
+                by_cluster::table(&mut fresh.bindings, &b.cluster).insert(b.name.clone(), bound);
             }
         }
         *self.index.write() = fresh;

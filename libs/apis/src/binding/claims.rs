@@ -64,9 +64,13 @@ pub(super) async fn apply(
     export: &Value,
     status: &mut Value,
 ) -> bool {
-    // What admission stamps from now on follows this binding, as what is relabelled below does.
-    index.set_binding(cluster, text(binding, "/metadata/name"), Some(binding));
-    if text(binding, "/status/apiExportClusterName").is_empty() {
+    // What admission stamps from now on follows this binding with the status about to be
+    // written (so the claims are applied in the same write that binds), as what is relabelled
+    // below does.
+    let mut next = binding.clone();
+    next["status"] = status.clone();
+    index.set_binding(cluster, text(binding, "/metadata/name"), Some(&next));
+    if text(status, "/apiExportClusterName").is_empty() {
         // Claim labels name the export's cluster: once the binding knows it.
         return true;
     }

@@ -255,10 +255,6 @@ impl Controller {
         if binding.pointer("/metadata/deletionTimestamp").is_some() {
             return self.delete(server, cluster, name, &binding).await;
         }
-        if !has_finalizer(&binding) {
-            self.set_finalizer(server, cluster, name, true).await?;
-            return Ok(Outcome::Done);
-        }
         let mut status = self.desired_status(server, cluster, &binding);
         let mut applied = true;
         if let Ok((_, export)) = self.export_of(server, cluster, &binding) {
@@ -576,7 +572,10 @@ impl Controller {
         binding: &Value,
         status: Value,
     ) -> Result<(), ApiError> {
-        if same_status(binding.get("status"), &status) {
+        // A new binding gets its finalizer in the same write as its first status: one write
+        // (and one version in the watch history) less per binding.
+        let finalize = !has_finalizer(binding);
+        if !finalize && same_status(binding.get("status"), &status) {
             return Ok(());
         }
         let now = now_rfc3339();
@@ -585,15 +584,23 @@ impl Controller {
             namespace: None,
             name,
         };
+        let kind = if finalize {
+            UpdateKind::Whole
+        } else {
+            UpdateKind::Status
+        };
         server
             .registry()
             .update_if_present(
                 &self.defs.bindings,
                 at,
-                UpdateKind::Status,
+                kind,
                 WriteOptions::default(),
                 |old| {
                     let mut new = old.clone();
+                    if finalize {
+                        with_finalizer(&mut new, true);
+                    }
                     new["status"] = with_transition_times(status.clone(), old, &now);
                     Ok(new)
                 },
@@ -622,16 +629,7 @@ impl Controller {
                 WriteOptions::default(),
                 |old| {
                     let mut new = old.clone();
-                    let mut finalizers: Vec<Value> = (new
-                        .pointer("/metadata/finalizers")
-                        .and_then(Value::as_array))
-                    .cloned()
-                    .unwrap_or_default();
-                    finalizers.retain(|f| f.as_str() != Some(BINDING_FINALIZER));
-                    if present {
-                        finalizers.push(json!(BINDING_FINALIZER));
-                    }
-                    new["metadata"]["finalizers"] = Value::Array(finalizers);
+                    with_finalizer(&mut new, present);
                     Ok(new)
                 },
             )
@@ -693,6 +691,19 @@ impl Holder {
     fn describe(&self) -> String {
         format!("{{{}}}", self.by)
     }
+}
+
+/// Puts the binding finalizer in `binding`'s finalizers (`present`), or takes it out.
+fn with_finalizer(binding: &mut Value, present: bool) {
+    let mut finalizers: Vec<Value> = (binding.pointer("/metadata/finalizers"))
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    finalizers.retain(|f| f.as_str() != Some(BINDING_FINALIZER));
+    if present {
+        finalizers.push(json!(BINDING_FINALIZER));
+    }
+    binding["metadata"]["finalizers"] = Value::Array(finalizers);
 }
 
 fn has_finalizer(binding: &Value) -> bool {
