@@ -13,6 +13,9 @@ use parking_lot::Mutex;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
+/// Room for this many keys is kept when the queue drains; more is given back.
+const SHRINK_ABOVE: usize = 1024;
+
 struct State<K> {
     queue: VecDeque<K>,
     /// Keys in `queue`.
@@ -117,6 +120,11 @@ impl<K: Hash + Eq + Clone + Send + Sync + 'static> WorkQueue<K> {
                 if let Some(key) = s.queue.pop_front() {
                     s.queued.remove(&key);
                     s.active.insert(key.clone());
+                    // A resync queues every key of the shard; once drained, give the room back.
+                    if s.queue.is_empty() && s.queued.capacity() > SHRINK_ABOVE {
+                        s.queue.shrink_to_fit();
+                        s.queued.shrink_to_fit();
+                    }
                     // More work may be waiting for another worker.
                     if !s.queue.is_empty() {
                         self.ready.notify_one();
