@@ -466,6 +466,36 @@ mod tests {
     }
 
     #[test]
+    fn equal_statuses_of_a_bindings_size_are_shared_small_ones_stay_inline() {
+        // An APIBinding's status once Bound: ~900 bytes, equal for bindings bound together.
+        let condition = |t: &str| json!({"lastTransitionTime": "2026-12-07T13:56:52Z", "status": "True", "type": t});
+        let conditions = [
+            "Ready",
+            "APIExportValid",
+            "BindingUpToDate",
+            "InitialBindingCompleted",
+            "PermissionClaimsApplied",
+            "PermissionClaimsValid",
+        ]
+        .map(condition);
+        let status = json!({
+            "apiExportClusterName": "mxdc3iryd2dqpqq3",
+            "conditions": conditions,
+            "phase": "Bound",
+        });
+        assert!((512..1024).contains(&serde_json::to_vec(&status).unwrap().len()));
+        let binding = |name: &str| {
+            let stored =
+                serde_json::to_vec(&json!({"metadata": {"name": name}, "status": status})).unwrap();
+            let layout = crate::stored_json::scan(&stored).unwrap();
+            ObjectJson::from_stored(&stored, &layout, "1")
+        };
+        assert!(binding("a").shares_with(&binding("b")));
+        let small = json!({"metadata": {"name": "a"}, "status": {"phase": "Bound"}});
+        assert!(!ObjectJson::encode(&small).unwrap().is_split());
+    }
+
+    #[test]
     fn identical_large_fields_are_stored_once() {
         let a = json!({"metadata": {"name": "a"}, "spec": big_spec()});
         let b = json!({"metadata": {"name": "b"}, "spec": big_spec()});

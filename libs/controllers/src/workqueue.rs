@@ -224,6 +224,28 @@ mod tests {
     use std::sync::atomic::{AtomicUsize, Ordering};
 
     #[tokio::test]
+    async fn a_drained_queue_gives_back_the_room_of_a_burst() {
+        let queue: Arc<WorkQueue<u32>> =
+            WorkQueue::new(Duration::from_millis(10), Duration::from_secs(1));
+        for key in 0..20_000 {
+            queue.add(key);
+        }
+        assert!(queue.state().queued.capacity() >= 20_000);
+        for _ in 0..20_000 {
+            let key = queue.next().await;
+            queue.done(key, Outcome::Done);
+        }
+        let s = queue.state();
+        assert!(s.queue.is_empty() && s.queued.is_empty());
+        assert!(
+            s.queued.capacity() <= SHRINK_ABOVE,
+            "{}",
+            s.queued.capacity()
+        );
+        assert!(s.queue.capacity() <= SHRINK_ABOVE, "{}", s.queue.capacity());
+    }
+
+    #[tokio::test]
     async fn a_key_is_never_handled_twice_at_once_and_never_lost() {
         let queue: Arc<WorkQueue<u32>> =
             WorkQueue::new(Duration::from_millis(10), Duration::from_secs(1));
