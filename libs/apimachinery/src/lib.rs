@@ -4,11 +4,13 @@
 //! - [`selector`]: `labelSelector` / `fieldSelector` parsing and matching, `metav1.LabelSelector`
 //! - [`patch`]: strategic merge patch for built-in kinds, JSON patch, merge patch
 //! - [`protobuf`]: Kubernetes protobuf request bodies decoded into JSON
+//! - [`intern`]: equal values stored once, as shared `Arc`s
 //! - [`field_error`]: field-level errors rendered as Kubernetes renders them
 //! - [`quantity`]: `resource.Quantity`: parsing, comparing, the canonical form
 //! - [`status`]: `metav1.Status` errors
 
 pub mod field_error;
+pub mod intern;
 pub mod logical_cluster;
 pub mod managed_fields;
 pub mod names;

@@ -4,14 +4,23 @@
 
 use std::fmt;
 use std::ops::Deref;
+use std::sync::Arc;
 
 use crate::names::{SYSTEM_CLUSTER_PREFIX, is_valid_cluster_name, is_valid_path};
 
 /// A logical cluster's name: one segment (`root`, `2x8tcs3v4hb1ol1d`), or `system:` followed by
 /// colon-joined segments (`system:admin`). What keys and authorization speak.
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
-#[serde(transparent)]
-pub struct LogicalClusterName(String);
+///
+/// Shared, not copied, when cloned: the indexes, queues and caches of a shard hold the same name
+/// many times over, once per object and per index entry.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct LogicalClusterName(Arc<str>);
+
+impl serde::Serialize for LogicalClusterName {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
 
 /// Text that is not a logical-cluster name, or not a workspace path.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
@@ -34,12 +43,13 @@ fn checked(text: &str, valid: bool, what: &'static str) -> Result<String, Invali
 
 impl LogicalClusterName {
     pub fn parse(name: &str) -> Result<LogicalClusterName, InvalidName> {
-        checked(name, is_valid_cluster_name(name), "logical cluster name").map(LogicalClusterName)
+        checked(name, is_valid_cluster_name(name), "logical cluster name")
+            .map(|n| LogicalClusterName(n.into()))
     }
 
     /// The `root` logical cluster.
     pub fn root() -> LogicalClusterName {
-        LogicalClusterName(ROOT.to_string())
+        LogicalClusterName(ROOT.into())
     }
 
     pub fn as_str(&self) -> &str {
@@ -52,7 +62,7 @@ impl LogicalClusterName {
     }
 
     pub fn into_string(self) -> String {
-        self.0
+        self.0.to_string()
     }
 }
 
@@ -88,13 +98,13 @@ impl fmt::Display for LogicalClusterName {
 
 impl PartialEq<str> for LogicalClusterName {
     fn eq(&self, other: &str) -> bool {
-        self.0 == other
+        &*self.0 == other
     }
 }
 
 impl PartialEq<&str> for LogicalClusterName {
     fn eq(&self, other: &&str) -> bool {
-        self.0 == *other
+        &*self.0 == *other
     }
 }
 
@@ -165,7 +175,7 @@ impl WorkspacePath {
     /// valid name, or a `system:` cluster. Longer paths lead through Workspaces.
     pub fn as_cluster_name(&self) -> Option<LogicalClusterName> {
         self.names_cluster()
-            .then(|| LogicalClusterName(self.0.clone()))
+            .then(|| LogicalClusterName(self.0.as_str().into()))
     }
 
     /// `/clusters/<path>`, the URL prefix of this workspace.
@@ -176,7 +186,7 @@ impl WorkspacePath {
     /// [`WorkspacePath::as_cluster_name`], reusing the path's text.
     pub fn into_cluster_name(self) -> Result<LogicalClusterName, WorkspacePath> {
         match self.names_cluster() {
-            true => Ok(LogicalClusterName(self.0)),
+            true => Ok(LogicalClusterName(self.0.into())),
             false => Err(self),
         }
     }

@@ -3,7 +3,9 @@
 //! resources each binding binds and its export, and which exports have a local policy.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 
+use kcp_apimachinery::intern::Interner;
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apiserver::registry::keyspace;
 use kcp_apiserver::registry::str_at as text;
@@ -17,6 +19,7 @@ use crate::by_cluster::{self, ByCluster};
 
 type ExportId = (LogicalClusterName, String);
 
+#[derive(PartialEq, Eq, Hash)]
 struct Bound {
     export: ExportId,
     /// Group and resource of each bound resource.
@@ -25,9 +28,17 @@ struct Bound {
 
 #[derive(Default)]
 struct Index {
-    /// Per consumer cluster, by binding name.
-    bindings: ByCluster<Bound>,
+    /// Per consumer cluster, by binding name; the bindings of one export share one `Bound`.
+    bindings: ByCluster<Arc<Bound>>,
+    shared: Interner<Bound>,
     with_policy: HashSet<ExportId>,
+}
+
+impl Index {
+    fn insert(&mut self, cluster: &LogicalClusterName, name: &str, bound: Bound) {
+        let bound = self.shared.intern(Arc::new(bound));
+        by_cluster::table(&mut self.bindings, cluster).insert(name.to_string(), bound);
+    }
 }
 
 #[derive(Default)]
@@ -67,9 +78,7 @@ impl BoundPolicies {
         let bound = binding.and_then(bound_of);
         let mut index = self.index.write();
         match bound {
-            Some(bound) => {
-                by_cluster::table(&mut index.bindings, cluster).insert(name.to_string(), bound);
-            }
+            Some(bound) => index.insert(cluster, name, bound),
             None => {
                 by_cluster::remove(&mut index.bindings, cluster, name);
             }
@@ -99,7 +108,7 @@ impl BoundPolicies {
         }
         for b in cache.list(keyspace(&defs.bindings).all_clusters(), None) {
             if let Some(bound) = b.value().ok().as_ref().and_then(bound_of) {
-                by_cluster::table(&mut fresh.bindings, &b.cluster).insert(b.name.clone(), bound);
+                fresh.insert(&b.cluster, &b.name, bound);
             }
         }
         *self.index.write() = fresh;

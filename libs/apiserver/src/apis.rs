@@ -3,7 +3,7 @@
 //! cluster's APIs whenever that part changes; the composed set is kept per cluster and shared by
 //! every cluster composed of the same parts, so an LC costs an entry here, never a set of its own.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use kcp_api_types::ResourceDef;
@@ -36,8 +36,45 @@ type PartsKey = Vec<(ApiSource, Fingerprint)>;
 
 /// A cluster's parts and the set they compose.
 struct Composed {
-    parts: BTreeMap<ApiSource, Arc<ApiPart>>,
+    parts: Parts,
     set: Arc<ApiSet>,
+}
+
+/// Each source's part, in the sources' order: a slot per source, not a map (an entry per bound
+/// cluster, so no allocation of its own).
+#[derive(Clone, Default)]
+struct Parts([Option<Arc<ApiPart>>; 2]);
+
+impl ApiSource {
+    const ALL: [ApiSource; 2] = [ApiSource::Bindings, ApiSource::Crds];
+
+    fn slot(self) -> usize {
+        match self {
+            ApiSource::Bindings => 0,
+            ApiSource::Crds => 1,
+        }
+    }
+}
+
+impl Parts {
+    fn set(&mut self, source: ApiSource, part: Option<Arc<ApiPart>>) {
+        self.0[source.slot()] = part;
+    }
+
+    fn has(&self, source: ApiSource) -> bool {
+        self.0[source.slot()].is_some()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.0.iter().all(Option::is_none)
+    }
+
+    /// The parts there are, in the sources' order.
+    fn iter(&self) -> impl Iterator<Item = (ApiSource, &Arc<ApiPart>)> {
+        (ApiSource::ALL.into_iter())
+            .zip(&self.0)
+            .filter_map(|(source, part)| Some((source, part.as_ref()?)))
+    }
 }
 
 /// The API sets of every logical cluster.
@@ -84,10 +121,7 @@ impl ClusterApis {
         let mut parts = (self.by_cluster.read().get(cluster.as_str()))
             .map(|c| c.parts.clone())
             .unwrap_or_default();
-        match part {
-            Some(part) => parts.insert(source, part),
-            None => parts.remove(&source),
-        };
+        parts.set(source, part);
         if parts.is_empty() {
             self.by_cluster.write().remove(cluster.as_str());
             return;
@@ -99,7 +133,7 @@ impl ClusterApis {
     /// The clusters `source` serves something in.
     pub fn clusters_of(&self, source: ApiSource) -> Vec<LogicalClusterName> {
         (self.by_cluster.read().iter())
-            .filter(|(_, c)| c.parts.contains_key(&source))
+            .filter(|(_, c)| c.parts.has(source))
             .map(|(cluster, _)| cluster.clone())
             .collect()
     }
@@ -137,15 +171,15 @@ impl ClusterApis {
     }
 
     /// The set of the built-ins and `parts`, shared with every cluster of the same parts.
-    fn compose(&self, parts: &BTreeMap<ApiSource, Arc<ApiPart>>) -> Arc<ApiSet> {
+    fn compose(&self, parts: &Parts) -> Arc<ApiSet> {
         let key: PartsKey = (parts.iter())
-            .map(|(source, part)| (*source, part.fingerprint))
+            .map(|(source, part)| (source, part.fingerprint))
             .collect();
         if let Some(set) = self.interned.lock().get(&key).and_then(Weak::upgrade) {
             return set;
         }
         let mut resources: Vec<Arc<ResourceDef>> = self.builtins.resources().to_vec();
-        for part in parts.values() {
+        for (_, part) in parts.iter() {
             for def in &part.resources {
                 let taken = resources.iter().any(|d| {
                     d.group == def.group && d.version == def.version && d.plural == def.plural

@@ -176,7 +176,7 @@ mod tests {
             namespace: None,
             name: "n".into(),
             revision,
-            labels: Vec::new(),
+            labels: Default::default(),
             json: ObjectJson::from(json.into_bytes()),
         })
     }

@@ -14,7 +14,7 @@ use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
 use kcp_apimachinery::status::ApiError;
 use kcp_auth::{AuthorizerChain, UserInfo};
 use kcp_http::Body;
-use kcp_http::request_info::{RequestInfo, Target};
+use kcp_http::request_info::{RequestInfo, ServiceFamily, Target};
 
 use crate::ApiServer;
 use crate::admission::Admission;
@@ -61,6 +61,58 @@ pub trait RequestHook: Send + Sync {
     ) -> Option<Result<Response<Body>, ApiError>>;
 }
 
+/// A family of `/services/<family>/<params>/clusters/<*|name>/...` paths (a virtual workspace).
+/// The caller is known (authenticated, impersonation applied); the family authorizes the request
+/// by its own rules instead of the logical cluster's, and says what the server is to serve for it:
+/// which logical cluster (or all), and which APIs. Serving itself (lists, watches, writes,
+/// discovery, OpenAPI) is the generic server's, as for any other request.
+#[async_trait]
+pub trait VirtualWorkspace: Send + Sync {
+    fn family(&self) -> ServiceFamily;
+
+    /// What to serve for `request`, or the refusal (403, or 404 for what is not there).
+    async fn route(
+        &self,
+        server: &ApiServer,
+        request: &VirtualRequest<'_>,
+    ) -> Result<Routed, ApiError>;
+}
+
+/// A request of a virtual workspace's family.
+pub struct VirtualRequest<'a> {
+    /// The path as parsed: the family's parameters in `service`, then the cluster and target.
+    pub info: &'a RequestInfo,
+    pub user: &'a UserInfo,
+    /// The HTTP method in lower case (the verb of a non-resource request).
+    pub method: &'a str,
+}
+
+impl VirtualRequest<'_> {
+    /// The family's parameters (`/services/<family>/<these>/clusters/...`).
+    pub fn params(&self) -> &[String] {
+        self.info
+            .service
+            .as_ref()
+            .map(|s| s.params.as_slice())
+            .unwrap_or_default()
+    }
+
+    /// The request's own authorization attributes, as the server would check them.
+    pub fn attributes(&self) -> kcp_auth::Attributes<'_> {
+        crate::handler::attributes(self.user, self.info, self.method)
+    }
+}
+
+/// What the server serves for a request of a virtual workspace.
+pub struct Routed {
+    /// The request as served: `cluster` a logical cluster's name or the wildcard.
+    pub info: RequestInfo,
+    /// The APIs discovery lists and requests may address.
+    pub apis: Arc<crate::discovery::ApiSet>,
+    /// Labels every listed or watched object must carry, beside the caller's own selector.
+    pub required_labels: Vec<(String, String)>,
+}
+
 /// Objects a fresh server needs besides the generic ones, created through the registry.
 #[async_trait]
 pub trait Bootstrap: Send + Sync {
@@ -102,4 +154,5 @@ pub struct Hooks {
     pub admission: Vec<AdmissionFactory>,
     /// Bounds bound resources by their exports' maximal permission policies (kcp-apis).
     pub policies: Option<Arc<dyn kcp_auth::authz::PermissionPolicies>>,
+    pub virtual_workspaces: Vec<Arc<dyn VirtualWorkspace>>,
 }

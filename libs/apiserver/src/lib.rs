@@ -9,6 +9,7 @@ pub mod apply;
 mod authorization;
 mod cache_snapshot;
 pub mod cache_source;
+mod cached_labels;
 pub mod codec;
 pub mod crd;
 pub mod discovery;
@@ -17,6 +18,7 @@ pub mod hooks;
 mod lifecycle;
 pub mod metrics;
 pub mod object_json;
+mod object_map;
 pub mod openapi;
 pub mod registry;
 mod stored_json;
@@ -101,6 +103,9 @@ pub struct ApiServer {
     gate: Option<Arc<dyn hooks::ClusterGate>>,
     /// Answer some requests before authorization (home workspaces).
     request_hooks: Vec<Arc<dyn hooks::RequestHook>>,
+    /// The `/services/...` families served, and the paths they parse.
+    virtual_workspaces: Vec<Arc<dyn hooks::VirtualWorkspace>>,
+    families: kcp_http::request_info::PathFamilies,
     /// Requests in flight, bounded as kube-apiserver bounds them.
     in_flight: kcp_http::in_flight::InFlight,
     /// What `/metrics` shows.
@@ -150,6 +155,12 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Serves a `/services/...` family of paths (a virtual workspace).
+    pub fn virtual_workspace(mut self, workspace: Arc<dyn hooks::VirtualWorkspace>) -> Self {
+        self.hooks.virtual_workspaces.push(workspace);
+        self
+    }
+
     /// Creates more objects at start-up, after the generic ones.
     pub fn bootstrap(mut self, bootstrap: Arc<dyn hooks::Bootstrap>) -> Self {
         self.hooks.bootstrap.push(bootstrap);
@@ -176,7 +187,12 @@ impl ApiServerBuilder {
             bootstrap,
             admission: factories,
             policies,
+            virtual_workspaces,
         } = hooks;
+        let families = (virtual_workspaces.iter()).fold(
+            kcp_http::request_info::PathFamilies::default(),
+            |families, vw| families.with_service(vw.family()),
+        );
         let started = std::time::Instant::now();
         let cache =
             WatchCache::start_with_snapshot(config.store.clone(), config.cache_snapshot.as_deref())
@@ -260,6 +276,8 @@ impl ApiServerBuilder {
             resolver,
             gate,
             request_hooks: requests,
+            virtual_workspaces,
+            families,
             in_flight: kcp_http::in_flight::InFlight::default(),
             metrics,
             store_health: Default::default(),

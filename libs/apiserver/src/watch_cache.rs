@@ -24,7 +24,9 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::cache_source::{CacheSource, StoreSource};
+pub use crate::cached_labels::CachedLabels;
 use crate::object_json::ObjectJson;
+use crate::object_map::ObjectMap;
 
 /// Resumptions of the store watch in a row that break again without progress before the cache
 /// reloads instead.
@@ -50,7 +52,7 @@ pub struct CachedObject {
     pub namespace: Option<String>,
     pub name: String,
     pub revision: Revision,
-    pub labels: Vec<(String, String)>,
+    pub labels: CachedLabels,
     pub json: ObjectJson,
 }
 
@@ -60,7 +62,7 @@ impl CachedObject {
     }
 
     pub fn labels_map(&self) -> BTreeMap<String, String> {
-        self.labels.iter().cloned().collect()
+        self.labels.to_map()
     }
 
     /// Whether `metadata.deletionTimestamp` is set. Read without building the object: callers
@@ -102,7 +104,7 @@ impl CachedObject {
             namespace: None,
             name: "cluster".into(),
             revision: 1,
-            labels: Vec::new(),
+            labels: CachedLabels::default(),
             json: ObjectJson::encode(&value).expect("JSON of a test object"),
         }
     }
@@ -111,10 +113,7 @@ impl CachedObject {
 /// Label selectors match a cached object by the labels it keeps apart, without a parse.
 impl kcp_apimachinery::selector::label::Labels for CachedObject {
     fn label(&self, key: &str) -> Option<&str> {
-        self.labels
-            .iter()
-            .find(|(k, _)| k == key)
-            .map(|(_, v)| v.as_str())
+        self.labels.get(key)
     }
 }
 
@@ -303,7 +302,7 @@ struct Watcher {
 
 #[derive(Default)]
 struct ResourceState {
-    objects: BTreeMap<String, Arc<CachedObject>>,
+    objects: ObjectMap,
     history: VecDeque<Arc<CacheEvent>>,
     /// Watches may resume from any revision at or after this one.
     history_start: Revision,
@@ -483,16 +482,19 @@ pub fn decorate(stored: &[u8], revision: Revision) -> Option<(Value, Bytes)> {
     Some((value, Bytes::from(bytes)))
 }
 
-fn labels_of(value: &Value) -> Vec<(String, String)> {
-    value
-        .pointer("/metadata/labels")
-        .and_then(Value::as_object)
-        .map(|m| {
-            m.iter()
-                .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
-                .collect()
-        })
-        .unwrap_or_default()
+/// `metadata.labels` of `value` as the cache keeps them.
+pub fn labels_of(value: &Value) -> CachedLabels {
+    CachedLabels::new(
+        value
+            .pointer("/metadata/labels")
+            .and_then(Value::as_object)
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
+                    .collect()
+            })
+            .unwrap_or_default(),
+    )
 }
 
 /// [`decorate`] for the cache: the JSON kept in the form that shares large identical fields.
@@ -635,7 +637,7 @@ fn cached(key: &str, stored: &[u8], revision: Revision) -> Option<CachedObject> 
     let (labels, json) = match crate::stored_json::scan(stored) {
         Some(layout) => {
             let json = ObjectJson::from_stored(stored, &layout, &revision.to_string());
-            (layout.labels, json)
+            (CachedLabels::new(layout.labels), json)
         }
         None => {
             let (value, json) = decorate_cached(stored, revision)?;
@@ -653,8 +655,8 @@ fn cached(key: &str, stored: &[u8], revision: Revision) -> Option<CachedObject> 
     })
 }
 
-/// Objects decoded for a load, by resource prefix and key.
-type Fresh = HashMap<String, BTreeMap<String, Arc<CachedObject>>>;
+/// Objects decoded for a load, by resource prefix.
+type Fresh = HashMap<String, ObjectMap>;
 
 /// Decodes pages of stored objects on blocking threads, several at once, while the caller reads
 /// the next page: at start-up with a million objects, decoding is most of the time the shard is
@@ -710,7 +712,9 @@ impl PageDecoder {
             .fresh
             .into_iter()
             .map(|(prefix, objects)| {
-                tokio::task::spawn_blocking(move || (prefix, objects.into_iter().collect()))
+                tokio::task::spawn_blocking(move || {
+                    (prefix, objects.into_iter().map(|(_, o)| o).collect())
+                })
             })
             .collect();
         let mut fresh = Fresh::with_capacity(building.len());
@@ -1108,12 +1112,16 @@ impl WatchCache {
             let prev = st.objects.get(&ev.kv.key).cloned();
             let event = match ev.kind {
                 EventKind::Put => {
-                    let Some(obj) = cached(&ev.kv.key, &ev.kv.value, ev.kv.mod_revision) else {
+                    let Some(mut obj) = cached(&ev.kv.key, &ev.kv.value, ev.kv.mod_revision) else {
                         tracing::warn!(key = %ev.kv.key, "skipping unreadable stored object");
                         continue;
                     };
+                    // The same name as the version before, held once.
+                    if let Some(prev) = &prev {
+                        obj.cluster = prev.cluster.clone();
+                    }
                     let obj = Arc::new(obj);
-                    st.objects.insert(ev.kv.key.clone(), obj.clone());
+                    st.objects.insert(obj.clone());
                     let kind = if prev.is_some() {
                         CacheEventType::Modified
                     } else {
@@ -1258,15 +1266,10 @@ impl WatchCache {
         // so under this lock the resource reflects exactly its events up to the larger of the two.
         let revision = self.revision().max(st.applied);
         let lower = match start_after {
-            Some(k) if k >= prefix => std::ops::Bound::Excluded(k.to_string()),
-            _ => std::ops::Bound::Included(prefix.to_string()),
+            Some(k) if k >= prefix => std::ops::Bound::Excluded(k),
+            _ => std::ops::Bound::Included(prefix),
         };
-        let objects = st
-            .objects
-            .range((lower, std::ops::Bound::Unbounded))
-            .take_while(|(k, _)| k.starts_with(prefix))
-            .map(|(_, v)| v.clone())
-            .collect();
+        let objects = st.objects.under(prefix, lower).cloned().collect();
         Listed {
             objects,
             revision,
@@ -1380,15 +1383,8 @@ impl WatchCache {
             // Keys are resource-major: one range per resource covers exactly this cluster or namespace.
             let prefix = format!("{resource_prefix}{suffix}");
             let st = rc.state.read();
-            out.extend(
-                st.objects
-                    .range::<String, _>((
-                        std::ops::Bound::Included(&prefix),
-                        std::ops::Bound::Unbounded,
-                    ))
-                    .take_while(|(k, _)| k.starts_with(&prefix))
-                    .map(|(_, o)| o.clone()),
-            );
+            let lower = std::ops::Bound::Included(prefix.as_str());
+            out.extend(st.objects.under(&prefix, lower).cloned());
         }
         out
     }

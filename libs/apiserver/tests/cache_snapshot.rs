@@ -71,12 +71,7 @@ fn in_cache(cache: &WatchCache) -> BTreeMap<String, (String, String, String)> {
         .iter()
         .map(|o| {
             let v = o.value().expect("cached JSON");
-            let label = o
-                .labels
-                .iter()
-                .find(|(k, _)| k == "v")
-                .map(|(_, v)| v.clone())
-                .unwrap_or_default();
+            let label = o.labels.get("v").unwrap_or_default().to_string();
             assert_eq!(
                 v["metadata"]["resourceVersion"],
                 json!(o.revision.to_string())

@@ -149,7 +149,7 @@ mod tests {
             namespace: Some("default".into()),
             name: ROOT_CA_CONFIG_MAP.into(),
             revision: 1,
-            labels: Vec::new(),
+            labels: Default::default(),
             json: kcp_apiserver::object_json::ObjectJson::encode(value).expect("encodes"),
         }
     }

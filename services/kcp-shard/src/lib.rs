@@ -89,6 +89,16 @@ pub struct Options {
     #[arg(long, value_delimiter = ',', value_name = "PREFIXES", default_value = DEFAULT_EXTRA_HEADERS_PREFIX)]
     pub requestheader_extra_headers_prefix: Vec<String>,
 
+    /// Serve the virtual workspaces (`/services/...`, such as each APIExport's endpoint) in this
+    /// process. With false, a kcp-vw process serves them at --shard-virtual-workspace-url.
+    #[arg(long, default_value_t = true, action = clap::ArgAction::Set, value_name = "BOOL")]
+    pub run_virtual_workspaces: bool,
+
+    /// The URL clients reach this shard's virtual workspaces at, as APIExportEndpointSlices publish
+    /// it. Default: this shard's own URL.
+    #[arg(long, value_name = "URL")]
+    pub shard_virtual_workspace_url: Option<String>,
+
     /// The `iss` of the ServiceAccount tokens this shard signs and accepts (also their audience).
     #[arg(long, default_value = DEFAULT_ISSUER, value_name = "URL")]
     pub service_account_issuer: String,
@@ -309,11 +319,17 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         cache_snapshot: Some(root.join(CACHE_SNAPSHOT)),
     };
     let apis = kcp_apis::Apis::new(Some(tenancy.paths().clone()));
-    let server = (apis
-        .install(tenancy.install(ApiServer::builder(config)))
-        .build()
-        .await)
-        .context("starting the API server")?;
+    let virtual_workspaces = kcp_virtual::VirtualWorkspaces {
+        base_url: (options.shard_virtual_workspace_url.clone())
+            .filter(|u| !u.is_empty())
+            .unwrap_or_else(|| external_url.clone()),
+        shard: options.shard_name.clone(),
+        serve: options.run_virtual_workspaces,
+        resolver: Some(tenancy.paths().clone()),
+    };
+    let builder = apis.install(tenancy.install(ApiServer::builder(config)));
+    let server =
+        (virtual_workspaces.install(builder).build().await).context("starting the API server")?;
     step("API server built");
     authn
         .service_accounts
@@ -326,6 +342,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     );
     tenancy.start_controllers(&server);
     apis.start_controllers(&server);
+    virtual_workspaces.start_controllers(&server);
 
     step("controllers started");
     kubeconfig::write(&kubeconfig_path, &kubeconfig::build(&external_url, &pki))

@@ -2,6 +2,7 @@
 //! change queues only its own bindings instead of reading every binding of the shard.
 
 use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use serde_json::Value;
@@ -9,18 +10,28 @@ use serde_json::Value;
 /// A binding: its logical cluster and name.
 pub type BindingId = (LogicalClusterName, String);
 
+/// [`BindingId`] as the index holds it: each binding is in three tables, with one copy of its name.
+type Id = (LogicalClusterName, Arc<str>);
+
 #[derive(Default)]
 pub struct ExportIndex {
     /// By `spec.reference.export.name`: also the bindings still waiting for their export.
-    by_name: HashMap<String, HashSet<BindingId>>,
+    by_name: HashMap<Arc<str>, HashSet<Id>>,
     /// By `status.apiExportClusterName`: where the bound schemas live.
-    by_cluster: HashMap<LogicalClusterName, HashSet<BindingId>>,
-    entries: HashMap<BindingId, (String, Option<LogicalClusterName>)>,
+    by_cluster: HashMap<LogicalClusterName, HashSet<Id>>,
+    entries: HashMap<Id, (Arc<str>, Option<LogicalClusterName>)>,
 }
 
 impl ExportIndex {
     /// Records `binding` as it is now (`None`: gone).
-    pub fn set(&mut self, id: BindingId, binding: Option<&Value>) {
+    pub fn set(&mut self, (cluster, name): BindingId, binding: Option<&Value>) {
+        let id: Id = match self
+            .entries
+            .get_key_value(&(cluster.clone(), Arc::from(name.as_str())))
+        {
+            Some((held, _)) => held.clone(),
+            None => (cluster, Arc::from(name)),
+        };
         self.remove(&id);
         let Some(binding) = binding else { return };
         let text = |p: &str| {
@@ -29,10 +40,14 @@ impl ExportIndex {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
         };
-        let name = text("/spec/reference/export/name").to_string();
+        let export = text("/spec/reference/export/name");
+        let export: Arc<str> = match self.by_name.get_key_value(export) {
+            Some((held, _)) => held.clone(),
+            None => Arc::from(export),
+        };
         let cluster = LogicalClusterName::parse(text("/status/apiExportClusterName")).ok();
         self.by_name
-            .entry(name.clone())
+            .entry(export.clone())
             .or_default()
             .insert(id.clone());
         if let Some(c) = &cluster {
@@ -41,14 +56,14 @@ impl ExportIndex {
                 .or_default()
                 .insert(id.clone());
         }
-        self.entries.insert(id, (name, cluster));
+        self.entries.insert(id, (export, cluster));
     }
 
     pub fn clear(&mut self) {
         *self = ExportIndex::default();
     }
 
-    fn remove(&mut self, id: &BindingId) {
+    fn remove(&mut self, id: &Id) {
         let Some((name, cluster)) = self.entries.remove(id) else {
             return;
         };
@@ -60,25 +75,22 @@ impl ExportIndex {
 
     /// Bindings naming an export called `name`, wherever it is.
     pub fn naming(&self, name: &str) -> Vec<BindingId> {
-        self.by_name
-            .get(name)
-            .into_iter()
-            .flatten()
-            .cloned()
-            .collect()
+        ids(self.by_name.get(name))
     }
 
     /// Bindings whose export lives in `cluster`.
     pub fn bound_to(&self, cluster: &LogicalClusterName) -> Vec<BindingId> {
-        (self.by_cluster.get(cluster).into_iter().flatten().cloned()).collect()
+        ids(self.by_cluster.get(cluster))
     }
 }
 
-fn remove_from<K: std::hash::Hash + Eq>(
-    map: &mut HashMap<K, HashSet<BindingId>>,
-    key: &K,
-    id: &BindingId,
-) {
+fn ids(set: Option<&HashSet<Id>>) -> Vec<BindingId> {
+    (set.into_iter().flatten())
+        .map(|(c, n)| (c.clone(), n.to_string()))
+        .collect()
+}
+
+fn remove_from<K: std::hash::Hash + Eq>(map: &mut HashMap<K, HashSet<Id>>, key: &K, id: &Id) {
     if let Some(set) = map.get_mut(key) {
         set.remove(id);
         if set.is_empty() {

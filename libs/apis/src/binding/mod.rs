@@ -313,18 +313,18 @@ impl Controller {
     ) -> Value {
         let mut status = binding.get("status").cloned().unwrap_or_else(|| json!({}));
         let mut conditions = Conditions::of(&status);
-        match text(binding, "/status/phase") {
-            "" => {
-                status["phase"] = json!("Binding");
-                conditions.set_false(
-                    "InitialBindingCompleted",
-                    "WaitingForEstablished",
-                    "Info",
-                    "Waiting for API(s) to be established",
-                );
-            }
-            _ => self.bind(server, cluster, binding, &mut status, &mut conditions),
+        // kcp's phase reconciler marks a new binding Binding and binds it on the next pass; both
+        // happen in one pass here, so a binding that binds at once is written once, not twice.
+        if text(binding, "/status/phase").is_empty() {
+            status["phase"] = json!("Binding");
+            conditions.set_false(
+                "InitialBindingCompleted",
+                "WaitingForEstablished",
+                "Info",
+                "Waiting for API(s) to be established",
+            );
         }
+        self.bind(server, cluster, binding, &mut status, &mut conditions);
         conditions.summarize_ready("InitialBindingCompleted");
         status["conditions"] = conditions.into_value();
         status

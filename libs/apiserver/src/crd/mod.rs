@@ -69,9 +69,14 @@ impl CrdApis {
         cluster: &LogicalClusterName,
         crds: &[ServedCrd<'_>],
     ) {
+        apis.set_part(source, cluster, self.part(crds));
+    }
+
+    /// The part the given CRDs (in a stable order) serve, shared with every cluster and virtual
+    /// workspace serving equal ones; `None` for no CRDs.
+    pub fn part(&self, crds: &[ServedCrd<'_>]) -> Option<Arc<ApiPart>> {
         if crds.is_empty() {
-            apis.set_part(source, cluster, None);
-            return;
+            return None;
         }
         let terminating = Value::Bool(true);
         let parts: Vec<&Value> = crds
@@ -100,21 +105,17 @@ impl CrdApis {
             })
             .collect();
         let key = fingerprint(&parts);
-        let existing = self.interned_parts.lock().get(&key).and_then(Weak::upgrade);
-        let part = match existing {
-            Some(part) => part,
-            None => {
-                let part = Arc::new(ApiPart {
-                    resources: self.build_part(crds),
-                    fingerprint: key,
-                });
-                let mut interned = self.interned_parts.lock();
-                interned.retain(|_, w| w.strong_count() > 0);
-                interned.insert(key, Arc::downgrade(&part));
-                part
-            }
-        };
-        apis.set_part(source, cluster, Some(part));
+        if let Some(part) = self.interned_parts.lock().get(&key).and_then(Weak::upgrade) {
+            return Some(part);
+        }
+        let part = Arc::new(ApiPart {
+            resources: self.build_part(crds),
+            fingerprint: key,
+        });
+        let mut interned = self.interned_parts.lock();
+        interned.retain(|_, w| w.strong_count() > 0);
+        interned.insert(key, Arc::downgrade(&part));
+        Some(part)
     }
 
     fn build_part(&self, crds: &[ServedCrd<'_>]) -> Vec<Arc<ResourceDef>> {

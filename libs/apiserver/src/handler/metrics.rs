@@ -54,11 +54,7 @@ impl ApiServer {
             .list(keyspace(&def).all_clusters(), None);
         let mut counts: Vec<(String, i64)> = Vec::new();
         for object in &objects {
-            let phase = object
-                .labels
-                .iter()
-                .find(|(k, _)| k == PHASE_LABEL)
-                .map_or("", |(_, v)| v.as_str());
+            let phase = object.labels.get(PHASE_LABEL).unwrap_or_default();
             match counts.iter_mut().find(|(p, _)| p == phase) {
                 Some((_, n)) => *n += 1,
                 None => counts.push((phase.to_string(), 1)),

@@ -51,6 +51,10 @@ pub struct RequestContext {
     /// The resource the request turned out to address, once found among those served: what its
     /// metrics are labelled with (never the raw path, which anyone may fill with anything).
     pub served: std::sync::OnceLock<Arc<kcp_api_types::ResourceDef>>,
+    /// What the request may address: its logical cluster's APIs, or a virtual workspace's.
+    pub apis: Arc<crate::discovery::ApiSet>,
+    /// Labels a virtual workspace requires of every listed or watched object.
+    pub required_labels: Vec<(String, String)>,
 }
 
 /// kcp's answer to `/metrics` under a workspace.
@@ -155,30 +159,16 @@ impl ApiServer {
         method: &Method,
     ) -> Result<(), ApiError> {
         let lower_method = method.as_str().to_ascii_lowercase();
-        let attrs = match &info.target {
-            Target::Resource(r) => Attributes {
-                user: Some(user),
-                cluster: info.cluster.as_str(),
-                verb: &r.verb,
-                resource_request: true,
-                api_group: &r.group,
-                api_version: &r.version,
-                resource: &r.resource,
-                subresource: r.subresource.as_deref().unwrap_or_default(),
-                namespace: authorized_namespace(r),
-                name: r.authorized_name(),
-                path: &info.path,
-                deep_review: false,
-            },
-            _ => Attributes {
-                user: Some(user),
-                cluster: info.cluster.as_str(),
-                verb: &lower_method,
-                path: &info.path,
-                ..Default::default()
-            },
-        };
-        self.check(user, &attrs)
+        self.check(user, &attributes(user, info, &lower_method))
+    }
+
+    /// The 403 of a refusal of `attrs` for `reason`, in Kubernetes' words.
+    pub fn refusal(&self, user: &UserInfo, attrs: &Attributes<'_>, reason: &str) -> ApiError {
+        forbidden(
+            &kcp_auth::authz::scope_user(user, attrs.cluster),
+            attrs,
+            reason,
+        )
     }
 
     /// Whether the chain allows `attrs`; a refusal is the 403 Kubernetes words, naming the caller
@@ -204,7 +194,7 @@ impl ApiServer {
     }
 
     /// The whole authorizer chain: the configured authorizers, then kcp's.
-    pub(crate) fn decide(&self, attrs: &Attributes<'_>) -> Decision {
+    pub fn decide(&self, attrs: &Attributes<'_>) -> Decision {
         self.authorizers.authorize(attrs)
     }
 
@@ -245,7 +235,9 @@ impl ApiServer {
         let path = request_info::decode_path(parts.uri.path()).ok_or_else(|| {
             ApiError::bad_request("the request path is not valid percent-encoded UTF-8")
         })?;
-        let info = request_info::parse(&parts.method, &path, VerbHints { watch });
+        let info = self
+            .families
+            .parse(&parts.method, &path, VerbHints { watch });
         *shape = Some(RequestShape::of(
             &parts.method,
             &info,
@@ -274,6 +266,11 @@ impl ApiServer {
             &mut parts,
             &peer.certificates,
         )?;
+        if info.service.is_some() {
+            return self
+                .serve_virtual(parts, body, query, info, user, shape)
+                .await;
+        }
         let info = self.in_cluster(&parts, &user, authenticated_by, info, VerbHints { watch });
         // A ServiceAccount's bare `/metrics` became its LC's: kcp answers that as above.
         if let (Target::Metrics, cluster) = (&info.target, &info.cluster)
@@ -314,22 +311,71 @@ impl ApiServer {
         if let ClusterTarget::Name(name) = &info.cluster {
             self.check_cluster_exists(name, &user).await?;
         }
+        let apis = self.api_set(&info.cluster);
+        let ctx = context(&parts, info, query, user, deep_review, apis, Vec::new());
+        self.dispatch(ctx, &parts, body, shape).await
+    }
+
+    /// A request of a `/services/...` family: the virtual workspace authorizes it and says what
+    /// to serve, which is then served as any request is.
+    async fn serve_virtual(
+        self: &Arc<Self>,
+        parts: http::request::Parts,
+        body: kcp_http::request_body::RequestBody,
+        query: Query,
+        info: RequestInfo,
+        user: UserInfo,
+        shape: &mut Option<RequestShape>,
+    ) -> Result<Response<Body>, ApiError> {
+        let user = self.impersonate(&parts, user, &info)?;
+        let family = info.service.as_ref().map(|s| s.family);
+        let Some(workspace) =
+            (self.virtual_workspaces.iter()).find(|w| Some(w.family().name) == family)
+        else {
+            return Err(ApiError::path_not_found());
+        };
+        let method = parts.method.as_str().to_ascii_lowercase();
+        let request = crate::hooks::VirtualRequest {
+            info: &info,
+            user: &user,
+            method: &method,
+        };
+        let routed = workspace.route(self, &request).await?;
+        let mut info = routed.info;
+        if let Target::Resource(r) = &mut info.target {
+            r.select_name(query.get("fieldSelector"));
+        }
+        if let (ClusterTarget::Name(name), Some(gate)) = (&info.cluster, &self.gate)
+            && let Some(refusal) = gate.refuse(name, &info.target)
+        {
+            return Err(refusal);
+        }
+        let ctx = context(
+            &parts,
+            info,
+            query,
+            user,
+            false,
+            routed.apis,
+            routed.required_labels,
+        );
+        self.dispatch(ctx, &parts, body, shape).await
+    }
+
+    /// Serves an authorized request.
+    async fn dispatch(
+        &self,
+        ctx: RequestContext,
+        parts: &http::request::Parts,
+        body: kcp_http::request_body::RequestBody,
+        shape: &mut Option<RequestShape>,
+    ) -> Result<Response<Body>, ApiError> {
         let header = |name: header::HeaderName| {
             parts
                 .headers
                 .get(name)
                 .and_then(|v| v.to_str().ok())
                 .map(str::to_string)
-        };
-        let ctx = RequestContext {
-            user_agent: header(header::USER_AGENT),
-            accept: header(header::ACCEPT),
-            content_type: header(header::CONTENT_TYPE),
-            info,
-            query,
-            user,
-            deep_review,
-            served: std::sync::OnceLock::new(),
         };
         let is_read = matches!(parts.method, Method::GET | Method::HEAD);
         match &ctx.info.target {
@@ -369,21 +415,21 @@ impl ApiServer {
             Target::CoreVersions | Target::Groups => self.serve_discovery_root(&ctx),
             Target::Group(group) => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
-                let set = self.api_set(&ctx.info.cluster);
+                let set = ctx.apis.clone();
                 set.group(group)
                     .map(|doc| response::json_value(StatusCode::OK, &doc))
                     .ok_or_else(ApiError::path_not_found)
             }
             Target::GroupVersion { group, version } => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
-                let set = self.api_set(&ctx.info.cluster);
+                let set = ctx.apis.clone();
                 set.resource_list(group, version)
                     .map(|doc| response::json_value(StatusCode::OK, &doc))
                     .ok_or_else(ApiError::path_not_found)
             }
             Target::OpenApiV3Root => {
                 negotiate(ctx.accept.as_deref(), Produces::JsonOnly)?;
-                let set = self.api_set(&ctx.info.cluster);
+                let set = ctx.apis.clone();
                 Ok(response::json_value(StatusCode::OK, &set.openapi().root()))
             }
             Target::OpenApiV3 { group, version } => {
@@ -399,7 +445,7 @@ impl ApiServer {
             // v3 lookup missed.
             Target::OpenApiV2 => {
                 let protobuf = crate::codec::openapi_v2_protobuf(ctx.accept.as_deref())?;
-                let set = self.api_set(&ctx.info.cluster);
+                let set = ctx.apis.clone();
                 let v2 = set.openapi().v2();
                 Ok(match protobuf {
                     true => response::bytes_response(
@@ -462,7 +508,7 @@ impl ApiServer {
 
     fn serve_discovery_root(&self, ctx: &RequestContext) -> Result<Response<Body>, ApiError> {
         let core = ctx.info.target == Target::CoreVersions;
-        let set = self.api_set(&ctx.info.cluster);
+        let set = ctx.apis.clone();
         match negotiate(ctx.accept.as_deref(), Produces::Discovery)? {
             Output::DiscoveryV2 { beta } => {
                 let doc = set.aggregated(core, beta);
@@ -527,6 +573,68 @@ fn is_rbac(info: &RequestInfo) -> bool {
 }
 
 /// Kubernetes' wording of an authorization refusal.
+/// The request's authorization attributes; `lower_method` is the verb of a non-resource request.
+pub(crate) fn attributes<'a>(
+    user: &'a UserInfo,
+    info: &'a RequestInfo,
+    lower_method: &'a str,
+) -> Attributes<'a> {
+    match &info.target {
+        Target::Resource(r) => Attributes {
+            user: Some(user),
+            cluster: info.cluster.as_str(),
+            verb: &r.verb,
+            resource_request: true,
+            api_group: &r.group,
+            api_version: &r.version,
+            resource: &r.resource,
+            subresource: r.subresource.as_deref().unwrap_or_default(),
+            namespace: authorized_namespace(r),
+            name: r.authorized_name(),
+            path: &info.path,
+            deep_review: false,
+        },
+        _ => Attributes {
+            user: Some(user),
+            cluster: info.cluster.as_str(),
+            verb: lower_method,
+            path: &info.path,
+            ..Default::default()
+        },
+    }
+}
+
+/// What the handlers are given of a request once it is authorized.
+fn context(
+    parts: &http::request::Parts,
+    info: RequestInfo,
+    query: Query,
+    user: UserInfo,
+    deep_review: bool,
+    apis: Arc<crate::discovery::ApiSet>,
+    required_labels: Vec<(String, String)>,
+) -> RequestContext {
+    let header = |name: header::HeaderName| {
+        parts
+            .headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string)
+    };
+    RequestContext {
+        user_agent: header(header::USER_AGENT),
+        accept: header(header::ACCEPT),
+        content_type: header(header::CONTENT_TYPE),
+        info,
+        query,
+        user,
+        deep_review,
+        served: std::sync::OnceLock::new(),
+        apis,
+        required_labels,
+    }
+}
+
 fn forbidden(user: &UserInfo, attrs: &Attributes<'_>, reason: &str) -> ApiError {
     let who = format!("User {:?}", user.name);
     let mut detail = if attrs.resource_request {

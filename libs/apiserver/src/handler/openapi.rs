@@ -23,8 +23,8 @@ impl ApiServer {
         version: &str,
         if_none_match: Option<&str>,
     ) -> Result<Response<Body>, ApiError> {
-        let (bytes, hash) = self
-            .api_set(&ctx.info.cluster)
+        let (bytes, hash) = ctx
+            .apis
             .openapi()
             .group_version(group, version)
             .ok_or_else(ApiError::path_not_found)?;

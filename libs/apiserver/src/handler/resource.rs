@@ -47,7 +47,7 @@ impl ApiServer {
             (ClusterTarget::Wildcard, Some((plural, identity))) => {
                 (self.apis).bound_by_identity(&req.group, &req.version, plural, identity)
             }
-            _ => (self.api_set(&ctx.info.cluster))
+            _ => (ctx.apis)
                 .find(&req.group, &req.version, &req.resource)
                 .cloned(),
         };
@@ -736,8 +736,19 @@ pub(super) fn list_options(
             Some(named.as_str())
         }
     };
+    let mut selectors = Selectors::parse(def, q.get("labelSelector"), field)?;
+    if !ctx.required_labels.is_empty() && !selectors.label.matches_nothing() {
+        use kcp_apimachinery::selector::label::{Operator, Requirement, Selector};
+        let mut requirements = selectors.label.requirements().to_vec();
+        for (key, value) in &ctx.required_labels {
+            let required = Requirement::new(key, Operator::Equals, vec![value.clone()])
+                .map_err(ApiError::internal)?;
+            requirements.push(required);
+        }
+        selectors.label = Selector::from_requirements(requirements);
+    }
     Ok(ListOptions {
-        selectors: Selectors::parse(def, q.get("labelSelector"), field)?,
+        selectors,
         limit: usize::try_from(limit.max(0)).unwrap_or(0),
         continue_token: q
             .get("continue")

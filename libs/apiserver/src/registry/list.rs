@@ -300,17 +300,7 @@ impl Registry {
                     namespace: parts.1,
                     name: parts.2,
                     revision: kv.mod_revision,
-                    labels: value
-                        .pointer("/metadata/labels")
-                        .and_then(Value::as_object)
-                        .map(|m| {
-                            m.iter()
-                                .map(|(k, v)| {
-                                    (k.clone(), v.as_str().unwrap_or_default().to_string())
-                                })
-                                .collect()
-                        })
-                        .unwrap_or_default(),
+                    labels: crate::watch_cache::labels_of(&value),
                     json: json.into(),
                 };
                 if ns_filter.is_none_or(|ns| obj.namespace.as_deref() == Some(ns))

@@ -64,7 +64,7 @@ pub struct KcpAuthorizer {
     clusters: Arc<dyn ClusterFacts>,
     /// Changes of logical clusters (their required groups), per LC; RBAC has its own.
     cluster_changes: Generations,
-    cache: RwLock<HashMap<String, (Tag, Decision)>>,
+    cache: RwLock<HashMap<Box<str>, (Tag, Decision)>>,
     /// Set once kcp-apis is plugged in; none means no resource is bound.
     policies: OnceLock<Arc<dyn PermissionPolicies>>,
 }
@@ -134,10 +134,11 @@ impl KcpAuthorizer {
     fn remember(&self, key: String, tag: Tag, decision: &Decision) {
         let mut cache = self.cache.write();
         // Outdated entries are replaced as they are met; the bound catches the rest.
-        if cache.len() >= CACHE_ENTRIES && !cache.contains_key(&key) {
+        if cache.len() >= CACHE_ENTRIES && !cache.contains_key(key.as_str()) {
             cache.clear();
         }
-        cache.insert(key, (tag, decision.clone()));
+        // Kept at its length: the key was built with room to spare, and the cache holds thousands.
+        cache.insert(key.into_boxed_str(), (tag, decision.clone()));
     }
 
     fn decide(&self, attrs: &Attributes<'_>, user: &UserInfo) -> Decision {

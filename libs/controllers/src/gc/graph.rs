@@ -186,7 +186,7 @@ mod tests {
             namespace: Some("default".into()),
             name: key.rsplit('/').next().unwrap_or_default().into(),
             revision,
-            labels: Vec::new(),
+            labels: Default::default(),
             json: json.as_bytes().to_vec().into(),
         }
     }

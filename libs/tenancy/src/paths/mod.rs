@@ -243,7 +243,10 @@ mod tests {
             namespace: None,
             name: name.into(),
             revision: 1,
-            labels: vec![(PHASE_LABEL.into(), phase.into())],
+            labels: kcp_apiserver::watch_cache::CachedLabels::new(vec![(
+                PHASE_LABEL.into(),
+                phase.into(),
+            )]),
             json: kcp_apiserver::object_json::ObjectJson::encode(&value).expect("JSON"),
         };
         assert_eq!(object.label(PHASE_LABEL), Some(phase));

@@ -1,0 +1,108 @@
+//! Who may use an export's virtual workspace, as kcp decides it, outermost first:
+//!
+//! 1. **Bound API** (requests into one logical cluster for a resource): the cluster must have a
+//!    binding of this export, and the resource must be one it bound, or its APIBindings, which
+//!    are read-only here (writing them would let a provider rewrite what a consumer accepted).
+//! 2. **Content**: the caller must hold the request's verb on `apiexports/content` of the export,
+//!    in the export's workspace (discovery and other non-resource requests: `get`).
+//!
+//! The refusals carry kcp's reasons, in the words of a Kubernetes 403.
+
+use kcp_api_types::apis::GROUP;
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
+use kcp_apimachinery::status::ApiError;
+use kcp_apiserver::ApiServer;
+use kcp_apiserver::registry::{keyspace, str_at as text};
+use kcp_auth::{Attributes, Decision, UserInfo};
+use kcp_http::request_info::Target;
+use serde_json::Value;
+
+use super::Scope;
+
+/// kcp's words when the target cluster has no binding of the export.
+pub const NO_BINDING: &str = "could not find suitable APIBinding in target logical cluster";
+/// kcp's words when the binding does not cover the resource.
+pub const NOT_BOUND: &str = "failed to find suitable reason to allow access in APIBinding";
+/// kcp's words for a write to an APIBinding through the virtual workspace.
+pub const BINDINGS_READ_ONLY: &str =
+    "write access to APIBinding is not allowed from virtual workspace";
+
+/// Decides a request of the export's virtual workspace; `attrs` are the request's own.
+pub fn authorize(
+    server: &ApiServer,
+    bindings: &kcp_api_types::ResourceDef,
+    scope: &Scope<'_>,
+    user: &UserInfo,
+    target: &Target,
+    attrs: &Attributes<'_>,
+) -> Result<(), ApiError> {
+    if let (Some(cluster), Target::Resource(r)) = (scope.cluster, target) {
+        let Some(binding) = binding_of(server, bindings, cluster, scope) else {
+            return Err(server.refusal(user, attrs, NO_BINDING));
+        };
+        let bound = (binding
+            .pointer("/status/boundResources")
+            .and_then(Value::as_array))
+        .into_iter()
+        .flatten()
+        .any(|b| text(b, "/group") == r.group && text(b, "/resource") == r.resource);
+        if !bound {
+            if r.group == GROUP && r.resource == "apibindings" {
+                if !matches!(r.verb.as_str(), "get" | "list" | "watch") {
+                    return Err(server.refusal(user, attrs, BINDINGS_READ_ONLY));
+                }
+            } else {
+                return Err(server.refusal(user, attrs, NOT_BOUND));
+            }
+        }
+    }
+    let verb = match target {
+        Target::Resource(r) => r.verb.as_str(),
+        _ => "get",
+    };
+    let content = Attributes {
+        user: Some(user),
+        cluster: scope.export_cluster.as_str(),
+        verb,
+        resource_request: true,
+        api_group: GROUP,
+        api_version: "v1alpha1",
+        resource: "apiexports",
+        subresource: "content",
+        name: scope.export_name,
+        ..Attributes::default()
+    };
+    let said = match server.decide(&content) {
+        Decision::Allow => return Ok(()),
+        Decision::Deny(said) => said,
+        Decision::NoOpinion => String::new(),
+    };
+    let reason = format!(
+        "API export: {:?}, workspace: {:?} RBAC decision: {said}",
+        scope.export_name,
+        scope.export_cluster.as_str()
+    );
+    Err(server.refusal(user, attrs, &reason))
+}
+
+/// The binding of the export in `cluster`: named after it, and bound to its workspace (or, while
+/// it is not bound yet, pointing at it by that name).
+fn binding_of(
+    server: &ApiServer,
+    bindings: &kcp_api_types::ResourceDef,
+    cluster: &LogicalClusterName,
+    scope: &Scope<'_>,
+) -> Option<Value> {
+    let cache = server.registry().cache();
+    (cache
+        .list(&keyspace(bindings).cluster(cluster), None)
+        .iter())
+    .filter_map(|b| b.value().ok())
+    .find(|b| {
+        text(b, "/spec/reference/export/name") == scope.export_name
+            && match text(b, "/status/apiExportClusterName") {
+                "" => text(b, "/spec/reference/export/path") == scope.export_cluster.as_str(),
+                bound => bound == scope.export_cluster.as_str(),
+            }
+    })
+}

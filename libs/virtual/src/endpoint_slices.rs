@@ -1,0 +1,371 @@
+//! The URLs APIExportEndpointSlices publish, as kcp's endpoint-slice controllers keep them on each
+//! shard: a slice whose export exists (and whose `spec.partition`, when set, names a Partition of
+//! the slice's workspace whose selector this shard's labels match) lists this server's
+//! virtual-workspace URL for the export in `status.endpoints` while this server hosts at least one
+//! binding of the export, and drops it when it hosts none. Conditions `APIExportValid` and
+//! `PartitionValid` say why a slice lists nothing, with kcp's reasons.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use kcp_api_types::ResourceDef;
+use kcp_api_types::apis::{EXPORT_LABEL, GROUP, export_label_value};
+use kcp_api_types::conditions::{same_status, with_transition_times};
+use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
+use kcp_apimachinery::status::ApiError;
+use kcp_apiserver::ApiServer;
+use kcp_apiserver::hooks::ClusterResolver;
+use kcp_apiserver::registry::{
+    ObjectRef, UpdateKind, WriteOptions, keyspace, now_rfc3339, str_at as text,
+};
+use kcp_apiserver::watch_cache::CacheEventType;
+use kcp_controllers::builtin;
+use kcp_controllers::feed::{Change, Feed, Feeds};
+use kcp_controllers::workqueue::{Outcome, WorkQueue};
+use parking_lot::Mutex;
+use serde_json::{Value, json};
+
+const RETRY_DELAY: Duration = Duration::from_millis(200);
+const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+
+/// The URL of export `name` of `cluster` on a server whose virtual workspaces are at `base`.
+pub fn export_url(base: &str, cluster: &str, name: &str) -> String {
+    format!(
+        "{}/services/{}/{cluster}/{name}",
+        base.trim_end_matches('/'),
+        crate::apiexport::FAMILY
+    )
+}
+
+struct Defs {
+    slices: Arc<ResourceDef>,
+    exports: Arc<ResourceDef>,
+    bindings: Arc<ResourceDef>,
+    /// topology.kcp.io Partitions, once the catalogue has them.
+    partitions: Option<Arc<ResourceDef>>,
+    shards: Arc<ResourceDef>,
+}
+
+struct Controller {
+    server: Weak<ApiServer>,
+    resolver: Option<Arc<dyn ClusterResolver>>,
+    defs: Defs,
+    /// Where this server's virtual workspaces are reached, and its Shard object's name.
+    base_url: String,
+    shard: String,
+    /// Bindings this server hosts, per export (its `internal.apis.kcp.io/export` label value).
+    hosted: Mutex<HashMap<String, usize>>,
+    /// The export label of each hosted binding, so a change or deletion finds its count.
+    labels: Mutex<HashMap<String, String>>,
+}
+
+type Key = (LogicalClusterName, String);
+
+/// Starts the controller; it stops with the server. `base_url` is where clients reach this
+/// server's virtual workspaces; `shard` names its Shard object (for `spec.partition`).
+pub fn spawn(
+    server: Arc<ApiServer>,
+    resolver: Option<Arc<dyn ClusterResolver>>,
+    base_url: String,
+    shard: String,
+) {
+    let partitions = builtin("topology.kcp.io", "partitions");
+    let (Some(slices), Some(exports), Some(bindings), Some(shards)) = (
+        builtin(GROUP, "apiexportendpointslices"),
+        builtin(GROUP, "apiexports").filter(|d| d.version == "v1alpha2"),
+        builtin(GROUP, "apibindings").filter(|d| d.version == "v1alpha2"),
+        builtin("core.kcp.io", "shards"),
+    ) else {
+        tracing::error!("APIExportEndpointSlice URL controller: a kind is missing; not started");
+        return;
+    };
+    let stop = server.shutdown_token();
+    let cache = server.registry().cache().clone();
+    let slices_feed = Feed::new(cache.clone(), keyspace(&slices).all_clusters());
+    let exports_feed = Feed::new(cache.clone(), keyspace(&exports).all_clusters());
+    let bindings_feed = Feed::new(cache.clone(), keyspace(&bindings).all_clusters());
+    let partitions_feed =
+        (partitions.as_ref()).map(|p| Feed::new(cache, keyspace(p).all_clusters()));
+    let controller = Arc::new(Controller {
+        server: Arc::downgrade(&server),
+        resolver,
+        defs: Defs {
+            slices,
+            exports,
+            bindings,
+            partitions,
+            shards,
+        },
+        base_url,
+        shard,
+        hosted: Mutex::new(HashMap::new()),
+        labels: Mutex::new(HashMap::new()),
+    });
+    drop(server);
+    let queue: Arc<WorkQueue<Key>> = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
+    let worker = controller.clone();
+    queue.spawn_workers(2, stop.clone(), move |(cluster, name)| {
+        let controller = worker.clone();
+        async move {
+            Outcome::of(controller.reconcile(&cluster, &name).await, |err| {
+                tracing::warn!(%cluster, %name, error = %err, "endpoint slice URLs not written; retrying");
+            })
+        }
+    });
+    let (c, q) = (controller.clone(), queue.clone());
+    let feeds = Feeds::new().on(slices_feed, move |change| match change {
+        Change::Event(e) => q.add((e.object.cluster.clone(), e.object.name.clone())),
+        Change::Resync => c.all(&q),
+    });
+    // An export or a Partition that comes or goes changes what the slices naming it say.
+    let (c, q) = (controller.clone(), queue.clone());
+    let feeds = feeds.on(exports_feed, move |change| match change {
+        Change::Event(_) | Change::Resync => c.all(&q),
+    });
+    let feeds = match partitions_feed {
+        Some(partitions_feed) => {
+            let (c, q) = (controller.clone(), queue.clone());
+            feeds.on(partitions_feed, move |change| match change {
+                Change::Event(_) | Change::Resync => c.all(&q),
+            })
+        }
+        None => feeds,
+    };
+    let (c, q) = (controller.clone(), queue.clone());
+    let feeds = feeds.on(bindings_feed, move |change| match change {
+        Change::Event(e) => {
+            let label = (e.kind != CacheEventType::Deleted)
+                .then(|| e.object.labels.get(EXPORT_LABEL).map(str::to_string))
+                .flatten();
+            if c.count(&e.object.key, label) {
+                c.all(&q);
+            }
+        }
+        Change::Resync => {
+            c.recount();
+            c.all(&q);
+        }
+    });
+    feeds.spawn(stop, move || {
+        controller.recount();
+        controller.all(&queue);
+    });
+}
+
+impl Controller {
+    fn all(&self, queue: &WorkQueue<Key>) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        for slice in
+            (server.registry().cache()).list(keyspace(&self.defs.slices).all_clusters(), None)
+        {
+            queue.add((slice.cluster.clone(), slice.name.clone()));
+        }
+    }
+
+    /// Records binding `key`'s export label (`None`: gone, or no label); whether an export's
+    /// count went from none to some or back.
+    fn count(&self, key: &str, label: Option<String>) -> bool {
+        let mut labels = self.labels.lock();
+        let before = match &label {
+            Some(l) => labels.insert(key.to_string(), l.clone()),
+            None => labels.remove(key),
+        };
+        if before == label {
+            return false;
+        }
+        let mut hosted = self.hosted.lock();
+        let mut flipped = false;
+        if let Some(old) = before
+            && let Some(n) = hosted.get_mut(&old)
+        {
+            *n -= 1;
+            if *n == 0 {
+                hosted.remove(&old);
+                flipped = true;
+            }
+        }
+        if let Some(new) = label {
+            let n = hosted.entry(new).or_insert(0);
+            *n += 1;
+            flipped |= *n == 1;
+        }
+        flipped
+    }
+
+    fn recount(&self) {
+        let Some(server) = self.server.upgrade() else {
+            return;
+        };
+        let mut labels = HashMap::new();
+        let mut hosted: HashMap<String, usize> = HashMap::new();
+        for b in
+            (server.registry().cache()).list(keyspace(&self.defs.bindings).all_clusters(), None)
+        {
+            if let Some(label) = b.labels.get(EXPORT_LABEL) {
+                labels.insert(b.key.clone(), label.to_string());
+                *hosted.entry(label.to_string()).or_default() += 1;
+            }
+        }
+        *self.labels.lock() = labels;
+        *self.hosted.lock() = hosted;
+    }
+
+    async fn reconcile(&self, cluster: &LogicalClusterName, name: &str) -> Result<(), ApiError> {
+        let Some(server) = self.server.upgrade() else {
+            return Ok(());
+        };
+        let key = keyspace(&self.defs.slices).object(cluster, None, name);
+        let Some(cached) = server.registry().cache().get(&key) else {
+            return Ok(());
+        };
+        let slice = cached.value().map_err(ApiError::internal)?;
+        let status = self.desired_status(&server, cluster, &slice);
+        if same_status(slice.get("status"), &status) {
+            return Ok(());
+        }
+        let at = ObjectRef {
+            cluster,
+            namespace: None,
+            name,
+        };
+        let now = now_rfc3339();
+        server
+            .registry()
+            .update_if_present(
+                &self.defs.slices,
+                at,
+                UpdateKind::Status,
+                WriteOptions::default(),
+                |old| {
+                    let mut new = old.clone();
+                    new["status"] = with_transition_times(status.clone(), old, &now);
+                    Ok(new)
+                },
+            )
+            .await
+    }
+
+    fn desired_status(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+        slice: &Value,
+    ) -> Value {
+        let mut status = json!({});
+        let mut conditions = Vec::new();
+        let export_name = text(slice, "/spec/export/name");
+        let export_cluster = self.export_cluster(cluster, text(slice, "/spec/export/path"));
+        let export = export_cluster.as_ref().filter(|c| {
+            let key = keyspace(&self.defs.exports).object(c, None, export_name);
+            server.registry().cache().get(&key).is_some()
+        });
+        let Some(export_cluster) = export else {
+            let shown = match text(slice, "/spec/export/path") {
+                "" => cluster.to_string(),
+                path => path.to_string(),
+            };
+            conditions.push(condition(
+                "APIExportValid",
+                Some((
+                    "APIExportNotFound",
+                    &format!("APIExport {shown}|{export_name} not found"),
+                )),
+            ));
+            status["conditions"] = Value::Array(conditions);
+            return status;
+        };
+        conditions.push(condition("APIExportValid", None));
+        let mut selected = true;
+        let partition = text(slice, "/spec/partition");
+        if !partition.is_empty() {
+            let found = (self.defs.partitions.as_ref())
+                .map(|def| keyspace(def).object(cluster, None, partition))
+                .and_then(|key| server.registry().cache().get(&key))
+                .and_then(|p| p.value().ok());
+            let Some(found) = found else {
+                conditions.push(condition(
+                    "PartitionValid",
+                    Some((
+                        "PartitionInvalidReference",
+                        &format!("partition {partition} not found"),
+                    )),
+                ));
+                status["conditions"] = Value::Array(conditions);
+                return status;
+            };
+            let selector = found
+                .pointer("/spec/selector")
+                .cloned()
+                .unwrap_or(Value::Null);
+            status["shardSelector"] = json!(selector_text(&selector));
+            selected = self.shard_matches(server, &selector);
+        }
+        conditions.push(condition("PartitionValid", None));
+        status["conditions"] = Value::Array(conditions);
+        let label = export_label_value(export_cluster, export_name);
+        let hosting = self.hosted.lock().contains_key(&label);
+        if selected && hosting {
+            status["endpoints"] = json!([{
+                "url": export_url(&self.base_url, export_cluster.as_str(), export_name),
+            }]);
+        }
+        status
+    }
+
+    /// The logical cluster an export reference leads to: the slice's own without a path.
+    fn export_cluster(
+        &self,
+        cluster: &LogicalClusterName,
+        path: &str,
+    ) -> Option<LogicalClusterName> {
+        if path.is_empty() {
+            return Some(cluster.clone());
+        }
+        let path = WorkspacePath::parse(path).ok()?;
+        if let Some(name) = path.as_cluster_name() {
+            return Some(name);
+        }
+        self.resolver.as_ref()?.cluster_of(&path)
+    }
+
+    /// Whether this server's Shard object's labels match a Partition's selector.
+    fn shard_matches(&self, server: &ApiServer, selector: &Value) -> bool {
+        let Ok(selector) = kcp_apimachinery::selector::label::from_label_selector(selector) else {
+            return false;
+        };
+        let key =
+            keyspace(&self.defs.shards).object(&LogicalClusterName::root(), None, &self.shard);
+        let labels = (server.registry().cache().get(&key))
+            .and_then(|s| s.value().ok())
+            .and_then(|s| s.pointer("/metadata/labels").cloned())
+            .unwrap_or_else(|| json!({}));
+        let mut with_name = labels;
+        // Every shard is labelled with its name, as kcp's are.
+        with_name["name"] = json!(self.shard);
+        selector.matches_object(&json!({"metadata": {"labels": with_name}}))
+    }
+}
+
+fn condition(kind: &str, failed: Option<(&str, &str)>) -> Value {
+    match failed {
+        None => json!({"type": kind, "status": "True"}),
+        Some((reason, message)) => json!({
+            "type": kind,
+            "status": "False",
+            "reason": reason,
+            "severity": "Error",
+            "message": message,
+        }),
+    }
+}
+
+/// A `metav1.LabelSelector` as its selector string (`region=us-east`); empty for everything.
+fn selector_text(selector: &Value) -> String {
+    match kcp_apimachinery::selector::label::from_label_selector(selector) {
+        Ok(s) => s.to_string(),
+        Err(_) => String::new(),
+    }
+}
