@@ -16,6 +16,7 @@
 //! `cargo build -p kcp-shard`.
 //! Nothing here asserts wall-clock times: deadlines only turn a hang into a failure with a message.
 
+pub mod cowboys;
 pub mod python;
 pub mod tenancy;
 
@@ -459,6 +460,7 @@ impl Shard {
             shard: self,
             kubeconfig: None,
             cluster: None,
+            server: None,
             context: None,
             env: Vec::new(),
             stdin: None,
@@ -710,6 +712,8 @@ pub struct Kubectl<'a> {
     shard: &'a Shard,
     kubeconfig: Option<PathBuf>,
     cluster: Option<String>,
+    /// A whole server URL instead (a virtual workspace's).
+    server: Option<String>,
     context: Option<String>,
     env: Vec<(String, String)>,
     stdin: Option<Vec<u8>>,
@@ -719,6 +723,12 @@ impl Kubectl<'_> {
     /// Target another LC: `--server https://HOST:PORT/clusters/<cluster>`.
     pub fn cluster(mut self, cluster: &str) -> Self {
         self.cluster = Some(cluster.to_string());
+        self
+    }
+
+    /// Target any URL of the server: `--server <url>` (a virtual workspace's `.../clusters/*`).
+    pub fn server(mut self, url: &str) -> Self {
+        self.server = Some(url.to_string());
         self
     }
 
@@ -763,6 +773,9 @@ impl Kubectl<'_> {
         if let Some(cluster) = &self.cluster {
             command.arg("--server").arg(self.shard.cluster_url(cluster));
         }
+        if let Some(server) = &self.server {
+            command.arg("--server").arg(server);
+        }
         command.args(args);
         command.env_remove("KUBECONFIG");
         for (key, value) in &self.env {
@@ -778,6 +791,9 @@ impl Kubectl<'_> {
         }
         if let Some(cluster) = &self.cluster {
             line.push_str(&format!(" --server .../clusters/{cluster}"));
+        }
+        if let Some(server) = &self.server {
+            line.push_str(&format!(" --server {server}"));
         }
         for arg in args {
             line.push(' ');
