@@ -1,10 +1,12 @@
 //! The APIExport virtual workspace through the real binary with kubectl and curl, on both stores:
 //! a provider sees every Cowboy of the workspaces that bind its export through the URL its
-//! endpoint slice publishes, works inside each of them, and sees nothing else.
+//! endpoint slice publishes, works inside each of them, and sees nothing else; the official
+//! Python client follows them there as an informer would.
 
 use kcp_e2e::cowboys::{bind_and_wait, create_ready_workspace, publish};
+use kcp_e2e::python::{python_with_kubernetes, script};
 use kcp_e2e::{Caller, Shard, StoreKind, json_str, on_both_stores};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 on_both_stores!(apiexport_virtual_workspace);
 
@@ -53,7 +55,7 @@ fn apiexport_virtual_workspace(store: StoreKind) {
     }
     publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
     // An export of the same name and resource by someone else, bound elsewhere.
-    publish(&shard, "root:other-provider", "today.cowboys.wildwest.dev");
+    let other_identity = publish(&shard, "root:other-provider", "today.cowboys.wildwest.dev");
     for ws in ["one", "two"] {
         bind_and_wait(&shard, &format!("root:{ws}"), "root:provider");
     }
@@ -166,6 +168,14 @@ fn apiexport_virtual_workspace(store: StoreKind) {
     );
     assert_eq!(code, 404);
 
+    // Naming another export's identity reaches nothing through this one's URL.
+    let (code, body) = shard.curl(
+        "GET",
+        &format!("/services/apiexport/{provider_lc}/cowboys/clusters/*/apis/wildwest.dev/v1alpha1/cowboys:{other_identity}"),
+        None,
+    );
+    assert_eq!(code, 404, "{body}");
+
     // A wildcard list's resourceVersion resumes a wildcard watch: only what came after.
     let path = format!(
         "/services/apiexport/{provider_lc}/cowboys/clusters/*/apis/wildwest.dev/v1alpha1/cowboys"
@@ -193,6 +203,41 @@ fn apiexport_virtual_workspace(store: StoreKind) {
         .map(|e| (json_str(e, "/type"), json_str(e, "/object/metadata/name")))
         .collect();
     assert_eq!(seen, [("ADDED", "sue")], "{events:?}");
+
+    // The official Python client, as a provider's informer: list across the bound workspaces,
+    // then watch from the list while Cowboys change in two of them.
+    let output = std::process::Command::new(python_with_kubernetes())
+        .arg(script("vw_informer.py"))
+        .arg(shard.kubeconfig())
+        .arg(&url)
+        .arg(shard.cluster_url("root:one"))
+        .arg(shard.cluster_url("root:two"))
+        .output()
+        .expect("running the Python client");
+    assert!(
+        output.status.success(),
+        "vw_informer.py failed:\nstdout: {}\nstderr: {}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let out: Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    let mut listed = vec![
+        json!([one, "joe"]),
+        json!([one, "kid"]),
+        json!([two, "ann"]),
+        json!([two, "sue"]),
+    ];
+    listed.sort_by_key(|v| v.to_string());
+    assert_eq!(out["listed"], json!(listed), "{out}");
+    assert_eq!(
+        out["events"],
+        json!([
+            ["ADDED", one, "py"],
+            ["MODIFIED", two, "ann"],
+            ["DELETED", one, "py"]
+        ]),
+        "{out}"
+    );
 
     // Users: without content access nothing is served; with it, everything above.
     let as_bob = Caller::Token(BOB_TOKEN.to_string());

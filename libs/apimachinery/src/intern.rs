@@ -4,7 +4,7 @@
 //!
 //! The interner holds a strong reference to each value; a value nobody else holds any more is
 //! dropped by a sweep, which runs when the table has doubled since the last one, so its cost is
-//! spread over the insertions and the table never holds more than twice what is in use.
+//! spread over the insertions and the table holds at most twice what was in use at the last one.
 
 use std::collections::HashSet;
 use std::hash::Hash;

@@ -43,16 +43,15 @@ struct Composed {
 /// Each source's part, in the sources' order: a slot per source, not a map (an entry per bound
 /// cluster, so no allocation of its own).
 #[derive(Clone, Default)]
-struct Parts([Option<Arc<ApiPart>>; 2]);
+struct Parts([Option<Arc<ApiPart>>; ApiSource::ALL.len()]);
 
 impl ApiSource {
+    /// Every source, in composition order: a part's slot is its place here.
     const ALL: [ApiSource; 2] = [ApiSource::Bindings, ApiSource::Crds];
 
     fn slot(self) -> usize {
-        match self {
-            ApiSource::Bindings => 0,
-            ApiSource::Crds => 1,
-        }
+        // Every source is in ALL (the unit tests compose sets of each).
+        ApiSource::ALL.iter().position(|s| *s == self).unwrap_or(0)
     }
 }
 

@@ -6,6 +6,7 @@
 //! ([`kcp_apimachinery::intern`]).
 
 use std::collections::BTreeMap;
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, LazyLock};
 
 use kcp_apimachinery::intern::Interner;
@@ -17,7 +18,11 @@ type Pairs = [(Box<str>, Box<str>)];
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CachedLabels(Option<Arc<Pairs>>);
 
-static INTERNER: LazyLock<Mutex<Interner<Pairs>>> = LazyLock::new(Mutex::default);
+/// Several tables, by the labels' hash: objects are decoded on several threads at start-up.
+const SHARDS: usize = 16;
+
+static INTERNERS: LazyLock<[Mutex<Interner<Pairs>>; SHARDS]> =
+    LazyLock::new(|| std::array::from_fn(|_| Mutex::default()));
 
 impl CachedLabels {
     /// `pairs` as a shared set: the one already held for equal labels, if any.
@@ -29,7 +34,10 @@ impl CachedLabels {
             .into_iter()
             .map(|(k, v)| (k.into_boxed_str(), v.into_boxed_str()))
             .collect();
-        CachedLabels(Some(INTERNER.lock().intern(pairs)))
+        let mut hasher = std::hash::DefaultHasher::new();
+        pairs.hash(&mut hasher);
+        let shard = (hasher.finish() % SHARDS as u64) as usize;
+        CachedLabels(Some(INTERNERS[shard].lock().intern(pairs)))
     }
 
     pub fn get(&self, key: &str) -> Option<&str> {

@@ -154,5 +154,6 @@ pub struct Hooks {
     pub admission: Vec<AdmissionFactory>,
     /// Bounds bound resources by their exports' maximal permission policies (kcp-apis).
     pub policies: Option<Arc<dyn kcp_auth::authz::PermissionPolicies>>,
+    /// The `/services/...` families the server serves.
     pub virtual_workspaces: Vec<Arc<dyn VirtualWorkspace>>,
 }

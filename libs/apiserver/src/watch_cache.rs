@@ -519,15 +519,15 @@ const LOAD_PAGE: usize = 5000;
 /// Resources read at once while loading.
 const LOAD_READERS: usize = 2;
 
-/// A page of stored objects as the cache keeps them: (resource prefix, key, object).
-fn decode_page(kvs: Vec<kcp_store::KeyValue>) -> Vec<(String, String, CachedObject)> {
+/// A page of stored objects as the cache keeps them: (resource prefix, object).
+fn decode_page(kvs: Vec<kcp_store::KeyValue>) -> Vec<(String, CachedObject)> {
     let mut out = Vec::with_capacity(kvs.len());
     for kv in kvs {
         match (
             resource_prefix(&kv.key),
             cached(&kv.key, &kv.value, kv.mod_revision),
         ) {
-            (Some(prefix), Some(obj)) => out.push((prefix.to_string(), kv.key, obj)),
+            (Some(prefix), Some(obj)) => out.push((prefix.to_string(), obj)),
             _ => tracing::warn!(key = %kv.key, "skipping unreadable stored object"),
         }
     }
@@ -663,8 +663,8 @@ type Fresh = HashMap<String, ObjectMap>;
 /// not ready.
 struct PageDecoder {
     /// Decoded objects by resource prefix, in the order their pages came (key order for a load).
-    fresh: HashMap<String, Vec<(String, Arc<CachedObject>)>>,
-    decoding: VecDeque<tokio::task::JoinHandle<Vec<(String, String, CachedObject)>>>,
+    fresh: HashMap<String, Vec<Arc<CachedObject>>>,
+    decoding: VecDeque<tokio::task::JoinHandle<Vec<(String, CachedObject)>>>,
     parallel: usize,
 }
 
@@ -690,11 +690,8 @@ impl PageDecoder {
         if let Some(task) = self.decoding.pop_front() {
             let decoded = task.await.map_err(|e| StoreError::Backend(e.to_string()))?;
             // Only appended here: this runs between page reads, on the load's critical path.
-            for (prefix, key, obj) in decoded {
-                self.fresh
-                    .entry(prefix)
-                    .or_default()
-                    .push((key, Arc::new(obj)));
+            for (prefix, obj) in decoded {
+                self.fresh.entry(prefix).or_default().push(Arc::new(obj));
             }
         }
         Ok(())
@@ -712,9 +709,7 @@ impl PageDecoder {
             .fresh
             .into_iter()
             .map(|(prefix, objects)| {
-                tokio::task::spawn_blocking(move || {
-                    (prefix, objects.into_iter().map(|(_, o)| o).collect())
-                })
+                tokio::task::spawn_blocking(move || (prefix, objects.into_iter().collect()))
             })
             .collect();
         let mut fresh = Fresh::with_capacity(building.len());

@@ -5,7 +5,8 @@
 //! binding of the export, and drops it when it hosts none. Conditions `APIExportValid` and
 //! `PartitionValid` say why a slice lists nothing, with kcp's reasons.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -19,7 +20,7 @@ use kcp_apiserver::hooks::ClusterResolver;
 use kcp_apiserver::registry::{
     ObjectRef, UpdateKind, WriteOptions, keyspace, now_rfc3339, str_at as text,
 };
-use kcp_apiserver::watch_cache::CacheEventType;
+use kcp_apiserver::watch_cache::{CacheEventType, CachedObject};
 use kcp_controllers::builtin;
 use kcp_controllers::feed::{Change, Feed, Feeds};
 use kcp_controllers::workqueue::{Outcome, WorkQueue};
@@ -54,10 +55,10 @@ struct Controller {
     /// Where this server's virtual workspaces are reached, and its Shard object's name.
     base_url: String,
     shard: String,
-    /// Bindings this server hosts, per export (its `internal.apis.kcp.io/export` label value).
-    hosted: Mutex<HashMap<String, usize>>,
-    /// The export label of each hosted binding, so a change or deletion finds its count.
-    labels: Mutex<HashMap<String, String>>,
+    /// The bindings this server hosts, per export (its `internal.apis.kcp.io/export` label
+    /// value), by a hash of their keys: 8 bytes per binding, where the keys would take ~100; a
+    /// binding's event carries its previous state, whose label says which set it leaves.
+    hosted: Mutex<HashMap<String, HashSet<u64>>>,
 }
 
 type Key = (LogicalClusterName, String);
@@ -85,6 +86,7 @@ pub fn spawn(
     let slices_feed = Feed::new(cache.clone(), keyspace(&slices).all_clusters());
     let exports_feed = Feed::new(cache.clone(), keyspace(&exports).all_clusters());
     let bindings_feed = Feed::new(cache.clone(), keyspace(&bindings).all_clusters());
+    let shards_feed = Feed::new(cache.clone(), keyspace(&shards).all_clusters());
     let partitions_feed =
         (partitions.as_ref()).map(|p| Feed::new(cache, keyspace(p).all_clusters()));
     let controller = Arc::new(Controller {
@@ -100,7 +102,6 @@ pub fn spawn(
         base_url,
         shard,
         hosted: Mutex::new(HashMap::new()),
-        labels: Mutex::new(HashMap::new()),
     });
     drop(server);
     let queue: Arc<WorkQueue<Key>> = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
@@ -118,9 +119,17 @@ pub fn spawn(
         Change::Event(e) => q.add((e.object.cluster.clone(), e.object.name.clone())),
         Change::Resync => c.all(&q),
     });
-    // An export or a Partition that comes or goes changes what the slices naming it say.
+    // An export that comes or goes changes what the slices naming it say; a Partition or this
+    // server's Shard (its labels), what the slices selecting shards say.
     let (c, q) = (controller.clone(), queue.clone());
     let feeds = feeds.on(exports_feed, move |change| match change {
+        Change::Event(e) if e.kind == CacheEventType::Modified => {}
+        Change::Event(e) => c.naming(&q, &e.object.name),
+        Change::Resync => c.all(&q),
+    });
+    let (c, q) = (controller.clone(), queue.clone());
+    let feeds = feeds.on(shards_feed, move |change| match change {
+        Change::Event(e) if e.object.name != c.shard => {}
         Change::Event(_) | Change::Resync => c.all(&q),
     });
     let feeds = match partitions_feed {
@@ -135,10 +144,12 @@ pub fn spawn(
     let (c, q) = (controller.clone(), queue.clone());
     let feeds = feeds.on(bindings_feed, move |change| match change {
         Change::Event(e) => {
-            let label = (e.kind != CacheEventType::Deleted)
-                .then(|| e.object.labels.get(EXPORT_LABEL).map(str::to_string))
+            let label = |o: &CachedObject| o.labels.get(EXPORT_LABEL).map(str::to_string);
+            let before = e.prev.as_deref().and_then(label);
+            let now = (e.kind != CacheEventType::Deleted)
+                .then(|| label(&e.object))
                 .flatten();
-            if c.count(&e.object.key, label) {
+            if c.count(&e.object.key, before, now) {
                 c.all(&q);
             }
         }
@@ -165,32 +176,40 @@ impl Controller {
         }
     }
 
-    /// Records binding `key`'s export label (`None`: gone, or no label); whether an export's
-    /// count went from none to some or back.
-    fn count(&self, key: &str, label: Option<String>) -> bool {
-        let mut labels = self.labels.lock();
-        let before = match &label {
-            Some(l) => labels.insert(key.to_string(), l.clone()),
-            None => labels.remove(key),
+    /// The slices naming an export called `name` (wherever it is).
+    fn naming(&self, queue: &WorkQueue<Key>, name: &str) {
+        let Some(server) = self.server.upgrade() else {
+            return;
         };
-        if before == label {
-            return false;
-        }
-        let mut hosted = self.hosted.lock();
-        let mut flipped = false;
-        if let Some(old) = before
-            && let Some(n) = hosted.get_mut(&old)
-        {
-            *n -= 1;
-            if *n == 0 {
-                hosted.remove(&old);
-                flipped = true;
+        let cache = server.registry().cache();
+        for slice in cache.list(keyspace(&self.defs.slices).all_clusters(), None) {
+            if slice
+                .value()
+                .is_ok_and(|s| text(&s, "/spec/export/name") == name)
+            {
+                queue.add((slice.cluster.clone(), slice.name.clone()));
             }
         }
-        if let Some(new) = label {
-            let n = hosted.entry(new).or_insert(0);
-            *n += 1;
-            flipped |= *n == 1;
+    }
+
+    /// Binding `key`'s export label went from `before` to `now` (`None`: none, or gone); whether
+    /// an export went from no binding here to some, or back. Idempotent, so an event the last
+    /// recount already saw changes nothing.
+    fn count(&self, key: &str, before: Option<String>, now: Option<String>) -> bool {
+        let id = binding_id(key);
+        let mut hosted = self.hosted.lock();
+        let mut flipped = false;
+        if let Some(old) = before.filter(|b| Some(b) != now.as_ref())
+            && let Some(ids) = hosted.get_mut(&old)
+            && ids.remove(&id)
+            && ids.is_empty()
+        {
+            hosted.remove(&old);
+            flipped = true;
+        }
+        if let Some(new) = now {
+            let ids = hosted.entry(new).or_default();
+            flipped |= ids.insert(id) && ids.len() == 1;
         }
         flipped
     }
@@ -199,17 +218,16 @@ impl Controller {
         let Some(server) = self.server.upgrade() else {
             return;
         };
-        let mut labels = HashMap::new();
-        let mut hosted: HashMap<String, usize> = HashMap::new();
-        for b in
-            (server.registry().cache()).list(keyspace(&self.defs.bindings).all_clusters(), None)
-        {
+        let mut hosted: HashMap<String, HashSet<u64>> = HashMap::new();
+        let cache = server.registry().cache();
+        for b in cache.list(keyspace(&self.defs.bindings).all_clusters(), None) {
             if let Some(label) = b.labels.get(EXPORT_LABEL) {
-                labels.insert(b.key.clone(), label.to_string());
-                *hosted.entry(label.to_string()).or_default() += 1;
+                hosted
+                    .entry(label.to_string())
+                    .or_default()
+                    .insert(binding_id(&b.key));
             }
         }
-        *self.labels.lock() = labels;
         *self.hosted.lock() = hosted;
     }
 
@@ -307,6 +325,8 @@ impl Controller {
         status["conditions"] = Value::Array(conditions);
         let label = export_label_value(export_cluster, export_name);
         let hosting = self.hosted.lock().contains_key(&label);
+        // This shard's entry only; with several shards each would add its own (kcp applies it
+        // server-side with the shard's field manager), which one shard does not need yet.
         if selected && hosting {
             status["endpoints"] = json!([{
                 "url": export_url(&self.base_url, export_cluster.as_str(), export_name),
@@ -347,6 +367,13 @@ impl Controller {
         with_name["name"] = json!(self.shard);
         selector.matches_object(&json!({"metadata": {"labels": with_name}}))
     }
+}
+
+/// A binding's key as [`Controller::hosted`] holds it (a fixed hash, the same on every call).
+fn binding_id(key: &str) -> u64 {
+    let mut hasher = std::hash::DefaultHasher::new();
+    key.hash(&mut hasher);
+    hasher.finish()
 }
 
 fn condition(kind: &str, failed: Option<(&str, &str)>) -> Value {

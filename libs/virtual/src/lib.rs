@@ -35,9 +35,11 @@ pub struct VirtualWorkspaces {
 
 impl VirtualWorkspaces {
     pub fn install(&self, builder: ApiServerBuilder) -> ApiServerBuilder {
+        if !self.serve {
+            return builder;
+        }
         match apiexport::ApiExportWorkspace::new() {
-            Some(workspace) if self.serve => builder.virtual_workspace(Arc::new(workspace)),
-            Some(_) => builder,
+            Some(workspace) => builder.virtual_workspace(Arc::new(workspace)),
             None => {
                 tracing::error!("APIExport virtual workspace: kcp's kinds are missing; not served");
                 builder

@@ -319,6 +319,14 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         cache_snapshot: Some(root.join(CACHE_SNAPSHOT)),
     };
     let apis = kcp_apis::Apis::new(Some(tenancy.paths().clone()));
+    if !options.run_virtual_workspaces
+        && (options.shard_virtual_workspace_url.as_deref()).is_none_or(str::is_empty)
+    {
+        // Else endpoint slices would publish this shard's URL, where nothing serves them.
+        anyhow::bail!(
+            "--run-virtual-workspaces=false needs --shard-virtual-workspace-url: the URL of the kcp-vw serving this shard's virtual workspaces"
+        );
+    }
     let virtual_workspaces = kcp_virtual::VirtualWorkspaces {
         base_url: (options.shard_virtual_workspace_url.clone())
             .filter(|u| !u.is_empty())

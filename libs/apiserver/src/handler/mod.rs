@@ -55,6 +55,8 @@ pub struct RequestContext {
     pub apis: Arc<crate::discovery::ApiSet>,
     /// Labels a virtual workspace requires of every listed or watched object.
     pub required_labels: Vec<(String, String)>,
+    /// Came through a virtual workspace: `apis` is all it may address.
+    pub virtual_workspace: bool,
 }
 
 /// kcp's answer to `/metrics` under a workspace.
@@ -312,7 +314,7 @@ impl ApiServer {
             self.check_cluster_exists(name, &user).await?;
         }
         let apis = self.api_set(&info.cluster);
-        let ctx = context(&parts, info, query, user, deep_review, apis, Vec::new());
+        let ctx = context(&parts, info, query, user, deep_review, apis);
         self.dispatch(ctx, &parts, body, shape).await
     }
 
@@ -327,6 +329,10 @@ impl ApiServer {
         user: UserInfo,
         shape: &mut Option<RequestShape>,
     ) -> Result<Response<Body>, ApiError> {
+        let mut info = info;
+        if let Target::Resource(r) = &mut info.target {
+            r.select_name(query.get("fieldSelector"));
+        }
         let user = self.impersonate(&parts, user, &info)?;
         let family = info.service.as_ref().map(|s| s.family);
         let Some(workspace) =
@@ -341,24 +347,15 @@ impl ApiServer {
             method: &method,
         };
         let routed = workspace.route(self, &request).await?;
-        let mut info = routed.info;
-        if let Target::Resource(r) = &mut info.target {
-            r.select_name(query.get("fieldSelector"));
-        }
+        let info = routed.info;
         if let (ClusterTarget::Name(name), Some(gate)) = (&info.cluster, &self.gate)
             && let Some(refusal) = gate.refuse(name, &info.target)
         {
             return Err(refusal);
         }
-        let ctx = context(
-            &parts,
-            info,
-            query,
-            user,
-            false,
-            routed.apis,
-            routed.required_labels,
-        );
+        let mut ctx = context(&parts, info, query, user, false, routed.apis);
+        ctx.required_labels = routed.required_labels;
+        ctx.virtual_workspace = true;
         self.dispatch(ctx, &parts, body, shape).await
     }
 
@@ -370,13 +367,7 @@ impl ApiServer {
         body: kcp_http::request_body::RequestBody,
         shape: &mut Option<RequestShape>,
     ) -> Result<Response<Body>, ApiError> {
-        let header = |name: header::HeaderName| {
-            parts
-                .headers
-                .get(name)
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_string)
-        };
+        let header = |name: header::HeaderName| header_text(parts, name);
         let is_read = matches!(parts.method, Method::GET | Method::HEAD);
         match &ctx.info.target {
             Target::Resource(_) => {
@@ -572,7 +563,6 @@ fn is_rbac(info: &RequestInfo) -> bool {
     matches!(&info.target, Target::Resource(r) if r.group == "rbac.authorization.k8s.io")
 }
 
-/// Kubernetes' wording of an authorization refusal.
 /// The request's authorization attributes; `lower_method` is the verb of a non-resource request.
 pub(crate) fn attributes<'a>(
     user: &'a UserInfo,
@@ -612,15 +602,8 @@ fn context(
     user: UserInfo,
     deep_review: bool,
     apis: Arc<crate::discovery::ApiSet>,
-    required_labels: Vec<(String, String)>,
 ) -> RequestContext {
-    let header = |name: header::HeaderName| {
-        parts
-            .headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::to_string)
-    };
+    let header = |name: header::HeaderName| header_text(parts, name);
     RequestContext {
         user_agent: header(header::USER_AGENT),
         accept: header(header::ACCEPT),
@@ -631,10 +614,18 @@ fn context(
         deep_review,
         served: std::sync::OnceLock::new(),
         apis,
-        required_labels,
+        required_labels: Vec::new(),
+        virtual_workspace: false,
     }
 }
 
+fn header_text(parts: &http::request::Parts, name: header::HeaderName) -> Option<String> {
+    (parts.headers.get(name))
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string)
+}
+
+/// Kubernetes' wording of an authorization refusal.
 fn forbidden(user: &UserInfo, attrs: &Attributes<'_>, reason: &str) -> ApiError {
     let who = format!("User {:?}", user.name);
     let mut detail = if attrs.resource_request {

@@ -43,8 +43,9 @@ impl ApiServer {
         };
         let def = match (&ctx.info.cluster, req.resource.split_once(':')) {
             // Across clusters, a bound resource is named by its export's identity (kcp's
-            // `/clusters/*/apis/<g>/<v>/<resource>:<identityHash>`).
-            (ClusterTarget::Wildcard, Some((plural, identity))) => {
+            // `/clusters/*/apis/<g>/<v>/<resource>:<identityHash>`). Not through a virtual
+            // workspace: it serves its own set only, whatever identity a caller names.
+            (ClusterTarget::Wildcard, Some((plural, identity))) if !ctx.virtual_workspace => {
                 (self.apis).bound_by_identity(&req.group, &req.version, plural, identity)
             }
             _ => (ctx.apis)

@@ -85,8 +85,8 @@ pub fn authorize(
     Err(server.refusal(user, attrs, &reason))
 }
 
-/// The binding of the export in `cluster`: named after it, and bound to its workspace (or, while
-/// it is not bound yet, pointing at it by that name).
+/// The binding of the export in `cluster`: naming it, and bound to its workspace (as kcp matches
+/// it: by `status.apiExportClusterName`, so a binding not yet bound opens nothing).
 fn binding_of(
     server: &ApiServer,
     bindings: &kcp_api_types::ResourceDef,
@@ -94,15 +94,9 @@ fn binding_of(
     scope: &Scope<'_>,
 ) -> Option<Value> {
     let cache = server.registry().cache();
-    (cache
-        .list(&keyspace(bindings).cluster(cluster), None)
-        .iter())
-    .filter_map(|b| b.value().ok())
-    .find(|b| {
+    let listed = cache.list(&keyspace(bindings).cluster(cluster), None);
+    (listed.iter()).filter_map(|b| b.value().ok()).find(|b| {
         text(b, "/spec/reference/export/name") == scope.export_name
-            && match text(b, "/status/apiExportClusterName") {
-                "" => text(b, "/spec/reference/export/path") == scope.export_cluster.as_str(),
-                bound => bound == scope.export_cluster.as_str(),
-            }
+            && text(b, "/status/apiExportClusterName") == scope.export_cluster.as_str()
     })
 }

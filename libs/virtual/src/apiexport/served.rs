@@ -102,7 +102,15 @@ impl ServedApis {
             });
         }
         let apis = Arc::new(build(server, &identity, &schemas));
-        self.by_export.lock().insert(id, (made, apis.clone()));
+        let mut by_export = self.by_export.lock();
+        // Sets are rebuilt rarely (an export or schema changed): forget deleted exports' then.
+        by_export.retain(|(c, n), _| {
+            cache
+                .get(&keyspace(&self.exports).object(c, None, n))
+                .is_some()
+        });
+        by_export.insert(id, (made, apis.clone()));
+        drop(by_export);
         Some(Export {
             cluster: cluster.clone(),
             name: name.to_string(),
