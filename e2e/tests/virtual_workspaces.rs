@@ -24,6 +24,10 @@ fn cluster_of(shard: &Shard, workspace: &str) -> String {
     json_str(&ws, "/spec/cluster").to_string()
 }
 
+fn condition<'a>(obj: &'a Value, kind: &str) -> Option<&'a Value> {
+    (obj["status"]["conditions"].as_array()?.iter()).find(|c| c["type"] == kind)
+}
+
 fn names(list: &Value) -> Vec<String> {
     let mut names: Vec<String> = (list["items"].as_array().into_iter().flatten())
         .map(|o| {
@@ -268,6 +272,36 @@ fn apiexport_virtual_workspace(store: StoreKind) {
         None,
     );
     assert_eq!(code, 403);
+
+    // Slices naming a topology Partition list the shard only when its labels match (every shard
+    // carries `name: <shard>`); a Partition that is not there lists nothing, with kcp's reason.
+    let partitions = shard.write_file(
+        "partitions.yaml",
+        "apiVersion: topology.kcp.io/v1alpha1\nkind: Partition\nmetadata: {name: here}\nspec: {selector: {matchLabels: {name: root}}}\n---\napiVersion: topology.kcp.io/v1alpha1\nkind: Partition\nmetadata: {name: west}\nspec: {selector: {matchLabels: {region: west}}}\n",
+    );
+    provider().ok(&["apply", "-f", partitions.to_str().unwrap_or_default()]);
+    let slices = ["here", "west", "nowhere"]
+        .map(|p| format!("apiVersion: apis.kcp.io/v1alpha1\nkind: APIExportEndpointSlice\nmetadata: {{name: cowboys-{p}}}\nspec:\n  export: {{path: root:provider, name: cowboys}}\n  partition: {p}\n"))
+        .join("---\n");
+    let slices = shard.write_file("slices.yaml", &slices);
+    provider().ok(&["apply", "-f", slices.to_str().unwrap_or_default()]);
+    let slice =
+        |name: &str| provider().json(&["get", "apiexportendpointslice", name, "-o", "json"]);
+    shard.eventually("the partitioned slices' status", || {
+        let (here, west, nowhere) = (
+            slice("cowboys-here"),
+            slice("cowboys-west"),
+            slice("cowboys-nowhere"),
+        );
+        let nowhere = condition(&nowhere, "PartitionValid")?.clone();
+        (json_str(&here, "/status/endpoints/0/url") == url
+            && json_str(&here, "/status/shardSelector") == "name=root"
+            && json_str(&west, "/status/shardSelector") == "region=west"
+            && condition(&west, "PartitionValid")?["status"] == "True"
+            && west["status"].get("endpoints").is_none()
+            && nowhere["reason"] == "PartitionInvalidReference")
+            .then_some(())
+    });
 
     // The last binding gone, the shard's URL leaves the slice.
     for ws in ["one", "two"] {

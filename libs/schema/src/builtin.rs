@@ -291,7 +291,7 @@ mod tests {
     use super::*;
     use crate::structural::SchemaType;
 
-    const EXPECTED: [(&str, &str, &str); 36] = [
+    const EXPECTED: [(&str, &str, &str); 38] = [
         ("", "v1", "Namespace"),
         ("", "v1", "ConfigMap"),
         ("", "v1", "Secret"),
@@ -344,6 +344,8 @@ mod tests {
         ("apis.kcp.io", "v1alpha2", "APIBinding"),
         ("apis.kcp.io", "v1alpha1", "APIExportEndpointSlice"),
         ("apis.kcp.io", "v1alpha1", "APIConversion"),
+        ("topology.kcp.io", "v1alpha1", "Partition"),
+        ("topology.kcp.io", "v1alpha1", "PartitionSet"),
     ];
 
     #[test]

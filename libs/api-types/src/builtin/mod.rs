@@ -678,6 +678,43 @@ pub fn catalogue() -> Vec<ResourceDef> {
         .columns(vec![name_column(), age_column()])
         .0,
         def(
+            "topology.kcp.io",
+            "v1alpha1",
+            "Partition",
+            "partitions",
+            false,
+            "io.kcp.topology.v1alpha1.Partition",
+        )
+        .schema_checked()
+        .categories(&["kcp"])
+        .columns(vec![
+            name_column(),
+            path_column(
+                "Owner",
+                "The PartitionSet that made it",
+                ".metadata.ownerReferences[0].name",
+            ),
+            age_column(),
+        ])
+        .0,
+        def(
+            "topology.kcp.io",
+            "v1alpha1",
+            "PartitionSet",
+            "partitionsets",
+            false,
+            "io.kcp.topology.v1alpha1.PartitionSet",
+        )
+        .status()
+        .schema_checked()
+        .categories(&["kcp"])
+        .columns(vec![
+            name_column(),
+            path_column("Count", "How many Partitions the set has", ".status.count"),
+            age_column(),
+        ])
+        .0,
+        def(
             "events.k8s.io",
             "v1",
             "Event",
@@ -771,6 +808,8 @@ mod tests {
             ("apis.kcp.io", "apibindings"),
             ("apis.kcp.io", "apiexportendpointslices"),
             ("apis.kcp.io", "apiconversions"),
+            ("topology.kcp.io", "partitions"),
+            ("topology.kcp.io", "partitionsets"),
             ("authorization.k8s.io", "subjectaccessreviews"),
             ("authorization.k8s.io", "localsubjectaccessreviews"),
             ("authorization.k8s.io", "selfsubjectaccessreviews"),

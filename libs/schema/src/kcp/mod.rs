@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 mod apis;
 mod logical_cluster;
 mod shard;
+mod topology;
 mod workspace;
 mod workspace_type;
 
@@ -26,7 +27,7 @@ pub struct KcpKind {
 }
 
 /// Every kcp kind the shard serves.
-pub const KINDS: [KcpKind; 11] = [
+pub const KINDS: [KcpKind; 13] = [
     KcpKind {
         group: "core.kcp.io",
         version: "v1alpha1",
@@ -103,6 +104,20 @@ pub const KINDS: [KcpKind; 11] = [
         kind: "APIConversion",
         schema_name: "io.kcp.apis.v1alpha1.APIConversion",
         schema: apis::api_conversion_schema,
+    },
+    KcpKind {
+        group: "topology.kcp.io",
+        version: "v1alpha1",
+        kind: "Partition",
+        schema_name: "io.kcp.topology.v1alpha1.Partition",
+        schema: topology::partition_schema,
+    },
+    KcpKind {
+        group: "topology.kcp.io",
+        version: "v1alpha1",
+        kind: "PartitionSet",
+        schema_name: "io.kcp.topology.v1alpha1.PartitionSet",
+        schema: topology::partition_set_schema,
     },
 ];
 
