@@ -103,7 +103,7 @@ impl VirtualWorkspace for ApiExportWorkspace {
             &attrs,
         )?;
         let apis = match self.served.export(server, &export_cluster, export_name) {
-            Some(export) => export.apis,
+            Some(apis) => apis,
             None => Arc::new(kcp_apiserver::discovery::ApiSet::new(Vec::new())),
         };
         let mut required_labels = Vec::new();

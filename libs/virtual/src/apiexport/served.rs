@@ -18,24 +18,13 @@ use kcp_apiserver::registry::{keyspace, str_at as text};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
 
-/// An export as its virtual workspace sees it.
-pub struct Export {
-    pub cluster: LogicalClusterName,
-    pub name: String,
-    /// The stored (v1alpha2) object.
-    pub object: Value,
-    /// What its URL serves.
-    pub apis: Arc<ApiSet>,
+/// What an export's set was made from: the export's revision, and each schema it names with the
+/// revision it had (`None`: not there). A request checks these against the cache, without
+/// parsing the export or its schemas (a schema may be tens of KiB).
+struct Made {
+    export: i64,
+    schemas: Vec<(String, Option<i64>)>,
 }
-
-impl Export {
-    pub fn identity(&self) -> &str {
-        text(&self.object, "/status/identityHash")
-    }
-}
-
-/// What each export's set was made from: the export's and its schemas' revisions.
-type Made = Vec<i64>;
 
 type ExportId = (LogicalClusterName, String);
 
@@ -54,24 +43,33 @@ impl ServedApis {
         }
     }
 
-    /// Export `name` of `cluster` and what its virtual workspace serves; `None`: there is none.
+    /// What the virtual workspace of export `name` of `cluster` serves; `None`: no such export.
     pub fn export(
         &self,
         server: &ApiServer,
         cluster: &LogicalClusterName,
         name: &str,
-    ) -> Option<Export> {
+    ) -> Option<Arc<ApiSet>> {
         let cache = server.registry().cache();
         let key = keyspace(&self.exports).object(cluster, None, name);
+        let id = (cluster.clone(), name.to_string());
         let Some(cached) = cache.get(&key) else {
-            self.by_export
-                .lock()
-                .remove(&(cluster.clone(), name.to_string()));
+            self.by_export.lock().remove(&id);
             return None;
         };
+        let revision = |key: &str| cache.get(key).map(|o| o.revision);
+        if let Some((made, apis)) = self.by_export.lock().get(&id)
+            && made.export == cached.revision
+            && (made.schemas.iter()).all(|(key, rev)| revision(key) == *rev)
+        {
+            return Some(apis.clone());
+        }
         let object = cached.value().ok()?;
         let identity = text(&object, "/status/identityHash").to_string();
-        let mut made = vec![cached.revision];
+        let mut made = Made {
+            export: cached.revision,
+            schemas: Vec::new(),
+        };
         let mut schemas = Vec::new();
         // Not served before the export has its identity: its objects have no place yet.
         if !identity.is_empty() {
@@ -80,26 +78,13 @@ impl ServedApis {
                 .flatten()
             {
                 let key = keyspace(&self.schemas).object(cluster, None, text(resource, "/schema"));
-                let Some(schema) = cache.get(&key) else {
-                    continue;
-                };
-                made.push(schema.revision);
-                if let Ok(schema) = schema.value() {
+                let schema = cache.get(&key);
+                made.schemas
+                    .push((key, schema.as_ref().map(|s| s.revision)));
+                if let Some(schema) = schema.and_then(|s| s.value().ok()) {
                     schemas.push(schema);
                 }
             }
-        }
-        let id = (cluster.clone(), name.to_string());
-        if let Some((was, apis)) = self.by_export.lock().get(&id)
-            && *was == made
-        {
-            let apis = apis.clone();
-            return Some(Export {
-                cluster: cluster.clone(),
-                name: name.to_string(),
-                object,
-                apis,
-            });
         }
         let apis = Arc::new(build(server, &identity, &schemas));
         let mut by_export = self.by_export.lock();
@@ -110,13 +95,7 @@ impl ServedApis {
                 .is_some()
         });
         by_export.insert(id, (made, apis.clone()));
-        drop(by_export);
-        Some(Export {
-            cluster: cluster.clone(),
-            name: name.to_string(),
-            object,
-            apis,
-        })
+        Some(apis)
     }
 }
 
