@@ -8,7 +8,7 @@ use kcp_e2e::python::{python_with_kubernetes, script};
 use kcp_e2e::{Caller, Shard, StoreKind, json_str, on_both_stores};
 use serde_json::{Value, json};
 
-on_both_stores!(apiexport_virtual_workspace);
+on_both_stores!(apiexport_virtual_workspace, object_partitions);
 
 const BOB_TOKEN: &str = "vw-bob-token-51c2e0";
 const ALICE_TOKEN: &str = "vw-alice-token-93d7aa";
@@ -315,4 +315,302 @@ fn apiexport_virtual_workspace(store: StoreKind) {
         let slice = provider().json(&["get", "apiexportendpointslice", "cowboys", "-o", "json"]);
         slice["status"].get("endpoints").is_none().then_some(())
     });
+}
+
+const EVE_TOKEN: &str = "vw-eve-token-0f31b7";
+const TED_TOKEN: &str = "vw-ted-token-6c2a90";
+
+/// A Cowboy with `labels` (`key: value` lines' YAML flow map, e.g. `{region: east}`).
+fn labelled_cowboy(name: &str, labels: &str) -> String {
+    format!(
+        "apiVersion: wildwest.dev/v1alpha1\nkind: Cowboy\nmetadata:\n  name: {name}\n  namespace: default\n  labels: {labels}\nspec:\n  intent: ride\n"
+    )
+}
+
+/// An endpoint slice of the provider's `cowboys`, with an object partition `region=<value>`
+/// unless `value` is empty.
+fn slice(name: &str, value: &str) -> String {
+    let partition = match value {
+        "" => String::new(),
+        value => format!("  objectPartition: {{labelKey: region, value: {value}}}\n"),
+    };
+    format!(
+        "apiVersion: apis.kcp.io/v1alpha1\nkind: APIExportEndpointSlice\nmetadata: {{name: {name}}}\nspec:\n  export: {{path: root:provider, name: cowboys}}\n{partition}"
+    )
+}
+
+/// The events of a watch answer, as `(type, cluster/name)`.
+fn events(body: &str) -> Vec<(String, String)> {
+    (body.lines())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|e| {
+            let object = &e["object"];
+            (
+                json_str(&e, "/type").to_string(),
+                format!(
+                    "{}/{}",
+                    json_str(object, "/metadata/annotations/kcp.io~1cluster"),
+                    json_str(object, "/metadata/name")
+                ),
+            )
+        })
+        .collect()
+}
+
+/// Object-partitioned endpoint slices (beyond kcp, kcp-dev/kcp#3497): each partition's URL
+/// serves only its own objects, keeps writes in it, moves relabelled objects between watchers,
+/// and is granted on its own; a tenant who may bind cannot mint one.
+fn object_partitions(store: StoreKind) {
+    let shard = Shard::start_with_tokens(
+        store,
+        &format!("{EVE_TOKEN},eve,eve-uid\n{TED_TOKEN},ted,ted-uid\n"),
+    );
+    for ws in ["provider", "one", "two"] {
+        create_ready_workspace(&shard, ws);
+    }
+    publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
+    for ws in ["one", "two"] {
+        bind_and_wait(&shard, &format!("root:{ws}"), "root:provider");
+    }
+    let provider_lc = cluster_of(&shard, "provider");
+    let (one, two) = (cluster_of(&shard, "one"), cluster_of(&shard, "two"));
+    for (ws, name, labels) in [
+        ("one", "e1", "{region: east}"),
+        ("one", "w1", "{region: west}"),
+        ("one", "u1", "{}"),
+        ("two", "e2", "{region: east}"),
+    ] {
+        let file = shard.write_file(&format!("{name}.yaml"), &labelled_cowboy(name, labels));
+        (shard.kubectl_cmd().cluster(&format!("root:{ws}"))).ok(&[
+            "create",
+            "-f",
+            file.to_str().unwrap_or_default(),
+        ]);
+    }
+    let provider = || shard.kubectl_cmd().cluster("root:provider");
+    let file = shard.write_file(
+        "partitions.yaml",
+        &[slice("cowboys-east", "east"), slice("cowboys-west", "west")].join("---\n"),
+    );
+    provider().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let url_of = |name: &str| {
+        shard.eventually(&format!("{name}'s URL"), || {
+            let slice = provider().json(&["get", "apiexportendpointslice", name, "-o", "json"]);
+            let url = json_str(&slice, "/status/endpoints/0/url").to_string();
+            (!url.is_empty()).then_some(url)
+        })
+    };
+    let (east, west, whole) = (
+        url_of("cowboys-east"),
+        url_of("cowboys-west"),
+        url_of("cowboys"),
+    );
+    assert_eq!(
+        east,
+        format!(
+            "{}/services/apiexportslice/{provider_lc}/cowboys-east",
+            shard.base_url()
+        )
+    );
+    let path_of = |url: &str| url.trim_start_matches(shard.base_url()).to_string();
+    let cowboys = |url: &str| {
+        format!(
+            "{}/clusters/*/apis/wildwest.dev/v1alpha1/cowboys",
+            path_of(url)
+        )
+    };
+
+    // Each partition lists its own objects; unlabelled ones only on the export's endpoint.
+    // Listed as an informer lists (kubectl's `-o json` list carries no resourceVersion).
+    let listed = |url: &str| {
+        let (code, body) = shard.curl("GET", &cowboys(url), None);
+        assert_eq!(code, 200, "{body}");
+        let list: Value = serde_json::from_str(&body).unwrap_or_default();
+        (
+            names(&list),
+            json_str(&list, "/metadata/resourceVersion").to_string(),
+        )
+    };
+    let sorted = |mut v: Vec<String>| {
+        v.sort();
+        v
+    };
+    let (east_names, east_rv) = listed(&east);
+    assert_eq!(
+        east_names,
+        sorted(vec![format!("{one}/e1"), format!("{two}/e2")])
+    );
+    let (west_names, west_rv) = listed(&west);
+    assert_eq!(west_names, [format!("{one}/w1")]);
+    let (all_names, _) = listed(&whole);
+    assert_eq!(all_names.len(), 4, "{all_names:?}");
+    let resources = (shard.kubectl_cmd().server(&format!("{east}/clusters/*"))).ok(&[
+        "api-resources",
+        "-o",
+        "name",
+    ]);
+    assert!(resources.contains("cowboys.wildwest.dev"), "{resources}");
+
+    // One object of another partition, or of none, is not there.
+    let in_east_one = || {
+        shard
+            .kubectl_cmd()
+            .server(&format!("{east}/clusters/{one}"))
+    };
+    for name in ["w1", "u1"] {
+        let refused = in_east_one().fails(&["get", "cowboy", name, "-n", "default"]);
+        assert!(
+            refused.contains("NotFound") || refused.contains("not found"),
+            "{refused}"
+        );
+        let refused = in_east_one().fails(&["delete", "cowboy", name, "-n", "default"]);
+        assert!(refused.contains("not found"), "{refused}");
+    }
+    in_east_one().ok(&["get", "cowboy", "e1", "-n", "default"]);
+
+    // Writes stay in the partition: a create gets its label, another value is refused.
+    let file = shard.write_file("kid.yaml", &labelled_cowboy("kid", "{}"));
+    in_east_one().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let kid = (shard.kubectl_cmd().cluster("root:one"))
+        .json(&["get", "cowboy", "kid", "-n", "default", "-o", "json"]);
+    assert_eq!(json_str(&kid, "/metadata/labels/region"), "east", "{kid}");
+    let file = shard.write_file("rogue.yaml", &labelled_cowboy("rogue", "{region: west}"));
+    let refused = in_east_one().fails(&["create", "-f", file.to_str().unwrap_or_default()]);
+    assert!(
+        refused.contains("protected label region must have value east"),
+        "{refused}"
+    );
+    let refused = in_east_one().fails(&[
+        "label",
+        "cowboy",
+        "e1",
+        "-n",
+        "default",
+        "region=west",
+        "--overwrite",
+    ]);
+    assert!(
+        refused.contains("protected label region must have value east"),
+        "{refused}"
+    );
+    in_east_one().ok(&["delete", "cowboy", "kid", "-n", "default"]);
+
+    // Relabelled from east to west (by the consumer): DELETED for the east watcher, ADDED for
+    // the west one, each resuming from its own list.
+    (shard.kubectl_cmd().cluster("root:two")).ok(&[
+        "label",
+        "cowboy",
+        "e2",
+        "-n",
+        "default",
+        "region=west",
+        "--overwrite",
+    ]);
+    let watched = |url: &str, rv: &str| {
+        let (code, body) = shard.curl(
+            "GET",
+            &format!(
+                "{}?watch=true&resourceVersion={rv}&timeoutSeconds=2",
+                cowboys(url)
+            ),
+            None,
+        );
+        assert_eq!(code, 200, "{body}");
+        events(&body)
+    };
+    let e2 = format!("{two}/e2");
+    let kid = format!("{one}/kid");
+    assert_eq!(
+        watched(&east, &east_rv),
+        [
+            ("ADDED".to_string(), kid.clone()),
+            ("DELETED".to_string(), kid),
+            ("DELETED".to_string(), e2.clone())
+        ]
+    );
+    assert_eq!(watched(&west, &west_rv), [("ADDED".to_string(), e2)]);
+
+    // A partition is granted on its own: eve may use east, not west nor the whole export.
+    let as_eve = Caller::Token(EVE_TOKEN.to_string());
+    let eve_get = |url: &str| shard.curl_with(&as_eve, "GET", &cowboys(url), &[], None);
+    let (code, body) = eve_get(&east);
+    assert_eq!(code, 403, "{body}");
+    let status: Value = serde_json::from_str(&body).unwrap_or_default();
+    assert!(
+        json_str(&status, "/message").contains(&format!(
+            "API export endpoint slice: \"cowboys-east\", workspace: \"{provider_lc}\""
+        )),
+        "{body}"
+    );
+    let grant = shard.write_file(
+        "east.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: cowboys-east}\nrules:\n- {apiGroups: [apis.kcp.io], resources: [apiexportendpointslices/content], resourceNames: [cowboys-east], verbs: [\"*\"]}\n- {nonResourceURLs: [\"/\"], verbs: [access]}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: cowboys-east}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: cowboys-east}\nsubjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: eve}\n",
+    );
+    provider().ok(&["apply", "-f", grant.to_str().unwrap_or_default()]);
+    let (code, body) = eve_get(&east);
+    assert_eq!(code, 200, "{body}");
+    let list: Value = serde_json::from_str(&body).unwrap_or_default();
+    assert_eq!(names(&list), [format!("{one}/e1")], "{list}");
+    for other in [&west, &whole] {
+        let (code, body) = eve_get(other);
+        assert_eq!(code, 403, "{other}: {body}");
+    }
+    // A slice that is not there tells its existence to nobody without access to it.
+    let (code, _) = shard.curl_with(
+        &as_eve,
+        "GET",
+        &format!("/services/apiexportslice/{provider_lc}/cowboys-nowhere/clusters/*/apis"),
+        &[],
+        None,
+    );
+    assert_eq!(code, 403);
+
+    // The partition is immutable.
+    let refused = provider().fails(&[
+        "patch",
+        "apiexportendpointslice",
+        "cowboys-east",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"objectPartition":{"value":"north"}}}"#,
+    ]);
+    assert!(
+        refused.contains("objectPartition is immutable"),
+        "{refused}"
+    );
+
+    // ted may create slices: one needs bind on the export, a partitioned one content access.
+    let as_ted = Caller::Token(TED_TOKEN.to_string());
+    let create_slice = |name: &str, value: &str| {
+        shard.curl_with(
+            &as_ted,
+            "POST",
+            "/clusters/root:provider/apis/apis.kcp.io/v1alpha1/apiexportendpointslices",
+            &[],
+            Some(("application/yaml", &slice(name, value))),
+        )
+    };
+    let rbac = |verbs: &str| {
+        format!(
+            "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {{name: ted}}\nrules:\n- {{apiGroups: [apis.kcp.io], resources: [apiexportendpointslices], verbs: [create, get]}}\n- {{apiGroups: [apis.kcp.io], resources: [apiexports], verbs: [{verbs}]}}\n- {{nonResourceURLs: [\"/\"], verbs: [access]}}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {{name: ted}}\nroleRef: {{apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: ted}}\nsubjects:\n- {{apiGroup: rbac.authorization.k8s.io, kind: User, name: ted}}\n"
+        )
+    };
+    let file = shard.write_file("ted.yaml", &rbac("get"));
+    provider().ok(&["apply", "-f", file.to_str().unwrap_or_default()]);
+    let (code, body) = create_slice("teds", "");
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("unable to create APIExportEndpointSlice: no permission to bind to export root:provider:cowboys"),
+        "{body}"
+    );
+    let file = shard.write_file("ted.yaml", &rbac("get, bind"));
+    provider().ok(&["apply", "-f", file.to_str().unwrap_or_default()]);
+    let (code, body) = create_slice("teds", "");
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = create_slice("teds-east", "east");
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains("no content access to export root:provider:cowboys"),
+        "{body}"
+    );
 }

@@ -5,7 +5,8 @@
 //! APIBinding and are served the API as if it were their own CRD, their objects stored under the
 //! export's identity. This crate holds:
 //!
-//! - [`admission`]: kcp's admission of APIResourceSchemas, APIExports and APIBindings (`bind`).
+//! - [`admission`]: kcp's admission of APIResourceSchemas, APIExports, APIBindings and
+//!   APIExportEndpointSlices (`bind`).
 //! - [`identity`]: the identity Secret and hash of every APIExport, and its default endpoint slice.
 //! - [`locks`]: which binding or CRD holds each group/resource of a logical cluster.
 //! - [`claims`]: the permission claims bindings accepted, and the labels they stamp.
@@ -27,6 +28,7 @@ pub mod policy;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::hooks::{AdmissionPlugins, Bootstrap, ClusterResolver};
 use kcp_apiserver::registry::keyspace;
@@ -77,11 +79,19 @@ impl Apis {
                 ];
                 match admission::BindingAdmission::new(
                     ctx.cache.clone(),
-                    resolver,
+                    resolver.clone(),
                     ctx.authorizers.clone(),
                 ) {
                     Some(binding) => early.push(Arc::new(binding)),
                     None => tracing::error!("APIBinding admission: a kind is missing"),
+                }
+                match admission::EndpointSliceAdmission::new(
+                    ctx.cache.clone(),
+                    resolver,
+                    ctx.authorizers.clone(),
+                ) {
+                    Some(slices) => early.push(Arc::new(slices)),
+                    None => tracing::error!("APIExportEndpointSlice admission: a kind is missing"),
                 }
                 // After the binding's: an APIBinding's claim label follows its export label.
                 early.push(Arc::new(admission::ClaimAdmission::new(shared.clone())));
@@ -101,6 +111,25 @@ impl Apis {
         identity::spawn(server.clone(), self.resolver.clone());
         binding::spawn(server.clone(), self.resolver.clone(), self.shared.clone());
     }
+}
+
+/// The logical cluster an export reference's `path` leads to, seen from `cluster` (where the
+/// binding or endpoint slice naming it lives): that cluster itself without a path. `None` when no
+/// workspace has that path. Whether the export is there is the caller's to check.
+pub fn export_cluster(
+    resolver: Option<&dyn ClusterResolver>,
+    cluster: &LogicalClusterName,
+    path: &str,
+) -> Option<LogicalClusterName> {
+    if path.is_empty() {
+        return Some(cluster.clone());
+    }
+    let path = WorkspacePath::parse(path).ok()?;
+    if let Some(found) = resolver.and_then(|r| r.cluster_of(&path)) {
+        return Some(found);
+    }
+    // A logical cluster's own name reaches it too, as kcp's index by path and name keys exports.
+    path.as_cluster_name()
 }
 
 /// At start-up, every logical cluster with bindings serves what they bind before the first

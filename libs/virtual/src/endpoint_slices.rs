@@ -13,7 +13,7 @@ use std::time::Duration;
 use kcp_api_types::ResourceDef;
 use kcp_api_types::apis::{EXPORT_LABEL, GROUP, export_label_value};
 use kcp_api_types::conditions::{same_status, with_transition_times};
-use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::hooks::ClusterResolver;
@@ -36,6 +36,16 @@ pub fn export_url(base: &str, cluster: &str, name: &str) -> String {
         "{}/services/{}/{cluster}/{name}",
         base.trim_end_matches('/'),
         crate::apiexport::FAMILY
+    )
+}
+
+/// The URL of the object-partitioned slice `name` of `cluster` (served by
+/// [`crate::apiexportslice`]).
+pub fn slice_url(base: &str, cluster: &str, name: &str) -> String {
+    format!(
+        "{}/services/{}/{cluster}/{name}",
+        base.trim_end_matches('/'),
+        crate::apiexportslice::FAMILY
     )
 }
 
@@ -328,9 +338,14 @@ impl Controller {
         // This shard's entry only; with several shards each would add its own (kcp applies it
         // server-side with the shard's field manager), which one shard does not need yet.
         if selected && hosting {
-            status["endpoints"] = json!([{
-                "url": export_url(&self.base_url, export_cluster.as_str(), export_name),
-            }]);
+            let url = match slice.pointer("/spec/objectPartition") {
+                Some(_) => {
+                    let name = text(slice, "/metadata/name");
+                    slice_url(&self.base_url, cluster.as_str(), name)
+                }
+                None => export_url(&self.base_url, export_cluster.as_str(), export_name),
+            };
+            status["endpoints"] = json!([{ "url": url }]);
         }
         status
     }
@@ -341,14 +356,7 @@ impl Controller {
         cluster: &LogicalClusterName,
         path: &str,
     ) -> Option<LogicalClusterName> {
-        if path.is_empty() {
-            return Some(cluster.clone());
-        }
-        let path = WorkspacePath::parse(path).ok()?;
-        if let Some(name) = path.as_cluster_name() {
-            return Some(name);
-        }
-        self.resolver.as_ref()?.cluster_of(&path)
+        kcp_apis::export_cluster(self.resolver.as_deref(), cluster, path)
     }
 
     /// Whether this server's Shard object's labels match a Partition's selector.

@@ -9,10 +9,13 @@
 //!
 //! - [`apiexport`]: `/services/apiexport/<export cluster>/<export>/...`, a provider's view of
 //!   every instance of its exported resources across the logical clusters that bind them.
+//! - [`apiexportslice`]: `/services/apiexportslice/<slice cluster>/<slice>/...`, the part of an
+//!   export's endpoint an object-partitioned endpoint slice names (beyond kcp).
 //! - [`endpoint_slices`]: publishes this server's URL in the APIExportEndpointSlices of exports
 //!   it hosts bindings of.
 
 pub mod apiexport;
+pub mod apiexportslice;
 pub mod endpoint_slices;
 
 use std::sync::Arc;
@@ -38,12 +41,14 @@ impl VirtualWorkspaces {
         if !self.serve {
             return builder;
         }
-        match apiexport::ApiExportWorkspace::new() {
-            Some(workspace) => builder.virtual_workspace(Arc::new(workspace)),
-            None => {
-                tracing::error!("APIExport virtual workspace: kcp's kinds are missing; not served");
-                builder
-            }
+        let Some(exports) = apiexport::ApiExportWorkspace::new().map(Arc::new) else {
+            tracing::error!("APIExport virtual workspace: kcp's kinds are missing; not served");
+            return builder;
+        };
+        let builder = builder.virtual_workspace(exports.clone());
+        match apiexportslice::PartitionWorkspace::new(exports, self.resolver.clone()) {
+            Some(partitions) => builder.virtual_workspace(Arc::new(partitions)),
+            None => builder,
         }
     }
 

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use kcp_api_types::apis::{EXPORT_LABEL, GROUP, conversion, export_label_value};
-use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::admission::{Admission, Attributes, Operation};
 use kcp_apiserver::hooks::ClusterResolver;
@@ -48,16 +48,9 @@ impl BindingAdmission {
     /// The logical cluster of the export `reference` names, seen from `cluster`; `None` when no
     /// such export is known here.
     fn export_cluster(&self, cluster: &str, reference: &Reference) -> Option<LogicalClusterName> {
-        let export_cluster = match reference.path.as_str() {
-            "" => LogicalClusterName::parse(cluster).ok()?,
-            path => {
-                let path = WorkspacePath::parse(path).ok()?;
-                match path.as_cluster_name() {
-                    Some(name) if name.as_str() == kcp_api_types::tenancy::ROOT => name,
-                    _ => self.resolver.as_ref()?.cluster_of(&path)?,
-                }
-            }
-        };
+        let cluster = LogicalClusterName::parse(cluster).ok()?;
+        let export_cluster =
+            crate::export_cluster(self.resolver.as_deref(), &cluster, &reference.path)?;
         let key = self.exports.object(&export_cluster, None, &reference.name);
         self.cache.get(&key).map(|_| export_cluster)
     }

@@ -4,12 +4,14 @@
 mod binding;
 mod claims;
 mod crd;
+mod endpoint_slice;
 mod export;
 mod resource_schema;
 
 pub use binding::BindingAdmission;
 pub use claims::ClaimAdmission;
 pub use crd::CrdAdmission;
+pub use endpoint_slice::EndpointSliceAdmission;
 pub use export::ExportAdmission;
 pub use resource_schema::ResourceSchemaAdmission;
 

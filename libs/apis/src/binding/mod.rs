@@ -18,7 +18,7 @@ use std::time::Duration;
 use kcp_api_types::ResourceDef;
 use kcp_api_types::apis::{BINDING_FINALIZER, GROUP};
 use kcp_api_types::conditions::{same_status, with_transition_times};
-use kcp_apimachinery::logical_cluster::{LogicalClusterName, WorkspacePath};
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::hooks::ClusterResolver;
@@ -285,18 +285,8 @@ impl Controller {
             p => p.to_string(),
         };
         let not_found = || format!("APIExport {shown}|{name} not found");
-        let export_cluster = match path {
-            "" => cluster.clone(),
-            path => {
-                let path = WorkspacePath::parse(path).map_err(|_| not_found())?;
-                match path.as_cluster_name() {
-                    Some(root) if root.as_str() == kcp_api_types::tenancy::ROOT => root,
-                    _ => (self.resolver.as_ref())
-                        .and_then(|r| r.cluster_of(&path))
-                        .ok_or_else(not_found)?,
-                }
-            }
-        };
+        let export_cluster =
+            crate::export_cluster(self.resolver.as_deref(), cluster, path).ok_or_else(not_found)?;
         let key = keyspace(&self.defs.exports).object(&export_cluster, None, name);
         let export = (server.registry().cache().get(&key))
             .and_then(|e| e.value().ok())

@@ -14,7 +14,7 @@ use super::RequestContext;
 use crate::codec::{self, Output, Produces, negotiate};
 use crate::registry::{
     DeleteOptions, DeleteOutcome, ListOptions, ListScope, ObjectRef, Selectors, UpdateKind,
-    WriteOptions, Written,
+    WriteOptions, Written, required_labels,
 };
 use crate::table::{self, IncludeObject};
 use crate::watch_cache::CachedObject;
@@ -168,7 +168,11 @@ impl ApiServer {
                         .await
                         .map_err(crate::registry::cache_error)?;
                 }
-                let obj = self.registry.get(&def, object_ref(cluster, req)?).await?;
+                let at = object_ref(cluster, req)?;
+                let obj = self.registry.get(&def, at).await?;
+                if !required_labels::carried(&ctx.required_labels, |k| obj.labels.get(k)) {
+                    return Err(required_labels::not_found(&def, at.name));
+                }
                 encode_object(ctx, &def, &obj.json.to_bytes(), output, StatusCode::OK)
             }
             "list" => {
@@ -215,6 +219,7 @@ impl ApiServer {
                 let opts = WriteOptions {
                     dry_run: ctx.dry_run()?,
                     user: Some(&ctx.user),
+                    required_labels: &ctx.required_labels,
                     ..Default::default()
                 };
                 let cluster = cluster.ok_or_else(ApiError::path_not_found)?;
@@ -241,6 +246,7 @@ impl ApiServer {
                 let opts = WriteOptions {
                     dry_run: ctx.dry_run()?,
                     user: Some(&ctx.user),
+                    required_labels: &ctx.required_labels,
                     ..Default::default()
                 };
                 let at = object_ref(cluster, req)?;
@@ -452,6 +458,7 @@ impl ApiServer {
         let opts = WriteOptions {
             dry_run: ctx.dry_run()?,
             user: Some(&ctx.user),
+            required_labels: &ctx.required_labels,
             ..Default::default()
         };
         if patch_type == PatchType::Apply {
@@ -780,6 +787,7 @@ fn delete_options(ctx: &RequestContext, raw: &[u8]) -> Result<DeleteOptions, Api
         opts.dry_run = true;
     }
     opts.user = Some(ctx.user.clone());
+    opts.required_labels = ctx.required_labels.clone();
     Ok(opts)
 }
 

@@ -23,6 +23,9 @@ pub struct DeleteOptions {
     pub propagation_policy: Option<String>,
     /// The requesting user, for admission; `None` for the shard's own deletes, which are not admitted.
     pub user: Option<kcp_auth::UserInfo>,
+    /// Labels the object must carry to be deleted (a virtual workspace's view:
+    /// [`super::required_labels`]); without them it is not found.
+    pub required_labels: Vec<(String, String)>,
 }
 
 /// Finalizer asking the garbage collector to strip the owner's references from its dependents first.
@@ -221,6 +224,9 @@ impl Registry {
         for _ in 0..MAX_ATTEMPTS {
             let current = self.get(def, at).await?;
             let obj = current.value().map_err(ApiError::internal)?;
+            if !super::required_labels::carried_by(&opts.required_labels, &obj) {
+                return Err(super::required_labels::not_found(def, at.name));
+            }
             if let Some(uid) = &opts.precondition_uid
                 && uid != meta_str(&obj, "uid")
             {

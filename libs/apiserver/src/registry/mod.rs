@@ -7,6 +7,7 @@ mod delete;
 pub mod keyspaces;
 mod list;
 pub(crate) mod metadata;
+pub mod required_labels;
 pub(crate) mod resource_version;
 mod watch;
 mod write;

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 
 use super::companions::{namespaces_created, resource_of};
 use super::metadata::{self, meta_mut, meta_str};
-use super::{ObjectRef, Registry, keyspace, store_error};
+use super::{ObjectRef, Registry, keyspace, required_labels, store_error};
 use crate::admission::{Operation, Target};
 use crate::watch_cache::decorate;
 
@@ -88,6 +88,9 @@ pub struct WriteOptions<'a> {
     /// A create keeps the object's status even for a kind with a status subresource. Only for the
     /// shard's own writes (`user` None), e.g. a LogicalCluster created already initialized.
     pub with_status: bool,
+    /// Labels the write must leave the object with, and an updated object must already carry
+    /// (a virtual workspace's view: [`super::required_labels`]).
+    pub required_labels: &'a super::required_labels::RequiredLabels,
 }
 
 /// Which part of an object an update may change.
@@ -282,6 +285,8 @@ impl Registry {
         mut obj: Value,
         opts: WriteOptions<'_>,
     ) -> Result<Written, ApiError> {
+        let name = meta_str(&obj, "name").to_string();
+        required_labels::force(def, &name, opts.required_labels, &mut obj)?;
         let generate = self
             .admit_new(def, cluster, namespace, &mut obj, opts, true)
             .await?;
@@ -710,7 +715,11 @@ impl Registry {
             (cached.value().map_err(ApiError::internal)?, cached.revision);
         for _ in 0..UPDATE_ATTEMPTS {
             let (old, old_rev) = &current;
-            let desired = mutate(old)?;
+            if !required_labels::carried_by(opts.required_labels, old) {
+                return Err(required_labels::not_found(def, at.name));
+            }
+            let mut desired = mutate(old)?;
+            required_labels::force(def, at.name, opts.required_labels, &mut desired)?;
             let precondition = meta_str(&desired, "resourceVersion").to_string();
             if !precondition.is_empty() {
                 match precondition.parse::<Revision>() {

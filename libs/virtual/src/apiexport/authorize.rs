@@ -3,8 +3,10 @@
 //! 1. **Bound API** (requests into one logical cluster for a resource): the cluster must have a
 //!    binding of this export, and the resource must be one it bound, or its APIBindings, which
 //!    are read-only here (writing them would let a provider rewrite what a consumer accepted).
-//! 2. **Content**: the caller must hold the request's verb on `apiexports/content` of the export,
-//!    in the export's workspace (discovery and other non-resource requests: `get`).
+//! 2. **Content**: the caller must hold the request's verb on the `content` subresource the
+//!    endpoint names ([`Content`]): `apiexports/content` of the export, in the export's workspace,
+//!    as kcp asks; or, on an object-partitioned endpoint, `apiexportendpointslices/content` of
+//!    the slice, in the slice's workspace (discovery and other non-resource requests: `get`).
 //!
 //! The refusals carry kcp's reasons, in the words of a Kubernetes 403.
 
@@ -27,11 +29,31 @@ pub const NOT_BOUND: &str = "failed to find suitable reason to allow access in A
 pub const BINDINGS_READ_ONLY: &str =
     "write access to APIBinding is not allowed from virtual workspace";
 
-/// Decides a request of the export's virtual workspace; `attrs` are the request's own.
+/// Whose `content` subresource grants an endpoint's use.
+pub struct Content<'a> {
+    /// `apiexports`, or `apiexportendpointslices` for a partition.
+    pub resource: &'a str,
+    pub name: &'a str,
+    /// The logical cluster the object is in.
+    pub cluster: &'a str,
+}
+
+impl Content<'_> {
+    /// How a refusal names what was not granted (kcp's words for an export).
+    fn shown(&self) -> &'static str {
+        match self.resource {
+            "apiexports" => "API export",
+            _ => "API export endpoint slice",
+        }
+    }
+}
+
+/// Decides a request of an export's virtual workspace; `attrs` are the request's own.
 pub fn authorize(
     server: &ApiServer,
     bindings: &kcp_api_types::ResourceDef,
     scope: &Scope<'_>,
+    content: &Content<'_>,
     user: &UserInfo,
     target: &Target,
     attrs: &Attributes<'_>,
@@ -60,27 +82,28 @@ pub fn authorize(
         Target::Resource(r) => r.verb.as_str(),
         _ => "get",
     };
-    let content = Attributes {
+    let review = Attributes {
         user: Some(user),
-        cluster: scope.export_cluster.as_str(),
+        cluster: content.cluster,
         verb,
         resource_request: true,
         api_group: GROUP,
         api_version: "v1alpha1",
-        resource: "apiexports",
+        resource: content.resource,
         subresource: "content",
-        name: scope.export_name,
+        name: content.name,
         ..Attributes::default()
     };
-    let said = match server.decide(&content) {
+    let said = match server.decide(&review) {
         Decision::Allow => return Ok(()),
         Decision::Deny(said) => said,
         Decision::NoOpinion => String::new(),
     };
     let reason = format!(
-        "API export: {:?}, workspace: {:?} RBAC decision: {said}",
-        scope.export_name,
-        scope.export_cluster.as_str()
+        "{}: {:?}, workspace: {:?} RBAC decision: {said}",
+        content.shown(),
+        content.name,
+        content.cluster
     );
     Err(server.refusal(user, attrs, &reason))
 }

@@ -28,10 +28,10 @@ use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::hooks::{Routed, VirtualRequest, VirtualWorkspace};
-use kcp_apiserver::registry::keyspace;
 use kcp_controllers::builtin;
 use kcp_http::request_info::{ClusterTarget, ServiceFamily, Target};
 
+use authorize::Content;
 use served::ServedApis;
 
 /// The family's name in `/services/<name>/...`.
@@ -60,6 +60,61 @@ impl ApiExportWorkspace {
             bindings,
         })
     }
+
+    /// What to serve for `request` into `scope`, once `content` grants it; `partition`: the
+    /// label every exported object served must carry (an object-partitioned endpoint).
+    pub(crate) fn serve(
+        &self,
+        server: &ApiServer,
+        request: &VirtualRequest<'_>,
+        scope: &Scope<'_>,
+        content: &Content<'_>,
+        partition: Option<(String, String)>,
+    ) -> Result<Routed, ApiError> {
+        let info = request.info;
+        let attrs = request.attributes();
+        authorize::authorize(
+            server,
+            &self.bindings,
+            scope,
+            content,
+            request.user,
+            &info.target,
+            &attrs,
+        )?;
+        let apis = match self
+            .served
+            .export(server, scope.export_cluster, scope.export_name)
+        {
+            Some(apis) => apis,
+            None => Arc::new(kcp_apiserver::discovery::ApiSet::new(Vec::new())),
+        };
+        let required_labels = match &info.target {
+            // Only this export's bindings, which admission labels with it.
+            Target::Resource(r) if r.group == GROUP && r.resource == "apibindings" => vec![(
+                EXPORT_LABEL.to_string(),
+                export_label_value(scope.export_cluster, scope.export_name),
+            )],
+            _ => partition.into_iter().collect(),
+        };
+        Ok(Routed {
+            info: info.clone(),
+            apis,
+            required_labels,
+        })
+    }
+}
+
+/// The logical cluster a request of a family addresses: one by name, or all (`None`).
+pub(crate) fn target_cluster<'a>(
+    request: &VirtualRequest<'a>,
+) -> Result<Option<&'a LogicalClusterName>, ApiError> {
+    match &request.info.cluster {
+        ClusterTarget::Wildcard => Ok(None),
+        ClusterTarget::Name(name) => Ok(Some(name)),
+        // One logical cluster by its name, or all of them; nothing else is addressed here.
+        _ => Err(ApiError::path_not_found()),
+    }
 }
 
 #[async_trait]
@@ -76,56 +131,21 @@ impl VirtualWorkspace for ApiExportWorkspace {
         server: &ApiServer,
         request: &VirtualRequest<'_>,
     ) -> Result<Routed, ApiError> {
-        let info = request.info;
         let [export_cluster, export_name] = request.params() else {
             return Err(ApiError::path_not_found());
         };
         let export_cluster =
             LogicalClusterName::parse(export_cluster).map_err(|_| ApiError::path_not_found())?;
-        let cluster = match &info.cluster {
-            ClusterTarget::Wildcard => None,
-            ClusterTarget::Name(name) => Some(name),
-            // One logical cluster by its name, or all of them; nothing else is addressed here.
-            _ => return Err(ApiError::path_not_found()),
-        };
         let scope = Scope {
             export_cluster: &export_cluster,
             export_name,
-            cluster,
+            cluster: target_cluster(request)?,
         };
-        let attrs = request.attributes();
-        authorize::authorize(
-            server,
-            &self.bindings,
-            &scope,
-            request.user,
-            &info.target,
-            &attrs,
-        )?;
-        let apis = match self.served.export(server, &export_cluster, export_name) {
-            Some(apis) => apis,
-            None => Arc::new(kcp_apiserver::discovery::ApiSet::new(Vec::new())),
+        let content = Content {
+            resource: "apiexports",
+            name: export_name,
+            cluster: export_cluster.as_str(),
         };
-        let mut required_labels = Vec::new();
-        if let Target::Resource(r) = &info.target
-            && r.group == GROUP
-            && r.resource == "apibindings"
-        {
-            // Only this export's bindings, which admission labels with it.
-            let value = export_label_value(&export_cluster, export_name);
-            if let (Some(name), Some(cluster)) = (&r.name, cluster) {
-                let key = keyspace(&self.bindings).object(cluster, None, name);
-                let cached = server.registry().cache().get(&key);
-                if cached.is_none_or(|b| b.labels.get(EXPORT_LABEL) != Some(value.as_str())) {
-                    return Err(ApiError::not_found(GROUP, "apibindings", name));
-                }
-            }
-            required_labels.push((EXPORT_LABEL.to_string(), value));
-        }
-        Ok(Routed {
-            info: info.clone(),
-            apis,
-            required_labels,
-        })
+        self.serve(server, request, &scope, &content, None)
     }
 }

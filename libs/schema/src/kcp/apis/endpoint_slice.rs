@@ -28,6 +28,27 @@ fn shards() -> Value {
     })
 }
 
+/// An object partition (beyond kcp, kcp-dev/kcp#3497): the slice's URLs serve only the export's
+/// objects carrying one label value.
+fn object_partition() -> Value {
+    json!({
+        "type": "object",
+        "description": "Restricts the slice's endpoints to the export's objects labelled \
+                        labelKey=value: lists and watches see only those, writes are kept in \
+                        the partition, and access is granted by the apiexportendpointslices/content \
+                        subresource of this slice. Creating it needs content access to the \
+                        export. Immutable.",
+        "required": ["labelKey", "value"],
+        "properties": {
+            "labelKey": non_empty_string("The label that partitions the objects."),
+            "value": non_empty_string("The label's value in this partition."),
+        },
+        "x-kubernetes-validations": [
+            rule("self == oldSelf", "objectPartition is immutable"),
+        ],
+    })
+}
+
 fn endpoint() -> Value {
     json!({
         "type": "object",
@@ -70,7 +91,14 @@ pub fn api_export_endpoint_slice_schema() -> Value {
                     "partition": string(
                         "Name of a Partition in the slice's workspace; only shards it selects \
                          contribute endpoints."),
+                    "objectPartition": object_partition(),
                 },
+                "x-kubernetes-validations": [
+                    rule(
+                        "has(self.objectPartition) == has(oldSelf.objectPartition)",
+                        "objectPartition must not be added or removed",
+                    ),
+                ],
             },
             "status": {
                 "type": "object",
