@@ -8,7 +8,11 @@ use kcp_e2e::python::{python_with_kubernetes, script};
 use kcp_e2e::{Caller, Shard, StoreKind, json_str, on_both_stores};
 use serde_json::{Value, json};
 
-on_both_stores!(apiexport_virtual_workspace, object_partitions);
+on_both_stores!(
+    apiexport_virtual_workspace,
+    object_partitions,
+    lifecycle_workspaces
+);
 
 const BOB_TOKEN: &str = "vw-bob-token-51c2e0";
 const ALICE_TOKEN: &str = "vw-alice-token-93d7aa";
@@ -613,4 +617,224 @@ fn object_partitions(store: StoreKind) {
         body.contains("no content access to export root:provider:cowboys"),
         "{body}"
     );
+}
+
+const IVAN_TOKEN: &str = "vw-ivan-token-8e14d2";
+const NICK_TOKEN: &str = "vw-nick-token-2b77c5";
+
+/// kcp's initializingworkspaces and terminatingworkspaces virtual workspaces: a controller holding
+/// `initialize` (`terminate`) on a WorkspaceType lists and watches the LogicalClusters waiting on
+/// it, works inside them as their owner, and releases them by removing its own name only.
+fn lifecycle_workspaces(store: StoreKind) {
+    let shard = Shard::start_with_tokens(
+        store,
+        &format!("{IVAN_TOKEN},ivan,ivan-uid\n{NICK_TOKEN},nick,nick-uid\n"),
+    );
+    let types = shard.write_file(
+        "types.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata: {name: slow}\nspec:\n  initializer: true\n  extend: {with: [{name: universal, path: root}]}\n---\napiVersion: tenancy.kcp.io/v1alpha1\nkind: WorkspaceType\nmetadata: {name: guarded}\nspec:\n  terminator: true\n  extend: {with: [{name: universal, path: root}]}\n",
+    );
+    shard.kubectl_ok(&["create", "-f", types.to_str().unwrap_or_default()]);
+    let url_of = |type_name: &str, kind: &str| {
+        shard.eventually(&format!("{type_name}'s {kind} URL"), || {
+            let t = shard.kubectl_json(&["get", "workspacetype", type_name, "-o", "json"]);
+            (t["status"]["virtualWorkspaces"].as_array()?.iter())
+                .find(|w| w["type"] == kind)
+                .map(|w| json_str(w, "/url").to_string())
+        })
+    };
+    let initializing = url_of("slow", "initializing");
+    assert_eq!(
+        initializing,
+        format!(
+            "{}/services/initializingworkspaces/root:slow",
+            shard.base_url()
+        )
+    );
+    let path_of = |url: &str| url.trim_start_matches(shard.base_url()).to_string();
+    let lcs = |url: &str| {
+        format!(
+            "{}/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters",
+            path_of(url)
+        )
+    };
+    for name in ["w1", "w2"] {
+        let file = shard.write_file(
+            &format!("{name}.yaml"),
+            &format!("apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {{name: {name}}}\nspec: {{type: {{name: slow, path: root}}}}\n"),
+        );
+        shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    }
+    let (w1, w2) = (
+        shard.eventually("w1 initializing", || {
+            let ws = shard.kubectl_json(&["get", "workspace", "w1", "-o", "json"]);
+            (ws["status"]["phase"] == "Initializing")
+                .then(|| json_str(&ws, "/spec/cluster").to_string())
+        }),
+        shard.eventually("w2 initializing", || {
+            let ws = shard.kubectl_json(&["get", "workspace", "w2", "-o", "json"]);
+            (ws["status"]["phase"] == "Initializing")
+                .then(|| json_str(&ws, "/spec/cluster").to_string())
+        }),
+    );
+
+    // Nobody without `initialize` on the type.
+    let as_nick = Caller::Token(NICK_TOKEN.to_string());
+    let (code, body) = shard.curl_with(&as_nick, "GET", &lcs(&initializing), &[], None);
+    assert_eq!(code, 403, "{body}");
+    let grant = shard.write_file(
+        "initializer.yaml",
+        "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: slow-initializer}\nrules:\n- {apiGroups: [tenancy.kcp.io], resources: [workspacetypes], resourceNames: [slow, guarded], verbs: [initialize, terminate]}\n- {nonResourceURLs: [\"/\"], verbs: [access]}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: slow-initializer}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: slow-initializer}\nsubjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: User, name: ivan}\n",
+    );
+    shard.kubectl_ok(&["apply", "-f", grant.to_str().unwrap_or_default()]);
+
+    // ivan lists the two clusters waiting on it.
+    let as_ivan = Caller::Token(IVAN_TOKEN.to_string());
+    let ivan = |method: &str, path: &str, body: Option<(&str, &str)>| {
+        shard.curl_with(&as_ivan, method, path, &[], body)
+    };
+    let (code, body) = ivan("GET", &lcs(&initializing), None);
+    assert_eq!(code, 200, "{body}");
+    let list: Value = serde_json::from_str(&body).unwrap_or_default();
+    let mut expected = vec![format!("{w1}/cluster"), format!("{w2}/cluster")];
+    expected.sort();
+    assert_eq!(names(&list), expected, "{list}");
+    let rv = json_str(&list, "/metadata/resourceVersion").to_string();
+    // kubectl across them, as kcp's users do.
+    let listed = (shard
+        .kubectl_cmd()
+        .server(&format!("{initializing}/clusters/*")))
+    .ok(&["get", "logicalclusters", "-o", "name"]);
+    assert_eq!(listed.lines().count(), 2, "{listed}");
+
+    // Inside w1: content as the owner, the LogicalCluster read, its status its own to release.
+    let in_w1 = format!("{}/clusters/{w1}", path_of(&initializing));
+    let (code, body) = ivan(
+        "POST",
+        &format!("{in_w1}/api/v1/namespaces/default/configmaps"),
+        Some((
+            "application/json",
+            r#"{"metadata":{"name":"seeded"},"data":{"by":"initializer"}}"#,
+        )),
+    );
+    assert_eq!(code, 201, "{body}");
+    let seeded = (shard.kubectl_cmd().cluster(&w1)).json(&[
+        "get",
+        "configmap",
+        "seeded",
+        "-n",
+        "default",
+        "-o",
+        "json",
+    ]);
+    assert_eq!(json_str(&seeded, "/data/by"), "initializer", "{seeded}");
+    let lc_path = format!("{in_w1}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster");
+    let (code, body) = ivan("GET", &lc_path, None);
+    assert_eq!(code, 200, "{body}");
+    let (code, body) = ivan(
+        "PATCH",
+        &lc_path,
+        Some((
+            "application/merge-patch+json",
+            r#"{"metadata":{"labels":{"x":"y"}}}"#,
+        )),
+    );
+    assert_eq!(code, 405, "{body}");
+    let (code, body) = ivan(
+        "PATCH",
+        &format!("{lc_path}/status"),
+        Some((
+            "application/merge-patch+json",
+            r#"{"status":{"initializers":["root:slow","root:other"]}}"#,
+        )),
+    );
+    assert_eq!(code, 422, "{body}");
+    assert!(
+        body.contains("only removing the \\\"root:slow\\\" initializer is supported"),
+        "{body}"
+    );
+    let (code, body) = ivan(
+        "PATCH",
+        &format!("{lc_path}/status"),
+        Some((
+            "application/json-patch+json",
+            r#"[{"op":"test","path":"/status/initializers/0","value":"root:slow"},{"op":"remove","path":"/status/initializers/0"}]"#,
+        )),
+    );
+    assert_eq!(code, 200, "{body}");
+    shard.eventually("w1 Ready", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "w1", "-o", "json"]);
+        (ws["status"]["phase"] == "Ready").then_some(())
+    });
+    // Released: w1 left ivan's watch, and its content is no longer his.
+    let (code, body) = ivan(
+        "GET",
+        &format!(
+            "{}?watch=true&resourceVersion={rv}&timeoutSeconds=2",
+            lcs(&initializing)
+        ),
+        None,
+    );
+    assert_eq!(code, 200, "{body}");
+    let seen: Vec<(String, String)> = (body.lines())
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|e| {
+            (
+                json_str(&e, "/type").to_string(),
+                json_str(&e, "/object/metadata/annotations/kcp.io~1cluster").to_string(),
+            )
+        })
+        .collect();
+    assert!(
+        seen.contains(&("DELETED".to_string(), w1.clone())),
+        "{seen:?}"
+    );
+    assert!(!seen.iter().any(|(_, c)| *c == w2), "{seen:?}");
+    let (code, body) = ivan(
+        "GET",
+        &format!("{in_w1}/api/v1/namespaces/default/configmaps"),
+        None,
+    );
+    assert_eq!(code, 403, "{body}");
+    assert!(body.contains("cannot access this workspace"), "{body}");
+
+    // A terminator: the deleted workspace of its type waits until it removes itself.
+    let file = shard.write_file(
+        "g1.yaml",
+        "apiVersion: tenancy.kcp.io/v1alpha1\nkind: Workspace\nmetadata: {name: g1}\nspec: {type: {name: guarded, path: root}}\n",
+    );
+    shard.kubectl_ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let g1 = shard.eventually("g1 Ready", || {
+        let ws = shard.kubectl_json(&["get", "workspace", "g1", "-o", "json"]);
+        (ws["status"]["phase"] == "Ready").then(|| json_str(&ws, "/spec/cluster").to_string())
+    });
+    let terminating = url_of("guarded", "terminating");
+    let (code, body) = ivan("GET", &lcs(&terminating), None);
+    assert_eq!(code, 200, "{body}");
+    let list: Value = serde_json::from_str(&body).unwrap_or_default();
+    assert!(names(&list).is_empty(), "not deleted yet: {list}");
+    shard.kubectl_ok(&["delete", "workspace", "g1", "--wait=false"]);
+    let list = shard.eventually("g1 waiting on its terminator", || {
+        let (_, body) = ivan("GET", &lcs(&terminating), None);
+        let list: Value = serde_json::from_str(&body).ok()?;
+        (!names(&list).is_empty()).then_some(list)
+    });
+    assert_eq!(names(&list), [format!("{g1}/cluster")], "{list}");
+    let g1_lc = format!(
+        "{}/clusters/{g1}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster/status",
+        path_of(&terminating)
+    );
+    let (code, body) = ivan(
+        "PATCH",
+        &g1_lc,
+        Some((
+            "application/json-patch+json",
+            r#"[{"op":"remove","path":"/status/terminators/0"}]"#,
+        )),
+    );
+    assert_eq!(code, 200, "{body}");
+    shard.eventually("g1 gone", || {
+        let out = shard.kubectl_cmd().run(&["get", "workspace", "g1"]);
+        (!out.status.success()).then_some(())
+    });
 }

@@ -109,8 +109,41 @@ pub struct Routed {
     pub info: RequestInfo,
     /// The APIs discovery lists and requests may address.
     pub apis: Arc<crate::discovery::ApiSet>,
-    /// Labels every listed or watched object must carry, beside the caller's own selector.
+    /// Labels every object served must carry: lists and watches select by them, a single object
+    /// without them is not found, writes keep them ([`crate::registry::required_labels`]).
     pub required_labels: Vec<(String, String)>,
+    /// Checks each update through the view beyond the resource's own rules.
+    pub update_check: Option<Arc<dyn UpdateCheck>>,
+    /// Serve it instead as a request into `info`'s logical cluster by this user, authorized and
+    /// answered there as any such request (`apis` and the rest above are then unused): a
+    /// virtual workspace that lets its caller work inside a cluster as someone else.
+    pub as_user: Option<UserInfo>,
+}
+
+impl Routed {
+    /// A view of `apis` for `info`, with nothing else asked.
+    pub fn view(info: RequestInfo, apis: Arc<crate::discovery::ApiSet>) -> Routed {
+        Routed {
+            info,
+            apis,
+            required_labels: Vec::new(),
+            update_check: None,
+            as_user: None,
+        }
+    }
+}
+
+/// A virtual workspace's rule for updates through it (kcp's initializers may only remove
+/// themselves from a LogicalCluster's status).
+pub trait UpdateCheck: Send + Sync {
+    /// Refuses the update of `old` into `new` of a `def` object named `name`, if it must be.
+    fn check(
+        &self,
+        def: &kcp_api_types::ResourceDef,
+        name: &str,
+        old: &serde_json::Value,
+        new: &serde_json::Value,
+    ) -> Result<(), ApiError>;
 }
 
 /// Objects a fresh server needs besides the generic ones, created through the registry.

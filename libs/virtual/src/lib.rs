@@ -11,12 +11,16 @@
 //!   every instance of its exported resources across the logical clusters that bind them.
 //! - [`apiexportslice`]: `/services/apiexportslice/<slice cluster>/<slice>/...`, the part of an
 //!   export's endpoint an object-partitioned endpoint slice names (beyond kcp).
+//! - [`lifecycle`]: `/services/initializingworkspaces/<initializer>/...` and
+//!   `/services/terminatingworkspaces/<terminator>/...`, where outside controllers run the
+//!   initializers and terminators of WorkspaceTypes.
 //! - [`endpoint_slices`]: publishes this server's URL in the APIExportEndpointSlices of exports
 //!   it hosts bindings of.
 
 pub mod apiexport;
 pub mod apiexportslice;
 pub mod endpoint_slices;
+pub mod lifecycle;
 
 use std::sync::Arc;
 
@@ -45,11 +49,21 @@ impl VirtualWorkspaces {
             tracing::error!("APIExport virtual workspace: kcp's kinds are missing; not served");
             return builder;
         };
-        let builder = builder.virtual_workspace(exports.clone());
-        match apiexportslice::PartitionWorkspace::new(exports, self.resolver.clone()) {
-            Some(partitions) => builder.virtual_workspace(Arc::new(partitions)),
-            None => builder,
+        let mut builder = builder.virtual_workspace(exports.clone());
+        if let Some(partitions) =
+            apiexportslice::PartitionWorkspace::new(exports, self.resolver.clone())
+        {
+            builder = builder.virtual_workspace(Arc::new(partitions));
         }
+        for lifecycle in [
+            lifecycle::Lifecycle::Initializing,
+            lifecycle::Lifecycle::Terminating,
+        ] {
+            if let Some(workspace) = lifecycle::LifecycleWorkspace::new(lifecycle) {
+                builder = builder.virtual_workspace(Arc::new(workspace));
+            }
+        }
+        builder
     }
 
     pub fn start_controllers(&self, server: &Arc<ApiServer>) {

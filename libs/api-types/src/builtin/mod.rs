@@ -18,7 +18,8 @@ mod secret_types;
 
 pub use columns::{age_column_for_crd, age_since, human_duration, name_column};
 pub use logical_cluster::{
-    INACTIVE_ANNOTATION, LEGACY_INACTIVE_ANNOTATION, initialized_condition, marked_inactive,
+    INACTIVE_ANNOTATION, INITIALIZER_LABEL_PREFIX, LEGACY_INACTIVE_ANNOTATION,
+    TERMINATOR_LABEL_PREFIX, initialized_condition, lifecycle_label, marked_inactive,
 };
 mod strategies;
 mod webhook_configurations;

@@ -57,12 +57,28 @@ pub struct RequestContext {
     pub required_labels: Vec<(String, String)>,
     /// Came through a virtual workspace: `apis` is all it may address.
     pub virtual_workspace: bool,
+    /// A virtual workspace's rule for updates through it.
+    pub update_check: Option<Arc<dyn crate::hooks::UpdateCheck>>,
 }
 
 /// kcp's answer to `/metrics` under a workspace.
 const SHARD_LEVEL_ONLY: &str = "shard-level endpoint not available at workspace scope\n";
 
 impl RequestContext {
+    /// Refuses an update of `old` into `new` that the virtual workspace served through forbids.
+    pub fn check_update(
+        &self,
+        def: &kcp_api_types::ResourceDef,
+        name: &str,
+        old: &serde_json::Value,
+        new: &serde_json::Value,
+    ) -> Result<(), ApiError> {
+        match &self.update_check {
+            Some(check) => check.check(def, name, old, new),
+            None => Ok(()),
+        }
+    }
+
     /// The write's `dryRun`, refused as its options kind (per the request's verb) when invalid.
     pub fn dry_run(&self) -> Result<bool, ApiError> {
         let verb = match &self.info.target {
@@ -353,8 +369,19 @@ impl ApiServer {
         {
             return Err(refusal);
         }
+        if let Some(user) = routed.as_user {
+            // Inside the cluster as someone else: judged there as their own request would be.
+            self.authorize(&user, &info, &parts.method)?;
+            if let ClusterTarget::Name(name) = &info.cluster {
+                self.check_cluster_exists(name, &user).await?;
+            }
+            let apis = self.api_set(&info.cluster);
+            let ctx = context(&parts, info, query, user, false, apis);
+            return self.dispatch(ctx, &parts, body, shape).await;
+        }
         let mut ctx = context(&parts, info, query, user, false, routed.apis);
         ctx.required_labels = routed.required_labels;
+        ctx.update_check = routed.update_check;
         ctx.virtual_workspace = true;
         self.dispatch(ctx, &parts, body, shape).await
     }
@@ -616,6 +643,7 @@ fn context(
         apis,
         required_labels: Vec::new(),
         virtual_workspace: false,
+        update_check: None,
     }
 }
 

@@ -303,6 +303,7 @@ impl ApiServer {
                                 vec![cause],
                             ));
                         }
+                        ctx.check_update(&def, at.name, old, &obj)?;
                         Ok(apply::track_write(
                             &def,
                             update_kind,
@@ -466,6 +467,7 @@ impl ApiServer {
             let (config, warnings) = self.field_validation(ctx, def, config, raw)?;
             let (written, created) = self
                 .server_side_apply(
+                    ctx,
                     def,
                     at,
                     kind,
@@ -494,6 +496,7 @@ impl ApiServer {
                     }
                     None => patched,
                 };
+                ctx.check_update(def, at.name, old, &patched)?;
                 Ok(apply::track_write(def, kind, &manager, Some(old), patched))
             })
             .await
@@ -506,6 +509,7 @@ impl ApiServer {
     #[allow(clippy::too_many_arguments)]
     async fn server_side_apply(
         &self,
+        ctx: &RequestContext,
         def: &Arc<ResourceDef>,
         at: ObjectRef<'_>,
         kind: UpdateKind,
@@ -535,7 +539,9 @@ impl ApiServer {
         let result = self
             .registry
             .update(def, at, kind, opts, |old| {
-                apply::apply(def, kind, manager, force, Some(old), &config)
+                let applied = apply::apply(def, kind, manager, force, Some(old), &config)?;
+                ctx.check_update(def, at.name, old, &applied)?;
+                Ok(applied)
             })
             .await;
         match result {

@@ -98,9 +98,8 @@ impl ApiExportWorkspace {
             _ => partition.into_iter().collect(),
         };
         Ok(Routed {
-            info: info.clone(),
-            apis,
             required_labels,
+            ..Routed::view(info.clone(), apis)
         })
     }
 }

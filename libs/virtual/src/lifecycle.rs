@@ -1,0 +1,371 @@
+//! kcp's `initializingworkspaces` and `terminatingworkspaces` virtual workspaces, through which
+//! an outside controller runs an initializer or terminator a WorkspaceType names:
+//!
+//! ```text
+//! /services/initializingworkspaces/<initializer>/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters
+//! /services/initializingworkspaces/<initializer>/clusters/<lc>/apis/core.kcp.io/v1alpha1/logicalclusters/cluster[/status]
+//! /services/initializingworkspaces/<initializer>/clusters/<lc>/<anything else>
+//! ```
+//!
+//! - Across clusters: list and watch of the LogicalClusters waiting on it (initializing ones
+//!   whose `status.initializers` hold it; for a terminator, deleting ones whose
+//!   `status.terminators` do), selected by the labels kcp keeps for each pending name, so one
+//!   that stops waiting is DELETED for the watcher.
+//! - In one of them: `get` of its LogicalCluster, and `get`, `update` and `patch` of its status,
+//!   which may only remove this initializer (terminator) from the list.
+//! - Anything else in one of them is served as a request of the cluster's owner (the user who
+//!   created the workspace, as kcp records it), while the cluster waits on this name.
+//!
+//! Who may: the caller must hold `initialize` (`terminate`) on the WorkspaceType the name comes
+//! from (`<type's logical cluster>:<type name>`), in the type's workspace.
+//!
+//! Not here yet: kcp's `initializerPermissions` / `terminatorPermissions`, which give the caller
+//! the type's rules under a synthetic group instead of the owner's identity.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use kcp_api_types::ResourceDef;
+use kcp_api_types::builtin::{INITIALIZER_LABEL_PREFIX, TERMINATOR_LABEL_PREFIX, lifecycle_label};
+use kcp_api_types::tenancy::{OWNER_ANNOTATION, PHASE_LABEL};
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
+use kcp_apimachinery::status::{ApiError, Cause};
+use kcp_apiserver::ApiServer;
+use kcp_apiserver::discovery::ApiSet;
+use kcp_apiserver::hooks::{Routed, UpdateCheck, VirtualRequest, VirtualWorkspace};
+use kcp_apiserver::registry::{keyspace, str_at as text};
+use kcp_auth::{Attributes, Decision, UserInfo};
+use kcp_controllers::builtin;
+use kcp_http::request_info::{ClusterTarget, ServiceFamily, Target};
+use serde_json::Value;
+
+/// Which of the two a workspace is.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub enum Lifecycle {
+    Initializing,
+    Terminating,
+}
+
+impl Lifecycle {
+    pub fn family(self) -> &'static str {
+        match self {
+            Lifecycle::Initializing => "initializingworkspaces",
+            Lifecycle::Terminating => "terminatingworkspaces",
+        }
+    }
+
+    /// The verb on the WorkspaceType that grants the use.
+    fn verb(self) -> &'static str {
+        match self {
+            Lifecycle::Initializing => "initialize",
+            Lifecycle::Terminating => "terminate",
+        }
+    }
+
+    /// What a pending name is called, and the status list it is pending in.
+    fn role(self) -> &'static str {
+        match self {
+            Lifecycle::Initializing => "initializer",
+            Lifecycle::Terminating => "terminator",
+        }
+    }
+
+    fn status_field(self) -> &'static str {
+        match self {
+            Lifecycle::Initializing => "initializers",
+            Lifecycle::Terminating => "terminators",
+        }
+    }
+
+    /// The labels of a LogicalCluster waiting on `name`.
+    fn waiting_labels(self, name: &str) -> Vec<(String, String)> {
+        match self {
+            Lifecycle::Initializing => vec![
+                (PHASE_LABEL.to_string(), "Initializing".to_string()),
+                lifecycle_label(INITIALIZER_LABEL_PREFIX, name),
+            ],
+            // Deleting while terminators are pending (kcp selects by deletionTimestamp).
+            Lifecycle::Terminating => vec![
+                (PHASE_LABEL.to_string(), "Terminating".to_string()),
+                lifecycle_label(TERMINATOR_LABEL_PREFIX, name),
+            ],
+        }
+    }
+}
+
+pub struct LifecycleWorkspace {
+    lifecycle: Lifecycle,
+    logical_clusters: Arc<ResourceDef>,
+    apis: Arc<ApiSet>,
+}
+
+impl LifecycleWorkspace {
+    /// `None` when kcp's kinds are missing from the catalogue.
+    pub fn new(lifecycle: Lifecycle) -> Option<LifecycleWorkspace> {
+        let logical_clusters = builtin("core.kcp.io", "logicalclusters")?;
+        let apis = Arc::new(ApiSet::new(vec![logical_clusters.clone()]));
+        Some(LifecycleWorkspace {
+            lifecycle,
+            logical_clusters,
+            apis,
+        })
+    }
+
+    /// The caller's right to act as `name`: the verb on the WorkspaceType it comes from.
+    fn authorize(
+        &self,
+        server: &ApiServer,
+        request: &VirtualRequest<'_>,
+        name: &str,
+    ) -> Result<(), ApiError> {
+        let attrs = request.attributes();
+        let refused = |reason: &str| server.refusal(request.user, &attrs, reason);
+        let Some((cluster, type_name)) = name.rsplit_once(':') else {
+            return Err(refused(&format!(
+                "unable to determine {}",
+                self.lifecycle.role()
+            )));
+        };
+        let review = Attributes {
+            user: Some(request.user),
+            cluster,
+            verb: self.lifecycle.verb(),
+            resource_request: true,
+            api_group: "tenancy.kcp.io",
+            api_version: "v1alpha1",
+            resource: "workspacetypes",
+            name: type_name,
+            ..Attributes::default()
+        };
+        match server.decide(&review) {
+            Decision::Allow => Ok(()),
+            Decision::Deny(said) => Err(refused(&said)),
+            Decision::NoOpinion => Err(refused("")),
+        }
+    }
+
+    /// The cluster's LogicalCluster, when it waits on `name`.
+    fn waiting(
+        &self,
+        server: &ApiServer,
+        cluster: &LogicalClusterName,
+        name: &str,
+    ) -> Option<Value> {
+        let key = keyspace(&self.logical_clusters).object(cluster, None, "cluster");
+        let lc = server.registry().cache().get(&key)?;
+        let labels = self.lifecycle.waiting_labels(name);
+        (labels.iter())
+            .all(|(k, v)| lc.labels.get(k) == Some(v.as_str()))
+            .then(|| lc.value().ok())
+            .flatten()
+    }
+}
+
+/// The user a LogicalCluster records as its owner (kcp's owner annotation, a UserInfo's JSON).
+fn owner(lc: &Value) -> Option<UserInfo> {
+    let recorded = lc
+        .pointer("/metadata/annotations")
+        .and_then(|a| a.get(OWNER_ANNOTATION))
+        .and_then(Value::as_str)?;
+    let info: Value = serde_json::from_str(recorded).ok()?;
+    let strings = |v: Option<&Value>| -> Vec<String> {
+        (v.and_then(Value::as_array).into_iter().flatten())
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+    };
+    let extra = (info.get("extra").and_then(Value::as_object).into_iter())
+        .flatten()
+        .map(|(k, v)| (k.clone(), strings(Some(v))))
+        .collect();
+    let name = text(&info, "/username").to_string();
+    (!name.is_empty()).then(|| UserInfo {
+        name,
+        uid: text(&info, "/uid").to_string(),
+        groups: strings(info.get("groups")),
+        extra,
+    })
+}
+
+/// An update through the workspace may only take its own name out of the status list.
+struct RemovesOnly {
+    lifecycle: Lifecycle,
+    name: String,
+}
+
+impl UpdateCheck for RemovesOnly {
+    fn check(
+        &self,
+        _def: &ResourceDef,
+        object: &str,
+        old: &Value,
+        new: &Value,
+    ) -> Result<(), ApiError> {
+        let field = self.lifecycle.status_field();
+        let list = |o: &Value| -> Vec<String> {
+            (o.pointer(&format!("/status/{field}"))
+                .and_then(Value::as_array))
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect()
+        };
+        let (before, after) = (list(old), list(new));
+        if before.len() == after.len() + 1 && !after.contains(&self.name) {
+            return Ok(());
+        }
+        let cause = Cause::invalid(
+            &format!("status.{field}"),
+            &serde_json::json!(after),
+            &format!(
+                "only removing the {:?} {} is supported",
+                self.name,
+                self.lifecycle.role()
+            ),
+        );
+        Err(ApiError::invalid(
+            "core.kcp.io",
+            "LogicalCluster",
+            object,
+            vec![cause],
+        ))
+    }
+}
+
+#[async_trait]
+impl VirtualWorkspace for LifecycleWorkspace {
+    fn family(&self) -> ServiceFamily {
+        ServiceFamily {
+            name: self.lifecycle.family(),
+            params: 1,
+        }
+    }
+
+    async fn route(
+        &self,
+        server: &ApiServer,
+        request: &VirtualRequest<'_>,
+    ) -> Result<Routed, ApiError> {
+        let [name] = request.params() else {
+            return Err(ApiError::path_not_found());
+        };
+        if name.is_empty() {
+            return Err(ApiError::path_not_found());
+        }
+        self.authorize(server, request, name)?;
+        let info = request.info;
+        let logical_clusters = match &info.target {
+            Target::Resource(r) => r.group == "core.kcp.io" && r.resource == "logicalclusters",
+            _ => false,
+        };
+        let cluster = match &info.cluster {
+            ClusterTarget::Wildcard => None,
+            ClusterTarget::Name(cluster) => Some(cluster),
+            _ => return Err(ApiError::path_not_found()),
+        };
+        let read_only = || {
+            ApiError::method_not_allowed(
+                "the server does not allow this method on the requested resource",
+            )
+        };
+        match (cluster, &info.target) {
+            (Some(cluster), _) if !logical_clusters => {
+                // The cluster's content, as its owner, while it waits on this name.
+                let refused = || {
+                    ApiError::forbidden(
+                        "core.kcp.io",
+                        "logicalclusters",
+                        cluster.as_str(),
+                        &format!(
+                            "{} {name:?} cannot access this workspace",
+                            self.lifecycle.role()
+                        ),
+                    )
+                };
+                let lc = self.waiting(server, cluster, name).ok_or_else(refused)?;
+                let owner = owner(&lc).ok_or_else(|| {
+                    ApiError::internal(format!(
+                        "LogicalCluster {cluster}|cluster had no user recorded"
+                    ))
+                })?;
+                Ok(Routed {
+                    as_user: Some(owner),
+                    ..Routed::view(info.clone(), self.apis.clone())
+                })
+            }
+            (_, Target::Resource(r)) => {
+                let allowed = match (cluster, r.subresource.as_deref()) {
+                    (None, None) => matches!(r.verb.as_str(), "list" | "watch"),
+                    (Some(_), None) => r.verb == "get",
+                    (Some(_), Some("status")) => {
+                        matches!(r.verb.as_str(), "get" | "update" | "patch")
+                    }
+                    _ => false,
+                };
+                if !allowed {
+                    return Err(read_only());
+                }
+                Ok(Routed {
+                    required_labels: self.lifecycle.waiting_labels(name),
+                    update_check: Some(Arc::new(RemovesOnly {
+                        lifecycle: self.lifecycle,
+                        name: name.clone(),
+                    })),
+                    ..Routed::view(info.clone(), self.apis.clone())
+                })
+            }
+            // Discovery and the like.
+            _ => Ok(Routed::view(info.clone(), self.apis.clone())),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn an_initializer_removes_only_itself() {
+        let def = builtin("core.kcp.io", "logicalclusters").expect("logicalclusters");
+        let check = RemovesOnly {
+            lifecycle: Lifecycle::Initializing,
+            name: "root:mine".to_string(),
+        };
+        let lc = |list: Value| json!({"status": {"initializers": list}});
+        let old = lc(json!(["root:mine", "root:other"]));
+        assert!(
+            check
+                .check(&def, "cluster", &old, &lc(json!(["root:other"])))
+                .is_ok()
+        );
+        for wrong in [
+            json!(["root:mine"]),
+            json!([]),
+            old["status"]["initializers"].clone(),
+        ] {
+            let err = check
+                .check(&def, "cluster", &old, &lc(wrong))
+                .expect_err("refused");
+            assert_eq!(err.code, 422);
+            assert!(
+                err.message
+                    .contains("only removing the \"root:mine\" initializer is supported"),
+                "{}",
+                err.message
+            );
+        }
+    }
+
+    #[test]
+    fn owners_come_from_the_recorded_user() {
+        let lc = json!({"metadata": {"annotations": {OWNER_ANNOTATION:
+            r#"{"username":"alice","uid":"u1","groups":["g","system:authenticated"],"extra":{"k":["v"]}}"#}}});
+        let user = owner(&lc).expect("owner");
+        assert_eq!(user.name, "alice");
+        assert_eq!(user.groups, ["g", "system:authenticated"]);
+        assert_eq!(user.extra.get("k"), Some(&vec!["v".to_string()]));
+        assert!(owner(&json!({"metadata": {}})).is_none());
+    }
+}
