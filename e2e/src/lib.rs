@@ -972,6 +972,12 @@ pub fn plugin_dir() -> PathBuf {
     .clone()
 }
 
+/// The binary of example `package` (`examples/<package>`), built like [`shard_binary`] when
+/// missing or stale.
+pub fn example_binary(package: &str) -> PathBuf {
+    find_or_build(package, package, &["examples", "Cargo.toml", "Cargo.lock"])
+}
+
 /// `target/<profile>/<binary>` next to the running test executable, built with `cargo build -p
 /// <package>` when missing or older than `sources` (paths under the workspace root).
 fn find_or_build(package: &str, binary: &str, sources: &[&str]) -> PathBuf {

@@ -11,7 +11,8 @@ use serde_json::{Value, json};
 on_both_stores!(
     apiexport_virtual_workspace,
     object_partitions,
-    lifecycle_workspaces
+    lifecycle_workspaces,
+    provider_controller
 );
 
 const BOB_TOKEN: &str = "vw-bob-token-51c2e0";
@@ -837,4 +838,111 @@ fn lifecycle_workspaces(store: StoreKind) {
         let out = shard.kubectl_cmd().run(&["get", "workspace", "g1"]);
         (!out.status.success()).then_some(())
     });
+}
+
+/// A running `examples/cowboys-controller`, stopped on drop.
+struct Controller(std::process::Child);
+
+impl Controller {
+    fn start(shard: &Shard, slice: &str, name: &str) -> Controller {
+        let log = std::fs::File::create(shard.dir().join(format!("controller-{name}.log")))
+            .expect("the controller's log");
+        let child = std::process::Command::new(kcp_e2e::example_binary("cowboys-controller"))
+            .arg("--kubeconfig")
+            .arg(shard.kubeconfig())
+            .args(["--server", &shard.cluster_url("root:provider")])
+            .args(["--slice", slice, "--name", name])
+            .stdout(log.try_clone().expect("the log again"))
+            .stderr(log)
+            .spawn()
+            .expect("starting cowboys-controller");
+        Controller(child)
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The example provider controller (kube-runtime) through the endpoint slices: one instance on
+/// the export's slice reconciles the Cowboys of both consumer workspaces; then two instances on
+/// two partitions reconcile only their own, and nobody touches a Cowboy of no partition.
+fn provider_controller(store: StoreKind) {
+    let shard = Shard::start(store);
+    for ws in ["provider", "one", "two"] {
+        create_ready_workspace(&shard, ws);
+    }
+    publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
+    for ws in ["one", "two"] {
+        bind_and_wait(&shard, &format!("root:{ws}"), "root:provider");
+    }
+    let cowboys = [
+        ("one", "e1", "{region: east}"),
+        ("one", "w1", "{region: west}"),
+        ("two", "e2", "{region: east}"),
+        ("two", "u2", "{}"),
+    ];
+    for (ws, name, labels) in cowboys {
+        let file = shard.write_file(&format!("{name}.yaml"), &labelled_cowboy(name, labels));
+        (shard.kubectl_cmd().cluster(&format!("root:{ws}"))).ok(&[
+            "create",
+            "-f",
+            file.to_str().unwrap_or_default(),
+        ]);
+    }
+    let result = |ws: &str, name: &str| {
+        let cowboy = (shard.kubectl_cmd().cluster(&format!("root:{ws}")))
+            .json(&["get", "cowboy", name, "-n", "default", "-o", "json"]);
+        json_str(&cowboy, "/status/result").to_string()
+    };
+    let all_are = |expected: &dyn Fn(&str) -> String| {
+        cowboys
+            .iter()
+            .all(|(ws, name, _)| result(ws, name) == expected(name))
+    };
+
+    // One controller on the export's own slice: every Cowboy of both workspaces.
+    let everyone = Controller::start(&shard, "cowboys", "all");
+    shard.eventually("every Cowboy reconciled by the one controller", || {
+        all_are(&|_| "all: ride".to_string()).then_some(())
+    });
+    drop(everyone);
+
+    // Two controllers on two partitions, then every intent changes.
+    let provider = || shard.kubectl_cmd().cluster("root:provider");
+    let file = shard.write_file(
+        "partitions.yaml",
+        &[slice("cowboys-east", "east"), slice("cowboys-west", "west")].join("---\n"),
+    );
+    provider().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    let _east = Controller::start(&shard, "cowboys-east", "east");
+    let _west = Controller::start(&shard, "cowboys-west", "west");
+    for (ws, name, _) in cowboys {
+        (shard.kubectl_cmd().cluster(&format!("root:{ws}"))).ok(&[
+            "patch",
+            "cowboy",
+            name,
+            "-n",
+            "default",
+            "--type=merge",
+            "-p",
+            r#"{"spec":{"intent":"rest"}}"#,
+        ]);
+    }
+    let partitioned = |name: &str| match name {
+        "e1" | "e2" => "east: rest".to_string(),
+        "w1" => "west: rest".to_string(),
+        // In no partition: only the (stopped) export-wide controller would have reconciled it.
+        _ => "all: ride".to_string(),
+    };
+    shard.eventually(
+        "each partition's Cowboys reconciled by its own controller",
+        || all_are(&partitioned).then_some(()),
+    );
+    // And it stays so: neither controller writes what is not its own.
+    std::thread::sleep(std::time::Duration::from_secs(2));
+    assert!(all_are(&partitioned));
 }
