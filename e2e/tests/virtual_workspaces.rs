@@ -308,6 +308,49 @@ fn apiexport_virtual_workspace(store: StoreKind) {
             .then_some(())
     });
 
+    // A PartitionSet generates a Partition per value of its dimensions among the shards' labels
+    // (one shard here: `name: root`), owned by the set; a slice may name the generated one.
+    let sets = shard.write_file(
+        "sets.yaml",
+        "apiVersion: topology.kcp.io/v1alpha1\nkind: PartitionSet\nmetadata: {name: by-name}\nspec: {dimensions: [name]}\n---\napiVersion: topology.kcp.io/v1alpha1\nkind: PartitionSet\nmetadata: {name: nowhere}\nspec: {dimensions: [name], shardSelector: {matchLabels: {region: nowhere}}}\n",
+    );
+    provider().ok(&["apply", "-f", sets.to_str().unwrap_or_default()]);
+    let generated = shard.eventually("the generated Partition", || {
+        let set = provider().json(&["get", "partitionset", "by-name", "-o", "json"]);
+        let empty = provider().json(&["get", "partitionset", "nowhere", "-o", "json"]);
+        let partitions = provider().json(&["get", "partitions", "-o", "json"]);
+        let generated: Vec<&Value> = (partitions["items"].as_array()?.iter())
+            .filter(|p| json_str(p, "/metadata/ownerReferences/0/name") == "by-name")
+            .collect();
+        (set["status"]["count"] == 1
+            && condition(&set, "PartitionsReady")?["status"] == "True"
+            && condition(&empty, "PartitionSetValid")?["status"] == "True"
+            && empty["status"]["count"].as_u64().unwrap_or(0) == 0
+            && generated.len() == 1)
+            .then(|| generated[0].clone())
+    });
+    let generated_name = json_str(&generated, "/metadata/name").to_string();
+    assert!(generated_name.starts_with("by-name-root-"), "{generated}");
+    assert_eq!(
+        generated["spec"]["selector"],
+        json!({"matchLabels": {"name": "root"}}),
+        "{generated}"
+    );
+    let file = shard.write_file(
+        "generated-slice.yaml",
+        &format!("apiVersion: apis.kcp.io/v1alpha1\nkind: APIExportEndpointSlice\nmetadata: {{name: cowboys-generated}}\nspec:\n  export: {{path: root:provider, name: cowboys}}\n  partition: {generated_name}\n"),
+    );
+    provider().ok(&["apply", "-f", file.to_str().unwrap_or_default()]);
+    shard.eventually("the generated partition's slice lists the shard", || {
+        let s = slice("cowboys-generated");
+        (json_str(&s, "/status/endpoints/0/url") == url).then_some(())
+    });
+    provider().ok(&["delete", "partitionset", "by-name"]);
+    shard.eventually("the generated Partition collected with its set", || {
+        let out = provider().run(&["get", "partition", &generated_name]);
+        (!out.status.success()).then_some(())
+    });
+
     // The last binding gone, the shard's URL leaves the slice.
     for ws in ["one", "two"] {
         (shard.kubectl_cmd().cluster(&format!("root:{ws}"))).ok(&[

@@ -100,6 +100,21 @@ fn same_fields(
             .all(|(k, v)| b.get(k).is_some_and(|w| eq(k, v, w)))
 }
 
+/// A condition as kcp's controllers set one: `True`, or `False` with a reason, severity `Error`
+/// and a message.
+pub fn condition(kind: &str, failed: Option<(&str, &str)>) -> Value {
+    match failed {
+        None => json!({"type": kind, "status": "True"}),
+        Some((reason, message)) => json!({
+            "type": kind,
+            "status": "False",
+            "reason": reason,
+            "severity": "Error",
+            "message": message,
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

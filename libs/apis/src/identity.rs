@@ -6,7 +6,6 @@
 //! its name, owned by it (its URLs are filled by the virtual-workspace server).
 
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use base64::Engine;
 use kcp_api_types::ResourceDef;
@@ -21,15 +20,12 @@ use kcp_apiserver::registry::{
 };
 use kcp_controllers::builtin;
 use kcp_controllers::feed::{Change, Feed, Feeds};
-use kcp_controllers::workqueue::{Outcome, WorkQueue};
+use kcp_controllers::objects::{self, ObjectQueue};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
 /// The annotation that spares an export its default endpoint slice.
 pub const SKIP_ENDPOINT_SLICE_ANNOTATION: &str = "apiexports.apis.kcp.io/skip-endpointslice";
-
-const RETRY_DELAY: Duration = Duration::from_millis(200);
-const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 
 struct Defs {
     exports: Arc<ResourceDef>,
@@ -84,17 +80,16 @@ pub fn spawn(server: Arc<ApiServer>, resolver: Option<Arc<dyn ClusterResolver>>)
         },
     });
     drop(server);
-    let queue: Arc<WorkQueue<(LogicalClusterName, String)>> =
-        WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
     let worker = controller.clone();
-    queue.spawn_workers(4, stop.clone(), move |(cluster, name)| {
-        let controller = worker.clone();
-        async move {
-            Outcome::of(controller.reconcile(&cluster, &name).await, |err| {
-                tracing::warn!(%cluster, %name, error = %err, "APIExport identity failed; retrying");
-            })
-        }
-    });
+    let queue = objects::reconciling(
+        4,
+        stop.clone(),
+        "APIExport identity failed",
+        move |cluster, name| {
+            let controller = worker.clone();
+            async move { controller.reconcile(&cluster, &name).await }
+        },
+    );
     let (c, q) = (controller.clone(), queue.clone());
     let exports = Feeds::new().on(exports_feed, move |change| match change {
         Change::Event(e) => q.add((e.object.cluster.clone(), e.object.name.clone())),
@@ -112,13 +107,9 @@ pub fn spawn(server: Arc<ApiServer>, resolver: Option<Arc<dyn ClusterResolver>>)
 }
 
 impl Controller {
-    fn all(&self, queue: &WorkQueue<(LogicalClusterName, String)>) {
-        let Some(server) = self.server.upgrade() else {
-            return;
-        };
-        let cache = server.registry().cache();
-        for export in cache.list(keyspace(&self.defs.exports).all_clusters(), None) {
-            queue.add((export.cluster.clone(), export.name.clone()));
+    fn all(&self, queue: &ObjectQueue) {
+        if let Some(server) = self.server.upgrade() {
+            objects::enqueue_all(server.registry().cache(), &self.defs.exports, queue);
         }
     }
 

@@ -4,11 +4,13 @@
 //!
 //! Their small runtime is public for the controllers of other crates (kcp-tenancy's workspace
 //! controllers): [`feed`] (a resource's changes from the watch cache, with resyncs after a
-//! reload) and [`workqueue`] (keys deduplicated, retried with backoff, worked by a few tasks).
+//! reload), [`workqueue`] (keys deduplicated, retried with backoff, worked by a few tasks) and
+//! [`objects`] (a work queue of a resource's objects, the shape most controllers take).
 
 pub mod clusterrole_aggregation;
 pub mod feed;
 pub mod gc;
+pub mod objects;
 mod per_namespace;
 pub mod quota;
 pub mod root_ca;

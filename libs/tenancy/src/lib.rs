@@ -51,6 +51,7 @@ impl Tenancy {
     /// down.
     pub fn start_controllers(&self, server: &Arc<ApiServer>) {
         controllers::type_urls::spawn(server.clone());
+        controllers::partition_sets::spawn(server.clone());
         controllers::workspaces::spawn(server.clone(), self.paths.clone());
     }
 

@@ -8,11 +8,10 @@
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
 use kcp_api_types::apis::{EXPORT_LABEL, GROUP, export_label_value};
-use kcp_api_types::conditions::{same_status, with_transition_times};
+use kcp_api_types::conditions::{condition, same_status, with_transition_times};
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
@@ -23,12 +22,9 @@ use kcp_apiserver::registry::{
 use kcp_apiserver::watch_cache::{CacheEventType, CachedObject};
 use kcp_controllers::builtin;
 use kcp_controllers::feed::{Change, Feed, Feeds};
-use kcp_controllers::workqueue::{Outcome, WorkQueue};
+use kcp_controllers::objects::{self, ObjectQueue};
 use parking_lot::Mutex;
 use serde_json::{Value, json};
-
-const RETRY_DELAY: Duration = Duration::from_millis(200);
-const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
 
 /// The URL of export `name` of `cluster` on a server whose virtual workspaces are at `base`.
 pub fn export_url(base: &str, cluster: &str, name: &str) -> String {
@@ -71,8 +67,6 @@ struct Controller {
     hosted: Mutex<HashMap<String, HashSet<u64>>>,
 }
 
-type Key = (LogicalClusterName, String);
-
 /// Starts the controller; it stops with the server. `base_url` is where clients reach this
 /// server's virtual workspaces; `shard` names its Shard object (for `spec.partition`).
 pub fn spawn(
@@ -114,16 +108,16 @@ pub fn spawn(
         hosted: Mutex::new(HashMap::new()),
     });
     drop(server);
-    let queue: Arc<WorkQueue<Key>> = WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
     let worker = controller.clone();
-    queue.spawn_workers(2, stop.clone(), move |(cluster, name)| {
-        let controller = worker.clone();
-        async move {
-            Outcome::of(controller.reconcile(&cluster, &name).await, |err| {
-                tracing::warn!(%cluster, %name, error = %err, "endpoint slice URLs not written; retrying");
-            })
-        }
-    });
+    let queue = objects::reconciling(
+        2,
+        stop.clone(),
+        "endpoint slice URLs not written",
+        move |cluster, name| {
+            let controller = worker.clone();
+            async move { controller.reconcile(&cluster, &name).await }
+        },
+    );
     let (c, q) = (controller.clone(), queue.clone());
     let feeds = Feeds::new().on(slices_feed, move |change| match change {
         Change::Event(e) => q.add((e.object.cluster.clone(), e.object.name.clone())),
@@ -175,19 +169,14 @@ pub fn spawn(
 }
 
 impl Controller {
-    fn all(&self, queue: &WorkQueue<Key>) {
-        let Some(server) = self.server.upgrade() else {
-            return;
-        };
-        for slice in
-            (server.registry().cache()).list(keyspace(&self.defs.slices).all_clusters(), None)
-        {
-            queue.add((slice.cluster.clone(), slice.name.clone()));
+    fn all(&self, queue: &ObjectQueue) {
+        if let Some(server) = self.server.upgrade() {
+            objects::enqueue_all(server.registry().cache(), &self.defs.slices, queue);
         }
     }
 
     /// The slices naming an export called `name` (wherever it is).
-    fn naming(&self, queue: &WorkQueue<Key>, name: &str) {
+    fn naming(&self, queue: &ObjectQueue, name: &str) {
         let Some(server) = self.server.upgrade() else {
             return;
         };
@@ -382,19 +371,6 @@ fn binding_id(key: &str) -> u64 {
     let mut hasher = std::hash::DefaultHasher::new();
     key.hash(&mut hasher);
     hasher.finish()
-}
-
-fn condition(kind: &str, failed: Option<(&str, &str)>) -> Value {
-    match failed {
-        None => json!({"type": kind, "status": "True"}),
-        Some((reason, message)) => json!({
-            "type": kind,
-            "status": "False",
-            "reason": reason,
-            "severity": "Error",
-            "message": message,
-        }),
-    }
 }
 
 /// A `metav1.LabelSelector` as its selector string (`region=us-east`); empty for everything.

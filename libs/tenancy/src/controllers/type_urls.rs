@@ -5,7 +5,6 @@
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
-use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
@@ -17,10 +16,7 @@ use serde_json::{Value, json};
 use kcp_api_types::conditions::{same_status, with_transition_times};
 use kcp_controllers::builtin;
 use kcp_controllers::feed::{Change, Feed, Feeds};
-use kcp_controllers::workqueue::{Outcome, WorkQueue};
-
-const RETRY_DELAY: Duration = Duration::from_millis(200);
-const MAX_RETRY_DELAY: Duration = Duration::from_secs(30);
+use kcp_controllers::objects::{self, ObjectQueue};
 
 struct Controller {
     server: Weak<ApiServer>,
@@ -47,17 +43,16 @@ pub fn spawn(server: Arc<ApiServer>) {
         shards,
     });
     drop(server);
-    let queue: Arc<WorkQueue<(LogicalClusterName, String)>> =
-        WorkQueue::new(RETRY_DELAY, MAX_RETRY_DELAY);
     let worker = controller.clone();
-    queue.spawn_workers(2, stop.clone(), move |(cluster, name)| {
-        let controller = worker.clone();
-        async move {
-            Outcome::of(controller.reconcile(&cluster, &name).await, |err| {
-                tracing::warn!(%cluster, %name, error = %err, "workspace type status failed; retrying");
-            })
-        }
-    });
+    let queue = objects::reconciling(
+        2,
+        stop.clone(),
+        "workspace type status failed",
+        move |cluster, name| {
+            let controller = worker.clone();
+            async move { controller.reconcile(&cluster, &name).await }
+        },
+    );
     let (c, q) = (controller.clone(), queue.clone());
     let types = Feeds::new().on(type_feed, move |change| match change {
         Change::Event(e) => q.add((e.object.cluster.clone(), e.object.name.clone())),
@@ -70,16 +65,9 @@ pub fn spawn(server: Arc<ApiServer>) {
 }
 
 impl Controller {
-    fn all(&self, queue: &WorkQueue<(LogicalClusterName, String)>) {
-        let Some(server) = self.server.upgrade() else {
-            return;
-        };
-        for t in server
-            .registry()
-            .cache()
-            .list(keyspace(&self.types).all_clusters(), None)
-        {
-            queue.add((t.cluster.clone(), t.name.clone()));
+    fn all(&self, queue: &ObjectQueue) {
+        if let Some(server) = self.server.upgrade() {
+            objects::enqueue_all(server.registry().cache(), &self.types, queue);
         }
     }
 
