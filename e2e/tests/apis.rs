@@ -623,6 +623,50 @@ fn permission_claims(store: StoreKind) {
     let secret = consumer().json(&["get", "secret", "s", "-n", "default", "-o", "json"]);
     assert!(secret["metadata"]["labels"].get(&key).is_none(), "{secret}");
 
+    // Through the export's virtual workspace: the claimed configmaps of the consumer, read-only as
+    // the claim's verbs say; unclaimed secrets are not served.
+    let provider = || shard.kubectl_cmd().cluster("root:provider");
+    let url = shard.eventually("the endpoint slice's URL", || {
+        let slice = provider().json(&["get", "apiexportendpointslice", "cowboys", "-o", "json"]);
+        let url = json_str(&slice, "/status/endpoints/0/url").to_string();
+        (!url.is_empty()).then_some(url)
+    });
+    let consumer_lc = json_str(&bound, "/metadata/annotations/kcp.io~1cluster").to_string();
+    let vw = || shard.kubectl_cmd().server(&format!("{url}/clusters/*"));
+    let resources = vw().ok(&["api-resources", "-o", "name"]);
+    assert!(
+        resources.contains("configmaps\n") || resources.lines().any(|l| l == "configmaps"),
+        "{resources}"
+    );
+    assert!(!resources.lines().any(|l| l == "secrets"), "{resources}");
+    let listed = vw().json(&["get", "configmaps", "-A", "-o", "json"]);
+    let items = listed["items"].as_array().cloned().unwrap_or_default();
+    let names: Vec<&str> = items
+        .iter()
+        .map(|i| json_str(i, "/metadata/name"))
+        .collect();
+    assert!(
+        names.contains(&"before") && names.contains(&"after"),
+        "{listed}"
+    );
+    assert!(
+        items
+            .iter()
+            .all(|i| json_str(i, "/metadata/annotations/kcp.io~1cluster") == consumer_lc),
+        "only the consumer's configmaps: {listed}"
+    );
+    let in_consumer = || {
+        shard
+            .kubectl_cmd()
+            .server(&format!("{url}/clusters/{consumer_lc}"))
+    };
+    in_consumer().ok(&["get", "configmap", "before", "-n", "default"]);
+    let refused = in_consumer().fails(&["create", "configmap", "made", "-n", "default"]);
+    assert!(
+        refused.contains("failed to find suitable reason to allow access in APIBinding"),
+        "{refused}"
+    );
+
     // Rejected: the labels go, nothing is applied.
     consumer().ok(&[
         "patch",
@@ -648,6 +692,12 @@ fn permission_claims(store: StoreKind) {
             .map(Vec::len),
         Some(0),
         "{b}"
+    );
+    // And the provider reads them no more.
+    let refused = in_consumer().fails(&["get", "configmap", "before", "-n", "default"]);
+    assert!(
+        refused.contains("failed to find suitable reason to allow access in APIBinding"),
+        "{refused}"
     );
 }
 

@@ -130,6 +130,7 @@ impl VirtualWorkspace for PartitionWorkspace {
                 &self.bindings,
                 &nowhere,
                 &content,
+                None,
                 request.user,
                 &request.info.target,
                 &attrs,

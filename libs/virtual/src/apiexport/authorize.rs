@@ -1,8 +1,9 @@
 //! Who may use an export's virtual workspace, as kcp decides it, outermost first:
 //!
 //! 1. **Bound API** (requests into one logical cluster for a resource): the cluster must have a
-//!    binding of this export, and the resource must be one it bound, or its APIBindings, which
-//!    are read-only here (writing them would let a provider rewrite what a consumer accepted).
+//!    binding of this export, and the resource must be one it bound; or one the export claims
+//!    and the binding accepted, for a verb both grant; or its APIBindings, which are read-only
+//!    here (writing them would let a provider rewrite what a consumer accepted).
 //! 2. **Content**: the caller must hold the request's verb on the `content` subresource the
 //!    endpoint names ([`Content`]): `apiexports/content` of the export, in the export's workspace,
 //!    as kcp asks; or, on an object-partitioned endpoint, `apiexportendpointslices/content` of
@@ -20,6 +21,8 @@ use kcp_http::request_info::Target;
 use serde_json::Value;
 
 use super::Scope;
+use super::served::{Claim, Served};
+use kcp_api_types::apis::claims::claim_key;
 
 /// kcp's words when the target cluster has no binding of the export.
 pub const NO_BINDING: &str = "could not find suitable APIBinding in target logical cluster";
@@ -48,16 +51,21 @@ impl Content<'_> {
     }
 }
 
-/// Decides a request of an export's virtual workspace; `attrs` are the request's own.
+/// Decides a request of an export's virtual workspace; `attrs` are the request's own. Allowed
+/// into one logical cluster under a permission claim, the labels its accepted selector matches
+/// by, which writes must carry (kcp stamps them; `matchExpressions` are not).
+#[allow(clippy::too_many_arguments)]
 pub fn authorize(
     server: &ApiServer,
     bindings: &kcp_api_types::ResourceDef,
     scope: &Scope<'_>,
     content: &Content<'_>,
+    served: Option<&Served>,
     user: &UserInfo,
     target: &Target,
     attrs: &Attributes<'_>,
-) -> Result<(), ApiError> {
+) -> Result<Vec<(String, String)>, ApiError> {
+    let mut claim_labels = Vec::new();
     if let (Some(cluster), Target::Resource(r)) = (scope.cluster, target) {
         let Some(binding) = binding_of(server, bindings, cluster, scope) else {
             return Err(server.refusal(user, attrs, NO_BINDING));
@@ -68,14 +76,20 @@ pub fn authorize(
         .into_iter()
         .flatten()
         .any(|b| text(b, "/group") == r.group && text(b, "/resource") == r.resource);
-        if !bound {
-            if r.group == GROUP && r.resource == "apibindings" {
+        let claim = served.and_then(|s| s.claim(&r.group, &r.resource));
+        let bindings_read = r.group == GROUP && r.resource == "apibindings";
+        match (bound, claim) {
+            (true, _) => {}
+            (false, _) if bindings_read => {
                 if !matches!(r.verb.as_str(), "get" | "list" | "watch") {
                     return Err(server.refusal(user, attrs, BINDINGS_READ_ONLY));
                 }
-            } else {
-                return Err(server.refusal(user, attrs, NOT_BOUND));
             }
+            (false, Some(claim)) => {
+                claim_labels = accepted(&binding, claim, &r.verb)
+                    .ok_or_else(|| server.refusal(user, attrs, NOT_BOUND))?;
+            }
+            (false, None) => return Err(server.refusal(user, attrs, NOT_BOUND)),
         }
     }
     let verb = match target {
@@ -95,7 +109,7 @@ pub fn authorize(
         ..Attributes::default()
     };
     let said = match server.decide(&review) {
-        Decision::Allow => return Ok(()),
+        Decision::Allow => return Ok(claim_labels),
         Decision::Deny(said) => said,
         Decision::NoOpinion => String::new(),
     };
@@ -106,6 +120,34 @@ pub fn authorize(
         content.cluster
     );
     Err(server.refusal(user, attrs, &reason))
+}
+
+/// Whether `binding` accepted `claim` for `verb`: kcp intersects the binding's verbs with the
+/// export's literally, so `*` grants everything only when both sides say it. The labels of the
+/// accepted selector's `matchLabels` when it does.
+fn accepted(binding: &Value, claim: &Claim, verb: &str) -> Option<Vec<(String, String)>> {
+    let accepted = (binding
+        .pointer("/spec/permissionClaims")
+        .and_then(Value::as_array))
+    .into_iter()
+    .flatten()
+    .find(|c| text(c, "/state") == "Accepted" && claim_key(c) == claim.key)?;
+    let granted = (accepted.get("verbs").and_then(Value::as_array).into_iter())
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|v| claim.verbs.iter().any(|e| e == v))
+        .any(|v| v == verb || v == "*");
+    if !granted {
+        return None;
+    }
+    let labels = (accepted
+        .pointer("/selector/matchLabels")
+        .and_then(Value::as_object))
+    .into_iter()
+    .flatten()
+    .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+    .collect();
+    Some(labels)
 }
 
 /// The binding of the export in `cluster`: naming it, and bound to its workspace (as kcp matches

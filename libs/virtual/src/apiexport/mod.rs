@@ -23,6 +23,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use kcp_api_types::ResourceDef;
+use kcp_api_types::apis::claims::claim_label_key;
 use kcp_api_types::apis::{EXPORT_LABEL, GROUP, export_label_value};
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
@@ -73,21 +74,30 @@ impl ApiExportWorkspace {
     ) -> Result<Routed, ApiError> {
         let info = request.info;
         let attrs = request.attributes();
-        authorize::authorize(
+        let served = self
+            .served
+            .export(server, scope.export_cluster, scope.export_name);
+        let claim_labels = authorize::authorize(
             server,
             &self.bindings,
             scope,
             content,
+            served.as_deref(),
             request.user,
             &info.target,
             &attrs,
         )?;
-        let apis = match self
-            .served
-            .export(server, scope.export_cluster, scope.export_name)
-        {
-            Some(apis) => apis,
-            None => Arc::new(kcp_apiserver::discovery::ApiSet::new(Vec::new())),
+        let empty = || Arc::new(kcp_apiserver::discovery::ApiSet::new(Vec::new()));
+        // Claimed resources stay on the export's own endpoint: an object partition holds the
+        // export's resources only.
+        let apis = match (&served, &partition) {
+            (Some(served), None) => served.apis.clone(),
+            (Some(served), Some(_)) => served.exported.clone(),
+            (None, _) => empty(),
+        };
+        let claim = match &info.target {
+            Target::Resource(r) => served.as_ref().and_then(|s| s.claim(&r.group, &r.resource)),
+            _ => None,
         };
         let required_labels = match &info.target {
             // Only this export's bindings, which admission labels with it.
@@ -95,6 +105,15 @@ impl ApiExportWorkspace {
                 EXPORT_LABEL.to_string(),
                 export_label_value(scope.export_cluster, scope.export_name),
             )],
+            // Only the objects the consumer's accepted claim labels, and writes keep its
+            // selector's labels.
+            _ if partition.is_none() && claim.is_some() => {
+                let key = claim_label_key(scope.export_cluster.as_str(), scope.export_name);
+                let value = claim.map(|c| c.label_value.clone()).unwrap_or_default();
+                let mut labels = vec![(key, value)];
+                labels.extend(claim_labels);
+                labels
+            }
             _ => partition.into_iter().collect(),
         };
         Ok(Routed {

@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use kcp_api_types::ResourceDef;
 use kcp_api_types::apis::GROUP;
+use kcp_api_types::apis::claims::{claim_key, claim_label_value};
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apis::binding::serving::bound_crd;
 use kcp_apiserver::ApiServer;
@@ -28,10 +29,37 @@ struct Made {
 
 type ExportId = (LogicalClusterName, String);
 
+/// A permission claim the export makes on a built-in resource, served beside its own.
+pub struct Claim {
+    pub group: String,
+    pub resource: String,
+    /// kcp's `resource/group/identityHash` key, to find the binding's acceptance by.
+    pub key: String,
+    pub verbs: Vec<String>,
+    /// The claim label's value on the objects it covers.
+    pub label_value: String,
+}
+
+/// What an export's virtual workspace serves.
+pub struct Served {
+    /// Its resources, its bindings and its claimed resources.
+    pub apis: Arc<ApiSet>,
+    /// Without the claimed resources (an object partition's endpoint).
+    pub exported: Arc<ApiSet>,
+    pub claims: Vec<Claim>,
+}
+
+impl Served {
+    /// The claim a request of `group`/`resource` is served under, if it is a claimed one.
+    pub fn claim(&self, group: &str, resource: &str) -> Option<&Claim> {
+        (self.claims.iter()).find(|c| c.group == group && c.resource == resource)
+    }
+}
+
 pub struct ServedApis {
     exports: Arc<ResourceDef>,
     schemas: Arc<ResourceDef>,
-    by_export: Mutex<HashMap<ExportId, (Made, Arc<ApiSet>)>>,
+    by_export: Mutex<HashMap<ExportId, (Made, Arc<Served>)>>,
 }
 
 impl ServedApis {
@@ -49,7 +77,7 @@ impl ServedApis {
         server: &ApiServer,
         cluster: &LogicalClusterName,
         name: &str,
-    ) -> Option<Arc<ApiSet>> {
+    ) -> Option<Arc<Served>> {
         let cache = server.registry().cache();
         let key = keyspace(&self.exports).object(cluster, None, name);
         let id = (cluster.clone(), name.to_string());
@@ -86,7 +114,7 @@ impl ServedApis {
                 }
             }
         }
-        let apis = Arc::new(build(server, &identity, &schemas));
+        let served = Arc::new(build(server, &identity, &schemas, &object));
         let mut by_export = self.by_export.lock();
         // Sets are rebuilt rarely (an export or schema changed): forget deleted exports' then.
         by_export.retain(|(c, n), _| {
@@ -94,12 +122,12 @@ impl ServedApis {
                 .get(&keyspace(&self.exports).object(c, None, n))
                 .is_some()
         });
-        by_export.insert(id, (made, apis.clone()));
-        Some(apis)
+        by_export.insert(id, (made, served.clone()));
+        Some(served)
     }
 }
 
-fn build(server: &ApiServer, identity: &str, schemas: &[Value]) -> ApiSet {
+fn build(server: &ApiServer, identity: &str, schemas: &[Value], export: &Value) -> Served {
     let crds: Vec<Value> = schemas
         .iter()
         .map(|schema| {
@@ -122,11 +150,52 @@ fn build(server: &ApiServer, identity: &str, schemas: &[Value]) -> ApiSet {
         .part(&served)
         .map(|part| part.resources.clone())
         .unwrap_or_default();
+    let builtins = server.cluster_apis().builtins().resources();
     // The export's bindings, in every version kcp serves them.
     resources.extend(
-        (server.cluster_apis().builtins().resources().iter())
+        (builtins.iter())
             .filter(|d| d.group == GROUP && d.plural == "apibindings")
             .cloned(),
     );
-    ApiSet::new(resources)
+    let exported = Arc::new(ApiSet::new(resources.clone()));
+    let claims = claims(export, &resources);
+    for claim in &claims {
+        resources.extend(
+            (builtins.iter())
+                .filter(|d| d.group == claim.group && d.plural == claim.resource)
+                .cloned(),
+        );
+    }
+    Served {
+        apis: Arc::new(ApiSet::new(resources)),
+        exported,
+        claims,
+    }
+}
+
+/// The export's claims on built-in resources that it does not serve itself (kcp ignores a claim
+/// overlapping an exported resource). Claims naming another export's identity are not served
+/// here yet.
+fn claims(export: &Value, served: &[Arc<ResourceDef>]) -> Vec<Claim> {
+    (export
+        .pointer("/spec/permissionClaims")
+        .and_then(Value::as_array))
+    .into_iter()
+    .flatten()
+    .filter(|c| text(c, "/identityHash").is_empty())
+    .filter(|c| {
+        !(served.iter()).any(|d| d.group == text(c, "/group") && d.plural == text(c, "/resource"))
+    })
+    .map(|c| Claim {
+        group: text(c, "/group").to_string(),
+        resource: text(c, "/resource").to_string(),
+        key: claim_key(c),
+        verbs: (c.get("verbs").and_then(Value::as_array).into_iter())
+            .flatten()
+            .filter_map(Value::as_str)
+            .map(str::to_string)
+            .collect(),
+        label_value: claim_label_value(c),
+    })
+    .collect()
 }
