@@ -1,5 +1,6 @@
 //! The shape most kcp controllers share: a queue of objects, each a logical cluster's object by
-//! name, worked by a few tasks that reconcile one at a time, retrying a failure with backoff.
+//! name, worked by a few tasks that reconcile one at a time, retrying a failure with backoff; and
+//! the status write most of them end with.
 
 use std::fmt::Display;
 use std::future::Future;
@@ -7,9 +8,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use kcp_api_types::ResourceDef;
+use kcp_api_types::conditions::{same_status, with_transition_times};
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
-use kcp_apiserver::registry::keyspace;
+use kcp_apimachinery::status::ApiError;
+use kcp_apiserver::ApiServer;
+use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace, now_rfc3339};
 use kcp_apiserver::watch_cache::WatchCache;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use crate::workqueue::{Outcome, WorkQueue};
@@ -55,4 +60,40 @@ pub fn enqueue_all(cache: &WatchCache, def: &ResourceDef, queue: &ObjectQueue) {
     for object in cache.list(keyspace(def).all_clusters(), None) {
         queue.add((object.cluster.clone(), object.name.clone()));
     }
+}
+
+/// Writes `status` into the object `name` of `cluster` (its `status` subresource), each condition
+/// keeping its transition time while its status stays; nothing when `current` (the object as
+/// read) already says it, or when the object is gone.
+pub async fn write_status(
+    server: &ApiServer,
+    def: &ResourceDef,
+    cluster: &LogicalClusterName,
+    name: &str,
+    current: &Value,
+    status: Value,
+) -> Result<(), ApiError> {
+    if same_status(current.get("status"), &status) {
+        return Ok(());
+    }
+    let now = now_rfc3339();
+    let at = ObjectRef {
+        cluster,
+        namespace: None,
+        name,
+    };
+    server
+        .registry()
+        .update_if_present(
+            def,
+            at,
+            UpdateKind::Status,
+            WriteOptions::default(),
+            |old| {
+                let mut new = old.clone();
+                new["status"] = with_transition_times(status.clone(), old, &now);
+                Ok(new)
+            },
+        )
+        .await
 }

@@ -11,14 +11,12 @@ use std::sync::{Arc, Weak};
 
 use kcp_api_types::ResourceDef;
 use kcp_api_types::apis::{EXPORT_LABEL, GROUP, export_label_value};
-use kcp_api_types::conditions::{condition, same_status, with_transition_times};
+use kcp_api_types::conditions::condition;
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::hooks::ClusterResolver;
-use kcp_apiserver::registry::{
-    ObjectRef, UpdateKind, WriteOptions, keyspace, now_rfc3339, str_at as text,
-};
+use kcp_apiserver::registry::{keyspace, str_at as text};
 use kcp_apiserver::watch_cache::{CacheEventType, CachedObject};
 use kcp_controllers::builtin;
 use kcp_controllers::feed::{Change, Feed, Feeds};
@@ -240,29 +238,7 @@ impl Controller {
         };
         let slice = cached.value().map_err(ApiError::internal)?;
         let status = self.desired_status(&server, cluster, &slice);
-        if same_status(slice.get("status"), &status) {
-            return Ok(());
-        }
-        let at = ObjectRef {
-            cluster,
-            namespace: None,
-            name,
-        };
-        let now = now_rfc3339();
-        server
-            .registry()
-            .update_if_present(
-                &self.defs.slices,
-                at,
-                UpdateKind::Status,
-                WriteOptions::default(),
-                |old| {
-                    let mut new = old.clone();
-                    new["status"] = with_transition_times(status.clone(), old, &now);
-                    Ok(new)
-                },
-            )
-            .await
+        objects::write_status(&server, &self.defs.slices, cluster, name, &slice, status).await
     }
 
     fn desired_status(

@@ -11,14 +11,12 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Weak};
 
 use kcp_api_types::ResourceDef;
-use kcp_api_types::conditions::{condition, same_status, with_transition_times};
+use kcp_api_types::conditions::condition;
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::selector::label::{Selector, from_label_selector};
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
-use kcp_apiserver::registry::{
-    DeleteOptions, ObjectRef, UpdateKind, WriteOptions, keyspace, now_rfc3339, str_at as text,
-};
+use kcp_apiserver::registry::{DeleteOptions, ObjectRef, WriteOptions, keyspace, str_at as text};
 use kcp_controllers::builtin;
 use kcp_controllers::feed::{Change, Feed, Feeds};
 use kcp_controllers::objects::{self, ObjectQueue};
@@ -195,28 +193,7 @@ impl Controller {
         if failure.is_none() || count > 0 {
             status["count"] = json!(count);
         }
-        if !same_status(set.get("status"), &status) {
-            let now = now_rfc3339();
-            let at = ObjectRef {
-                cluster,
-                namespace: None,
-                name,
-            };
-            server
-                .registry()
-                .update_if_present(
-                    &self.sets,
-                    at,
-                    UpdateKind::Status,
-                    WriteOptions::default(),
-                    |old| {
-                        let mut new = old.clone();
-                        new["status"] = with_transition_times(status.clone(), old, &now);
-                        Ok(new)
-                    },
-                )
-                .await?;
-        }
+        objects::write_status(&server, &self.sets, cluster, name, &set, status).await?;
         match failure {
             Some(Failure {
                 invalid_selector: None,

@@ -10,10 +10,9 @@ use kcp_api_types::ResourceDef;
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
-use kcp_apiserver::registry::{ObjectRef, UpdateKind, WriteOptions, keyspace};
+use kcp_apiserver::registry::keyspace;
 use serde_json::{Value, json};
 
-use kcp_api_types::conditions::{same_status, with_transition_times};
 use kcp_controllers::builtin;
 use kcp_controllers::feed::{Change, Feed, Feeds};
 use kcp_controllers::objects::{self, ObjectQueue};
@@ -120,28 +119,6 @@ impl Controller {
                 {"type": "VirtualWorkspaceURLsReady", "status": "True"},
             ],
         });
-        if same_status(current.get("status"), &status) {
-            return Ok(());
-        }
-        let now = kcp_apiserver::registry::now_rfc3339();
-        let at = ObjectRef {
-            cluster,
-            namespace: None,
-            name,
-        };
-        server
-            .registry()
-            .update_if_present(
-                &self.types,
-                at,
-                UpdateKind::Status,
-                WriteOptions::default(),
-                |old| {
-                    let mut new = old.clone();
-                    new["status"] = with_transition_times(status.clone(), old, &now);
-                    Ok(new)
-                },
-            )
-            .await
+        objects::write_status(&server, &self.types, cluster, name, &current, status).await
     }
 }
