@@ -15,7 +15,7 @@ use anyhow::{Context as _, bail};
 use crate::board::{self, Board};
 use crate::bound;
 use crate::client::Conn;
-use crate::config::{BindingPlan, Plan};
+use crate::config::Plan;
 use crate::idle::settle;
 use crate::phase::{self, Limits, Probe, Summary, TimedWorker};
 use crate::procfs;
@@ -45,6 +45,8 @@ pub struct Bindings {
     /// Failures of the Bound watch, and the first one.
     pub watch_failures: u64,
     pub watch_first_failure: Option<String>,
+    /// The APIExport virtual workspace over the bound workspaces.
+    pub virtual_ws: Result<crate::virtual_ws::Virtual, String>,
 }
 
 impl Bindings {
@@ -60,7 +62,7 @@ pub async fn measure(plan: &Plan, binary: &Path, backend: Backend) -> Result<Bin
     let shard = ShardProcess::start(binary, backend)
         .await
         .map_err(|e| format!("starting the shard: {e:#}"))?;
-    let result = run(&plan.bindings, &shard).await;
+    let result = run(plan, &shard).await;
     result.map_err(|e| format!("{e:#}\nshard log tail:\n{}", shard.log_tail(20)))
 }
 
@@ -86,7 +88,8 @@ impl TimedWorker for Bind {
     }
 }
 
-async fn run(plan: &BindingPlan, shard: &ShardProcess) -> anyhow::Result<Bindings> {
+async fn run(whole: &Plan, shard: &ShardProcess) -> anyhow::Result<Bindings> {
+    let plan = &whole.bindings;
     let label = shard.backend.label();
     let probe = Probe {
         shard: Some(shard.pid()),
@@ -100,7 +103,7 @@ async fn run(plan: &BindingPlan, shard: &ShardProcess) -> anyhow::Result<Binding
     let conn = |i: usize| conns[i % conns.len()].clone();
     let workspaces = Arc::new(Board::start(&shard.connector, board::WORKSPACES).await?);
     let timeout = plan.bound_timeout;
-    create_ready(&mut conn(0), &workspaces, "root", "provider", timeout)
+    let (_, provider) = create_ready(&mut conn(0), &workspaces, "root", "provider", timeout)
         .await
         .context("creating workspace provider")?;
     bound::publish(&mut conn(0), PROVIDER).await?;
@@ -189,6 +192,19 @@ async fn run(plan: &BindingPlan, shard: &ShardProcess) -> anyhow::Result<Binding
     settle(shard.pid()).await;
     let rss_after = procfs::rss_bytes(shard.pid()).context("reading the shard's RSS")?;
     let (watch_failures, watch_first_failure) = bindings.failures();
+    drop(bindings);
+    let setup = crate::virtual_ws::Setup {
+        shard,
+        conns: &conns,
+        provider_cluster: &provider.cluster,
+        provider_path: PROVIDER,
+        workspaces: total as u64,
+        workspace: Arc::new(|i| format!("{CONSUMERS}:{}", flat_name(PREFIX, i))),
+        probe,
+    };
+    let virtual_ws = crate::virtual_ws::measure(whole, &setup)
+        .await
+        .map_err(|e| format!("{e:#}"));
     Ok(Bindings {
         requested: plan.workspaces,
         cap: plan.bind_cap,
@@ -197,5 +213,6 @@ async fn run(plan: &BindingPlan, shard: &ShardProcess) -> anyhow::Result<Binding
         rss_after,
         watch_failures,
         watch_first_failure,
+        virtual_ws,
     })
 }

@@ -114,6 +114,8 @@ pub struct BindingPlan {
     pub bind_cap: Duration,
     /// How long one binding may take from its POST to Bound before it counts as an error.
     pub bound_timeout: Duration,
+    /// Widgets created in each bound workspace for the virtual-workspace measurement.
+    pub objects_per_workspace: usize,
 }
 
 /// Sizes and caps of the workspaces part (per store). The caps keep the whole part within ~10 min on
@@ -193,6 +195,7 @@ impl Plan {
                     workspaces_cap: Duration::from_secs(30),
                     bind_cap: Duration::from_secs(30),
                     bound_timeout: Duration::from_secs(30),
+                    objects_per_workspace: 2,
                 },
             }
         } else {
@@ -235,6 +238,7 @@ impl Plan {
                     workspaces_cap: Duration::from_secs(90),
                     bind_cap: Duration::from_secs(120),
                     bound_timeout: Duration::from_secs(30),
+                    objects_per_workspace: 10,
                 },
             }
         };

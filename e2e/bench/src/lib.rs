@@ -28,6 +28,7 @@ mod procfs;
 mod report;
 mod shard;
 mod shard_load;
+mod virtual_ws;
 mod watch;
 mod workspaces;
 

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, bail};
+use bytes::Bytes;
 use http::{Method, StatusCode};
 use http_body_util::BodyExt as _;
 use serde::Deserialize;
@@ -147,6 +148,16 @@ pub async fn current_rv(conn: &mut Conn, collection: &str) -> anyhow::Result<Str
     Ok(list.metadata.resource_version)
 }
 
+/// What a latency measurement watches, and where and what it creates for the watchers to see.
+pub struct Target<'a> {
+    /// The collection watched (any path a list and a watch answer on).
+    pub watched: &'a str,
+    /// The collection the objects are created in.
+    pub written: &'a str,
+    /// The object named so, as created.
+    pub body: &'a (dyn Fn(&str) -> Bytes + Sync),
+}
+
 /// Measures watch latency with `watchers` watchers on `collection` (a ConfigMap collection path).
 pub async fn measure(
     plan: &Plan,
@@ -155,10 +166,30 @@ pub async fn measure(
     watchers: usize,
     probe: Probe,
 ) -> anyhow::Result<WatchResult> {
+    let body = |name: &str| objects::configmap(name, plan.payload_bytes, 0);
+    let target = Target {
+        watched: collection,
+        written: collection,
+        body: &body,
+    };
+    measure_target(plan, connector, &target, watchers, probe).await
+}
+
+/// Measures watch latency with `watchers` watchers as `target` says.
+pub async fn measure_target(
+    plan: &Plan,
+    connector: &Connector,
+    target: &Target<'_>,
+    watchers: usize,
+    probe: Probe,
+) -> anyhow::Result<WatchResult> {
     let events = plan.watch_events;
     let mut writer = connector.connect().await?;
-    let rv = current_rv(&mut writer, collection).await?;
-    let path = format!("{collection}?watch=true&resourceVersion={rv}&timeoutSeconds=300");
+    let rv = current_rv(&mut writer, target.watched).await?;
+    let path = format!(
+        "{}?watch=true&resourceVersion={rv}&timeoutSeconds=300",
+        target.watched
+    );
     let conns = connector
         .pool(watchers.div_ceil(STREAMS_PER_CONNECTION))
         .await?;
@@ -181,7 +212,7 @@ pub async fn measure(
     let result = drive(
         plan,
         &mut writer,
-        collection,
+        target,
         watchers,
         &shared,
         &mut tasks,
@@ -239,7 +270,7 @@ type Driven = (Summary, CpuUse, Vec<Option<Instant>>);
 async fn drive(
     plan: &Plan,
     writer: &mut Conn,
-    collection: &str,
+    target: &Target<'_>,
     watchers: usize,
     shared: &Shared,
     tasks: &mut tokio::task::JoinSet<anyhow::Result<Arrivals>>,
@@ -265,8 +296,8 @@ async fn drive(
         writer
             .expect(
                 Method::POST,
-                collection,
-                Some(objects::configmap(&name, plan.payload_bytes, 0)),
+                target.written,
+                Some((target.body)(&name)),
                 |s| s == StatusCode::CREATED,
             )
             .await?;
@@ -280,11 +311,11 @@ async fn drive(
     let t0 = Instant::now();
     for (i, start_slot) in starts.iter_mut().enumerate() {
         let name = format!("ev-{i:06}");
-        let body = objects::configmap(&name, plan.payload_bytes, 0);
+        let body = (target.body)(&name);
         let start = Instant::now();
         *start_slot = Some(start);
         writer
-            .expect(Method::POST, collection, Some(body), |s| {
+            .expect(Method::POST, target.written, Some(body), |s| {
                 s == StatusCode::CREATED
             })
             .await?;

@@ -11,6 +11,8 @@ use crate::shard_load::ShardResults;
 
 /// A bound resource within 5 % of the same schema as a local CRD (issue 33).
 const TARGET_BOUND_RATIO: f64 = 0.95;
+/// A wildcard list through the APIExport virtual workspace at least this fast next to direct.
+const TARGET_VW_LIST_RATIO: f64 = 0.8;
 /// RSS per binding beyond its workspace.
 const TARGET_BYTES_PER_BINDING: f64 = 4.0 * 1024.0;
 
@@ -58,6 +60,7 @@ impl Report {
         self.apis_targets(out);
         self.bound_table(out);
         self.bindings_table(out);
+        self.virtual_table(out);
     }
 
     fn apis_targets(&self, out: &mut String) {
@@ -191,6 +194,84 @@ impl Report {
         let _ = writeln!(out);
     }
 
+    /// The APIExport virtual workspace over the bound workspaces of the bindings part.
+    fn virtual_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "### Through the APIExport virtual workspace
+"
+        );
+        let _ = writeln!(
+            out,
+            "On the bindings part's shard, once every consumer workspace is bound: {} Widgets in each, then the initial list of every Widget across them through the virtual workspace (`/services/apiexport/<provider>/widgets/clusters/*/...`, in process) and direct (`/clusters/*/.../widgets:<identity>`), alternated, the median of 3 each; ratio = direct time ÷ virtual-workspace time (target ≥ {TARGET_VW_LIST_RATIO}). RSS: the shard's before the lists and the most sampled (every 20 ms) while it served them. Watch latency: {} events created in a bound workspace, create start → event at each of 10 watchers, through each endpoint (the partition is an object-partitioned endpoint slice selecting `app=kcp-bench`, which every Widget carries).\n",
+            self.plan.bindings.objects_per_workspace, self.plan.watch_events,
+        );
+        let _ = writeln!(
+            out,
+            "| store | Widgets listed | list direct | list through VW | ratio | list size | RSS idle → serving | watch p50 / p99: direct | VW | partition |\n| --- | ---: | ---: | ---: | ---: | ---: | --- | --- | --- | --- |"
+        );
+        for backend in [Backend::Etcd, Backend::Embedded] {
+            let v = match self.bindings_of(backend) {
+                Some(Ok(b)) => &b.virtual_ws,
+                _ => {
+                    let _ = writeln!(out, "| {} | not run | | | | | | | | |", backend.label());
+                    continue;
+                }
+            };
+            let v = match v {
+                Ok(v) => v,
+                Err(err) => {
+                    let _ = writeln!(
+                        out,
+                        "| {} | **failed**: {} | | | | | | | | |",
+                        backend.label(),
+                        super::one_line(err)
+                    );
+                    continue;
+                }
+            };
+            let watch = |i: usize| match v.watches.get(i).map(|(_, r)| r) {
+                Some(Ok(w)) if w.delivered == w.expected => {
+                    format!("{} / {}", ms(w.latency.p50), ms(w.latency.p99))
+                }
+                Some(Ok(w)) => format!(
+                    "{} / {} ({} of {} events)",
+                    ms(w.latency.p50),
+                    ms(w.latency.p99),
+                    w.delivered,
+                    w.expected
+                ),
+                Some(Err(err)) => format!("**failed**: {}", super::one_line(err)),
+                None => "–".into(),
+            };
+            let ratio = v.list_ratio();
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} | {} {} | {} | {} → {} | {} | {} | {} |",
+                backend.label(),
+                format!(
+                    "{} of {} ({} created/s)",
+                    count(v.listed as u64),
+                    count(v.objects),
+                    rate(v.fill.throughput())
+                ),
+                ms(v.direct_list),
+                ms(v.vw_list),
+                ratio
+                    .map(|r| format!("{r:.2}"))
+                    .unwrap_or_else(|| "–".into()),
+                met(ratio.is_some_and(|r| r >= TARGET_VW_LIST_RATIO)),
+                bytes(v.list_bytes as f64),
+                bytes(v.rss_idle as f64),
+                bytes(v.rss_serving as f64),
+                watch(0),
+                watch(1),
+                watch(2),
+            );
+        }
+        let _ = writeln!(out);
+    }
+
     /// Errors of the bindings part, for the report's failures section.
     pub(super) fn binding_failures(&self, lines: &mut Vec<String>) {
         for (backend, result) in &self.bindings {
@@ -203,6 +284,12 @@ impl Report {
                             backend.label(),
                             b.load.errors,
                             b.load.first_error.as_deref().unwrap_or("?")
+                        ));
+                    }
+                    if let Err(err) = &b.virtual_ws {
+                        lines.push(format!(
+                            "the virtual workspace on the {}: {err}",
+                            backend.label()
                         ));
                     }
                     if b.watch_failures > 0 {
