@@ -515,6 +515,17 @@ fn object_partitions(store: StoreKind) {
         assert!(refused.contains("not found"), "{refused}");
     }
     in_east_one().ok(&["get", "cowboy", "e1", "-n", "default"]);
+    // No subresource but status through a virtual workspace (a scale or token would go around
+    // the partition).
+    let (code, body) = shard.curl(
+        "GET",
+        &format!(
+            "{}/clusters/{one}/apis/wildwest.dev/v1alpha1/namespaces/default/cowboys/w1/scale",
+            path_of(&east)
+        ),
+        None,
+    );
+    assert_eq!(code, 404, "{body}");
 
     // Writes stay in the partition: a create gets its label, another value is refused.
     let file = shard.write_file("kid.yaml", &labelled_cowboy("kid", "{}"));

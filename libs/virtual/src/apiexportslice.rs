@@ -35,7 +35,7 @@ use crate::apiexport::{ApiExportWorkspace, Scope, target_cluster};
 /// The family's name in `/services/<name>/...`.
 pub const FAMILY: &str = "apiexportslice";
 
-pub struct PartitionWorkspace {
+pub struct ObjectPartitionWorkspace {
     exports: Arc<ApiExportWorkspace>,
     slices: Arc<ResourceDef>,
     bindings: Arc<ResourceDef>,
@@ -43,13 +43,13 @@ pub struct PartitionWorkspace {
     resolver: Option<Arc<dyn ClusterResolver>>,
 }
 
-impl PartitionWorkspace {
+impl ObjectPartitionWorkspace {
     /// `None` when kcp's kinds are missing from the catalogue.
     pub fn new(
         exports: Arc<ApiExportWorkspace>,
         resolver: Option<Arc<dyn ClusterResolver>>,
-    ) -> Option<PartitionWorkspace> {
-        Some(PartitionWorkspace {
+    ) -> Option<ObjectPartitionWorkspace> {
+        Some(ObjectPartitionWorkspace {
             exports,
             slices: builtin(GROUP, "apiexportendpointslices")?,
             bindings: builtin(GROUP, "apibindings").filter(|d| d.version == "v1alpha2")?,
@@ -65,7 +65,7 @@ struct Partitioned {
     label: (String, String),
 }
 
-impl PartitionWorkspace {
+impl ObjectPartitionWorkspace {
     fn partitioned(
         &self,
         server: &ApiServer,
@@ -88,7 +88,7 @@ impl PartitionWorkspace {
 }
 
 #[async_trait]
-impl VirtualWorkspace for PartitionWorkspace {
+impl VirtualWorkspace for ObjectPartitionWorkspace {
     fn family(&self) -> ServiceFamily {
         ServiceFamily {
             name: FAMILY,

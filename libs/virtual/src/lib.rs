@@ -51,7 +51,7 @@ impl VirtualWorkspaces {
         };
         let mut builder = builder.virtual_workspace(exports.clone());
         if let Some(partitions) =
-            apiexportslice::PartitionWorkspace::new(exports, self.resolver.clone())
+            apiexportslice::ObjectPartitionWorkspace::new(exports, self.resolver.clone())
         {
             builder = builder.virtual_workspace(Arc::new(partitions));
         }

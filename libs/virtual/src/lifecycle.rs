@@ -14,7 +14,8 @@
 //! - In one of them: `get` of its LogicalCluster, and `get`, `update` and `patch` of its status,
 //!   which may only remove this initializer (terminator) from the list.
 //! - Anything else in one of them is served as a request of the cluster's owner (the user who
-//!   created the workspace, as kcp records it), while the cluster waits on this name.
+//!   created the workspace, `spec.createdBy`, without privileged groups and scoped to the
+//!   cluster), while the cluster waits on this name.
 //!
 //! Who may: the caller must hold `initialize` (`terminate`) on the WorkspaceType the name comes
 //! from (`<type's logical cluster>:<type name>`), in the type's workspace.
@@ -27,7 +28,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use kcp_api_types::ResourceDef;
 use kcp_api_types::builtin::{INITIALIZER_LABEL_PREFIX, TERMINATOR_LABEL_PREFIX, lifecycle_label};
-use kcp_api_types::tenancy::{OWNER_ANNOTATION, PHASE_LABEL};
+use kcp_api_types::tenancy::PHASE_LABEL;
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::{ApiError, Cause};
 use kcp_apiserver::ApiServer;
@@ -37,7 +38,7 @@ use kcp_apiserver::registry::{keyspace, str_at as text};
 use kcp_auth::{Attributes, Decision, UserInfo};
 use kcp_controllers::builtin;
 use kcp_http::request_info::{ClusterTarget, ServiceFamily, Target};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// Which of the two a workspace is.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -161,13 +162,11 @@ impl LifecycleWorkspace {
     }
 }
 
-/// The user a LogicalCluster records as its owner (kcp's owner annotation, a UserInfo's JSON).
+/// The user who created a LogicalCluster's workspace: `spec.createdBy`, which admission records
+/// and nobody may change (kcp reads it too; the owner annotation is cut to a name once Ready).
+/// The server drops privileged groups from it and scopes it to the cluster before serving.
 fn owner(lc: &Value) -> Option<UserInfo> {
-    let recorded = lc
-        .pointer("/metadata/annotations")
-        .and_then(|a| a.get(OWNER_ANNOTATION))
-        .and_then(Value::as_str)?;
-    let info: Value = serde_json::from_str(recorded).ok()?;
+    let info = lc.pointer("/spec/createdBy")?;
     let strings = |v: Option<&Value>| -> Vec<String> {
         (v.and_then(Value::as_array).into_iter().flatten())
             .filter_map(Value::as_str)
@@ -178,19 +177,22 @@ fn owner(lc: &Value) -> Option<UserInfo> {
         .flatten()
         .map(|(k, v)| (k.clone(), strings(Some(v))))
         .collect();
-    let name = text(&info, "/username").to_string();
+    let name = text(info, "/username").to_string();
     (!name.is_empty()).then(|| UserInfo {
         name,
-        uid: text(&info, "/uid").to_string(),
+        uid: text(info, "/uid").to_string(),
         groups: strings(info.get("groups")),
         extra,
     })
 }
 
-/// An update through the workspace may only take its own name out of the status list.
+/// An update through the workspace may only take its own name out of the status list, of a
+/// cluster waiting on it.
 struct RemovesOnly {
     lifecycle: Lifecycle,
     name: String,
+    /// The labels of a cluster waiting on the name.
+    waiting: Vec<(String, String)>,
 }
 
 impl UpdateCheck for RemovesOnly {
@@ -201,23 +203,36 @@ impl UpdateCheck for RemovesOnly {
         old: &Value,
         new: &Value,
     ) -> Result<(), ApiError> {
+        if !kcp_apiserver::registry::required_labels::carried_by(&self.waiting, old) {
+            return Err(ApiError::not_found(
+                "core.kcp.io",
+                "logicalclusters",
+                object,
+            ));
+        }
         let field = self.lifecycle.status_field();
-        let list = |o: &Value| -> Vec<String> {
+        let list = |o: &Value| -> Vec<Value> {
             (o.pointer(&format!("/status/{field}"))
                 .and_then(Value::as_array))
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str)
-            .map(str::to_string)
-            .collect()
+            .cloned()
+            .unwrap_or_default()
         };
-        let (before, after) = (list(old), list(new));
-        if before.len() == after.len() + 1 && !after.contains(&self.name) {
+        // The status as it must be: the old one without this name, nothing else changed (the
+        // status subresource writes nothing but the status).
+        let mut wanted = old.get("status").cloned().unwrap_or_else(|| json!({}));
+        let before = list(old);
+        let kept: Vec<Value> = (before.iter())
+            .filter(|n| n.as_str() != Some(&self.name))
+            .cloned()
+            .collect();
+        let removed_once = kept.len() + 1 == before.len();
+        wanted[field] = Value::Array(kept);
+        if removed_once && new.get("status") == Some(&wanted) {
             return Ok(());
         }
         let cause = Cause::invalid(
             &format!("status.{field}"),
-            &serde_json::json!(after),
+            &Value::Array(list(new)),
             &format!(
                 "only removing the {:?} {} is supported",
                 self.name,
@@ -306,11 +321,17 @@ impl VirtualWorkspace for LifecycleWorkspace {
                 if !allowed {
                     return Err(read_only());
                 }
+                let waiting = self.lifecycle.waiting_labels(name);
+                // Reads see the waiting clusters only. A status write takes this name out, and
+                // with it the labels, so they are not required of what it writes: the check
+                // asks them of the cluster as it was.
+                let reads = matches!(r.verb.as_str(), "get" | "list" | "watch");
                 Ok(Routed {
-                    required_labels: self.lifecycle.waiting_labels(name),
+                    required_labels: if reads { waiting.clone() } else { Vec::new() },
                     update_check: Some(Arc::new(RemovesOnly {
                         lifecycle: self.lifecycle,
                         name: name.clone(),
+                        waiting,
                     })),
                     ..Routed::view(info.clone(), self.apis.clone())
                 })
@@ -324,7 +345,6 @@ impl VirtualWorkspace for LifecycleWorkspace {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
 
     #[test]
     fn an_initializer_removes_only_itself() {
@@ -332,17 +352,23 @@ mod tests {
         let check = RemovesOnly {
             lifecycle: Lifecycle::Initializing,
             name: "root:mine".to_string(),
+            waiting: vec![("w".to_string(), "yes".to_string())],
         };
-        let lc = |list: Value| json!({"status": {"initializers": list}});
+        let lc = |list: Value| json!({"metadata": {"labels": {"w": "yes"}}, "status": {"initializers": list}});
         let old = lc(json!(["root:mine", "root:other"]));
         assert!(
             check
                 .check(&def, "cluster", &old, &lc(json!(["root:other"])))
                 .is_ok()
         );
+        // Another status field changed with it is refused too.
+        let mut sneaky = lc(json!(["root:other"]));
+        sneaky["status"]["phase"] = json!("Ready");
+        assert!(check.check(&def, "cluster", &old, &sneaky).is_err());
         for wrong in [
             json!(["root:mine"]),
             json!([]),
+            json!(["root:x"]),
             old["status"]["initializers"].clone(),
         ] {
             let err = check
@@ -360,8 +386,8 @@ mod tests {
 
     #[test]
     fn owners_come_from_the_recorded_user() {
-        let lc = json!({"metadata": {"annotations": {OWNER_ANNOTATION:
-            r#"{"username":"alice","uid":"u1","groups":["g","system:authenticated"],"extra":{"k":["v"]}}"#}}});
+        let lc = json!({"spec": {"createdBy":
+            {"username": "alice", "uid": "u1", "groups": ["g", "system:authenticated"], "extra": {"k": ["v"]}}}});
         let user = owner(&lc).expect("owner");
         assert_eq!(user.name, "alice");
         assert_eq!(user.groups, ["g", "system:authenticated"]);

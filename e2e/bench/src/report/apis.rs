@@ -247,14 +247,11 @@ impl Report {
             let ratio = v.list_ratio();
             let _ = writeln!(
                 out,
-                "| {} | {} | {} | {} | {} {} | {} | {} → {} | {} | {} | {} |",
+                "| {} | {} of {} ({} created/s) | {} | {} | {} {} | {} | {} → {} | {} | {} | {} |",
                 backend.label(),
-                format!(
-                    "{} of {} ({} created/s)",
-                    count(v.listed as u64),
-                    count(v.objects),
-                    rate(v.fill.throughput())
-                ),
+                count(v.listed as u64),
+                count(v.objects),
+                rate(v.fill.throughput()),
                 ms(v.direct_list),
                 ms(v.vw_list),
                 ratio

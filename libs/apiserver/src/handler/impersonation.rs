@@ -37,6 +37,22 @@ const GUARDED_GROUPS: &[&str] = &[
     AUTHENTICATED_GROUP,
 ];
 
+/// `user` as a virtual workspace may have a request served inside `cluster` (see
+/// [`crate::hooks::Routed::as_user`]): never with a privileged group or kcp's own extras (no
+/// caller granted them), and scoped to that cluster, as an impersonated identity is.
+pub(crate) fn acting_in(mut user: UserInfo, cluster: &str) -> UserInfo {
+    user.groups
+        .retain(|g| g == AUTHENTICATED_GROUP || !GUARDED_GROUPS.contains(&g.as_str()));
+    if !user.groups.iter().any(|g| g == AUTHENTICATED_GROUP) {
+        user.groups.push(AUTHENTICATED_GROUP.to_string());
+    }
+    user.extra
+        .retain(|key, _| !key.to_ascii_lowercase().contains("kcp.io"));
+    user.extra
+        .insert(SCOPES_EXTRA.to_string(), vec![format!("cluster:{cluster}")]);
+    user
+}
+
 /// One thing the caller asks to act as, and what authorizing it means.
 #[derive(Debug)]
 enum Wanted {

@@ -325,6 +325,23 @@ impl ApiServer {
                 path.as_str(),
             ));
         }
+        self.serve_in_cluster(parts, body, query, info, user, deep_review, shape)
+            .await
+    }
+
+    /// The end of every request into a logical cluster (or all of them): authorized there as
+    /// `user`, the cluster known, served from its APIs.
+    #[allow(clippy::too_many_arguments)]
+    async fn serve_in_cluster(
+        self: &Arc<Self>,
+        parts: http::request::Parts,
+        body: kcp_http::request_body::RequestBody,
+        query: Query,
+        info: RequestInfo,
+        user: UserInfo,
+        deep_review: bool,
+        shape: &mut Option<RequestShape>,
+    ) -> Result<Response<Body>, ApiError> {
         self.authorize(&user, &info, &parts.method)?;
         if let ClusterTarget::Name(name) = &info.cluster {
             self.check_cluster_exists(name, &user).await?;
@@ -371,13 +388,13 @@ impl ApiServer {
         }
         if let Some(user) = routed.as_user {
             // Inside the cluster as someone else: judged there as their own request would be.
-            self.authorize(&user, &info, &parts.method)?;
-            if let ClusterTarget::Name(name) = &info.cluster {
-                self.check_cluster_exists(name, &user).await?;
-            }
-            let apis = self.api_set(&info.cluster);
-            let ctx = context(&parts, info, query, user, false, apis);
-            return self.dispatch(ctx, &parts, body, shape).await;
+            let ClusterTarget::Name(cluster) = &info.cluster else {
+                return Err(ApiError::path_not_found());
+            };
+            let user = impersonation::acting_in(user, cluster.as_str());
+            return self
+                .serve_in_cluster(parts, body, query, info, user, false, shape)
+                .await;
         }
         let mut ctx = context(&parts, info, query, user, false, routed.apis);
         ctx.required_labels = routed.required_labels;

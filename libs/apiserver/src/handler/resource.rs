@@ -76,6 +76,11 @@ impl ApiServer {
         {
             return Err(ApiError::path_not_found());
         }
+        // A virtual workspace serves objects and their status, as kcp's do: no other subresource
+        // (a scale or a ServiceAccount token would bypass what the view lets through).
+        if ctx.virtual_workspace && req.subresource.as_deref().is_some_and(|s| s != "status") {
+            return Err(ApiError::path_not_found());
+        }
         if req.subresource.as_deref() == Some("scale")
             && let Some(scale) = &def.scale
         {

@@ -38,7 +38,16 @@ pub fn force(
     if required.is_empty() {
         return Ok(());
     }
-    let Some(meta) = obj.get_mut("metadata").and_then(Value::as_object_mut) else {
+    let Some(object) = obj.as_object_mut() else {
+        return Ok(());
+    };
+    let meta = object
+        .entry("metadata")
+        .or_insert_with(|| Value::Object(Map::new()));
+    if !meta.is_object() {
+        *meta = Value::Object(Map::new());
+    }
+    let Some(meta) = meta.as_object_mut() else {
         return Ok(());
     };
     let labels = meta
@@ -67,6 +76,29 @@ pub fn force(
         }
     }
     Ok(())
+}
+
+/// 403 when the object as it is about to be written (after admission) lacks a required label:
+/// the write would leave the view.
+pub fn check_kept(
+    def: &ResourceDef,
+    name: &str,
+    required: &RequiredLabels,
+    obj: &Value,
+) -> Result<(), ApiError> {
+    if carried_by(required, obj) {
+        return Ok(());
+    }
+    let wanted: Vec<String> = required.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    Err(ApiError::forbidden(
+        &def.group,
+        &def.plural,
+        name,
+        &format!(
+            "the object would not carry the labels this endpoint requires: {}",
+            wanted.join(", ")
+        ),
+    ))
 }
 
 /// 404 for an object the view does not show.

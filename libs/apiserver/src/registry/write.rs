@@ -632,6 +632,8 @@ impl Registry {
             def.strategy.canonicalize(obj);
         }
         def.strategy.follow_status(obj);
+        // Admission may have taken a required label away (a claim label it recomputes).
+        required_labels::check_kept(def, meta_str(obj, "name"), opts.required_labels, obj)?;
         Ok(generate)
     }
 
@@ -837,6 +839,7 @@ impl Registry {
             }
         }
         def.strategy.follow_status(&mut new);
+        required_labels::check_kept(def, at.name, opts.required_labels, &new)?;
         let wrong_kind = metadata::custom_kind_causes(def, &new);
         if !wrong_kind.is_empty() {
             return Err(invalid(def, at.name, wrong_kind));

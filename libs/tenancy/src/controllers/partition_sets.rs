@@ -164,6 +164,13 @@ impl Controller {
         let Some(server) = self.server.upgrade() else {
             return Ok(());
         };
+        // The Partitions the last pass created must be seen, or this pass makes them again.
+        server
+            .registry()
+            .cache()
+            .wait_fresh()
+            .await
+            .map_err(kcp_apiserver::registry::cache_error)?;
         let key = keyspace(&self.sets).object(cluster, None, name);
         let Some(cached) = server.registry().cache().get(&key) else {
             return Ok(());
@@ -281,7 +288,11 @@ impl Controller {
             .map(|(k, v)| (k.clone(), v.as_str().unwrap_or_default().to_string()))
             .collect();
             let key = group_key(&values);
-            if their_expressions == expressions && wanted.contains_key(&key) {
+            // One Partition per group: a second one (made twice) goes like a stale one.
+            if their_expressions == expressions
+                && wanted.contains_key(&key)
+                && !present.contains(&key)
+            {
                 present.insert(key);
                 continue;
             }
