@@ -624,6 +624,25 @@ fn object_partitions(store: StoreKind) {
     );
     assert_eq!(code, 403);
 
+    // The slice records its export's logical cluster, and keeps it whatever a write says.
+    let recorded = |name: &str| {
+        let s = provider().json(&["get", "apiexportendpointslice", name, "-o", "json"]);
+        json_str(
+            &s,
+            "/metadata/annotations/internal.apis.kcp.io~1export-cluster",
+        )
+        .to_string()
+    };
+    assert_eq!(recorded("cowboys-east"), provider_lc);
+    provider().ok(&[
+        "annotate",
+        "apiexportendpointslice",
+        "cowboys-east",
+        "--overwrite",
+        "internal.apis.kcp.io/export-cluster=elsewhere",
+    ]);
+    assert_eq!(recorded("cowboys-east"), provider_lc);
+
     // The partition is immutable.
     let refused = provider().fails(&[
         "patch",

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use kcp_api_types::ResourceDef;
-use kcp_api_types::apis::GROUP;
+use kcp_api_types::apis::{GROUP, SLICE_EXPORT_CLUSTER_ANNOTATION};
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::ApiError;
 use kcp_apiserver::ApiServer;
@@ -28,6 +28,7 @@ use kcp_apiserver::hooks::{ClusterResolver, Routed, VirtualRequest, VirtualWorks
 use kcp_apiserver::registry::{keyspace, str_at as text};
 use kcp_controllers::builtin;
 use kcp_http::request_info::ServiceFamily;
+use serde_json::Value;
 
 use crate::apiexport::authorize::{self, Content};
 use crate::apiexport::{ApiExportWorkspace, Scope, target_cluster};
@@ -76,8 +77,14 @@ impl ObjectPartitionWorkspace {
         let slice = server.registry().cache().get(&key)?.value().ok()?;
         let partition = slice.pointer("/spec/objectPartition")?;
         let path = text(&slice, "/spec/export/path");
+        // Only the export the slice was made for: a path now leading elsewhere serves nothing.
+        let recorded = (slice.pointer("/metadata/annotations"))
+            .and_then(|a| a.get(SLICE_EXPORT_CLUSTER_ANNOTATION))
+            .and_then(Value::as_str);
+        let export_cluster = kcp_apis::export_cluster(self.resolver.as_deref(), cluster, path)
+            .filter(|c| Some(c.as_str()) == recorded);
         Some(Partitioned {
-            export_cluster: kcp_apis::export_cluster(self.resolver.as_deref(), cluster, path),
+            export_cluster,
             export_name: text(&slice, "/spec/export/name").to_string(),
             label: (
                 text(partition, "/labelKey").to_string(),

@@ -16,6 +16,9 @@ pub const IDENTITY_NAMESPACE: &str = "kcp-system";
 pub const IDENTITY_SECRET_KEY: &str = "key";
 /// The label of an APIBinding naming its export (see [`export_label_value`]).
 pub const EXPORT_LABEL: &str = "internal.apis.kcp.io/export";
+/// On an object-partitioned APIExportEndpointSlice: the logical cluster its export was found in
+/// when it was made, so a workspace path that later leads elsewhere serves nothing through it.
+pub const SLICE_EXPORT_CLUSTER_ANNOTATION: &str = "internal.apis.kcp.io/export-cluster";
 /// What holds an APIBinding until what it bound is gone.
 pub const BINDING_FINALIZER: &str = "apis.kcp.io/apibinding-finalizer";
 

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use kcp_api_types::apis::GROUP;
+use kcp_api_types::apis::{GROUP, SLICE_EXPORT_CLUSTER_ANNOTATION};
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::names::{is_qualified_name, is_valid_label_value};
 use kcp_apimachinery::status::ApiError;
@@ -102,6 +102,58 @@ pub fn refusals(slice: &Value) -> Vec<String> {
 
 #[async_trait]
 impl Admission for EndpointSliceAdmission {
+    /// A partitioned slice records where its export is: found on create, kept as it was after.
+    async fn mutate(
+        &self,
+        attrs: &Attributes<'_>,
+        object: Option<&mut Value>,
+    ) -> Result<bool, ApiError> {
+        if !is(attrs, "apiexportendpointslices") || attrs.subresource.is_some() {
+            return Ok(false);
+        }
+        let Some(slice) = object else {
+            return Ok(false);
+        };
+        if slice.pointer("/spec/objectPartition").is_none() {
+            return Ok(false);
+        }
+        let recorded = match (attrs.operation, attrs.old_object) {
+            (Operation::Update, Some(old)) => old
+                .pointer("/metadata/annotations")
+                .and_then(|a| a.get(SLICE_EXPORT_CLUSTER_ANNOTATION))
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            (Operation::Create, _) => self
+                .export_cluster(attrs.cluster, slice)
+                .map(|c| c.to_string()),
+            _ => return Ok(false),
+        };
+        let Some(meta) = slice.get_mut("metadata").and_then(Value::as_object_mut) else {
+            return Ok(false);
+        };
+        let annotations = meta
+            .entry("annotations")
+            .or_insert_with(|| Value::Object(Default::default()));
+        if !annotations.is_object() {
+            *annotations = Value::Object(Default::default());
+        }
+        if let Some(annotations) = annotations.as_object_mut() {
+            match recorded {
+                Some(cluster) => {
+                    annotations.insert(
+                        SLICE_EXPORT_CLUSTER_ANNOTATION.into(),
+                        Value::String(cluster),
+                    );
+                }
+                // Not found: validation refuses the create; nothing is forged meanwhile.
+                None => {
+                    annotations.remove(SLICE_EXPORT_CLUSTER_ANNOTATION);
+                }
+            }
+        }
+        Ok(true)
+    }
+
     async fn validate(
         &self,
         attrs: &Attributes<'_>,
