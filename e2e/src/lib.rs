@@ -17,8 +17,11 @@
 //! Nothing here asserts wall-clock times: deadlines only turn a hang into a failure with a message.
 
 pub mod cowboys;
+pub mod kcp_vw;
 pub mod python;
 pub mod tenancy;
+
+pub use kcp_vw::VirtualWorkspaces;
 
 use std::fmt;
 use std::fs;
@@ -34,7 +37,7 @@ use kcp_store::testing::EtcdProcess;
 use serde::Deserialize;
 
 /// How long a shard may take to write its kubeconfig and answer `/readyz`.
-const STARTUP_DEADLINE: Duration = Duration::from_secs(90);
+pub(crate) const STARTUP_DEADLINE: Duration = Duration::from_secs(90);
 /// How long a shard may take to exit after SIGTERM before it is killed.
 const SHUTDOWN_DEADLINE: Duration = Duration::from_secs(20);
 /// Generous bound for "eventually" checks (a watch event arriving, a controller acting).
@@ -130,6 +133,8 @@ pub struct Shard {
     runs: u32,
     /// Flags added to every `kcp-shard start` of this shard (e.g. `--token-auth-file`).
     extra_args: Vec<std::ffi::OsString>,
+    /// A kcp-vw beside the shard, serving its virtual workspaces.
+    vw: Option<kcp_vw::KcpVw>,
     // Dropped after the shard (fields drop in declaration order... but `Drop for Shard` stops the
     // process first anyway).
     etcd: Option<EtcdProcess>,
@@ -167,7 +172,7 @@ struct UserEntry {
 }
 
 /// A fresh temporary directory for one test's shard.
-fn test_dir() -> tempfile::TempDir {
+pub(crate) fn test_dir() -> tempfile::TempDir {
     tempfile::Builder::new()
         .prefix("kcp-e2e-")
         .tempdir()
@@ -208,7 +213,7 @@ impl Shard {
         )
     }
 
-    fn start_in(
+    pub(crate) fn start_in(
         store: StoreKind,
         dir: tempfile::TempDir,
         extra_args: Vec<std::ffi::OsString>,
@@ -224,6 +229,7 @@ impl Shard {
             base_url: String::new(),
             runs: 0,
             extra_args,
+            vw: None,
             etcd,
         };
         shard.spawn();
@@ -400,6 +406,7 @@ impl Shard {
                 all.push('\n');
             }
         }
+        all.push_str(&self.vw_logs());
         all
     }
 
@@ -563,9 +570,12 @@ impl Shard {
                 .arg(body);
         }
         // --globoff: `[` and `{` in paths are literal; `*` in /clusters/*/ is left alone by curl anyway.
-        command
-            .arg("--globoff")
-            .arg(format!("{}{path}", self.base_url));
+        // `/services/...` goes where the virtual workspaces are served.
+        let base = match path.starts_with("/services/") {
+            true => self.services_url(),
+            false => self.base_url.clone(),
+        };
+        command.arg("--globoff").arg(format!("{base}{path}"));
         let output = command.output().expect("running curl (is it installed?)");
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         let (body, code) = stdout.rsplit_once('\n').unwrap_or(("", stdout.as_str()));
@@ -692,13 +702,14 @@ impl Drop for Shard {
             eprintln!("{}", self.logs());
             eprintln!("(test directory: {})", self.dir().display());
         }
+        self.stop_vw();
         if self.child.is_some() {
             self.stop();
         }
     }
 }
 
-fn signal(child: &Child, name: &str) {
+pub(crate) fn signal(child: &Child, name: &str) {
     let _ = Command::new("kill")
         .arg(format!("-{name}"))
         .arg(child.id().to_string())
@@ -980,7 +991,7 @@ pub fn example_binary(package: &str) -> PathBuf {
 
 /// `target/<profile>/<binary>` next to the running test executable, built with `cargo build -p
 /// <package>` when missing or older than `sources` (paths under the workspace root).
-fn find_or_build(package: &str, binary: &str, sources: &[&str]) -> PathBuf {
+pub(crate) fn find_or_build(package: &str, binary: &str, sources: &[&str]) -> PathBuf {
     let exe = std::env::current_exe().expect("locating the test executable");
     // Test executables live in target/<profile>/deps/; binaries in target/<profile>/.
     let profile_dir = exe

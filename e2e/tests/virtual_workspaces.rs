@@ -5,7 +5,7 @@
 
 use kcp_e2e::cowboys::{bind_and_wait, create_ready_workspace, publish};
 use kcp_e2e::python::{python_with_kubernetes, script};
-use kcp_e2e::{Caller, Shard, StoreKind, json_str, on_both_stores};
+use kcp_e2e::{Caller, Shard, StoreKind, VirtualWorkspaces, json_str, on_both_stores};
 use serde_json::{Value, json};
 
 on_both_stores!(
@@ -14,6 +14,35 @@ on_both_stores!(
     lifecycle_workspaces,
     provider_controller
 );
+
+/// The same scenarios with the virtual workspaces served by a kcp-vw beside the shard, which
+/// publishes its URL.
+mod kcp_vw {
+    use super::*;
+
+    on_both_stores!(
+        apiexport_virtual_workspace,
+        object_partitions,
+        lifecycle_workspaces,
+        provider_controller
+    );
+
+    fn apiexport_virtual_workspace(store: StoreKind) {
+        super::apiexport_virtual_workspace_in(store, VirtualWorkspaces::KcpVw)
+    }
+
+    fn object_partitions(store: StoreKind) {
+        super::object_partitions_in(store, VirtualWorkspaces::KcpVw)
+    }
+
+    fn lifecycle_workspaces(store: StoreKind) {
+        super::lifecycle_workspaces_in(store, VirtualWorkspaces::KcpVw)
+    }
+
+    fn provider_controller(store: StoreKind) {
+        super::provider_controller_in(store, VirtualWorkspaces::KcpVw)
+    }
+}
 
 const BOB_TOKEN: &str = "vw-bob-token-51c2e0";
 const ALICE_TOKEN: &str = "vw-alice-token-93d7aa";
@@ -48,9 +77,14 @@ fn names(list: &Value) -> Vec<String> {
 }
 
 fn apiexport_virtual_workspace(store: StoreKind) {
-    let shard = Shard::start_with_tokens(
+    apiexport_virtual_workspace_in(store, VirtualWorkspaces::InShard)
+}
+
+fn apiexport_virtual_workspace_in(store: StoreKind, vw: VirtualWorkspaces) {
+    let shard = Shard::start_serving(
         store,
         &format!("{BOB_TOKEN},bob,bob-uid\n{ALICE_TOKEN},alice,alice-uid\n"),
+        vw,
     );
     for ws in [
         "provider",
@@ -87,7 +121,7 @@ fn apiexport_virtual_workspace(store: StoreKind) {
         url,
         format!(
             "{}/services/apiexport/{provider_lc}/cowboys",
-            shard.base_url()
+            shard.services_url()
         )
     );
 
@@ -409,9 +443,14 @@ fn events(body: &str) -> Vec<(String, String)> {
 /// serves only its own objects, keeps writes in it, moves relabelled objects between watchers,
 /// and is granted on its own; a tenant who may bind cannot mint one.
 fn object_partitions(store: StoreKind) {
-    let shard = Shard::start_with_tokens(
+    object_partitions_in(store, VirtualWorkspaces::InShard)
+}
+
+fn object_partitions_in(store: StoreKind, vw: VirtualWorkspaces) {
+    let shard = Shard::start_serving(
         store,
         &format!("{EVE_TOKEN},eve,eve-uid\n{TED_TOKEN},ted,ted-uid\n"),
+        vw,
     );
     for ws in ["provider", "one", "two"] {
         create_ready_workspace(&shard, ws);
@@ -457,10 +496,10 @@ fn object_partitions(store: StoreKind) {
         east,
         format!(
             "{}/services/apiexportslice/{provider_lc}/cowboys-east",
-            shard.base_url()
+            shard.services_url()
         )
     );
-    let path_of = |url: &str| url.trim_start_matches(shard.base_url()).to_string();
+    let path_of = |url: &str| url.trim_start_matches(&shard.services_url()).to_string();
     let cowboys = |url: &str| {
         format!(
             "{}/clusters/*/apis/wildwest.dev/v1alpha1/cowboys",
@@ -700,9 +739,14 @@ const NICK_TOKEN: &str = "vw-nick-token-2b77c5";
 /// `initialize` (`terminate`) on a WorkspaceType lists and watches the LogicalClusters waiting on
 /// it, works inside them as their owner, and releases them by removing its own name only.
 fn lifecycle_workspaces(store: StoreKind) {
-    let shard = Shard::start_with_tokens(
+    lifecycle_workspaces_in(store, VirtualWorkspaces::InShard)
+}
+
+fn lifecycle_workspaces_in(store: StoreKind, vw: VirtualWorkspaces) {
+    let shard = Shard::start_serving(
         store,
         &format!("{IVAN_TOKEN},ivan,ivan-uid\n{NICK_TOKEN},nick,nick-uid\n"),
+        vw,
     );
     let types = shard.write_file(
         "types.yaml",
@@ -722,10 +766,10 @@ fn lifecycle_workspaces(store: StoreKind) {
         initializing,
         format!(
             "{}/services/initializingworkspaces/root:slow",
-            shard.base_url()
+            shard.services_url()
         )
     );
-    let path_of = |url: &str| url.trim_start_matches(shard.base_url()).to_string();
+    let path_of = |url: &str| url.trim_start_matches(&shard.services_url()).to_string();
     let lcs = |url: &str| {
         format!(
             "{}/clusters/*/apis/core.kcp.io/v1alpha1/logicalclusters",
@@ -944,7 +988,11 @@ impl Drop for Controller {
 /// the export's slice reconciles the Cowboys of both consumer workspaces; then two instances on
 /// two partitions reconcile only their own, and nobody touches a Cowboy of no partition.
 fn provider_controller(store: StoreKind) {
-    let shard = Shard::start(store);
+    provider_controller_in(store, VirtualWorkspaces::InShard)
+}
+
+fn provider_controller_in(store: StoreKind, vw: VirtualWorkspaces) {
+    let shard = Shard::start_serving(store, "", vw);
     for ws in ["provider", "one", "two"] {
         create_ready_workspace(&shard, ws);
     }

@@ -99,8 +99,8 @@ pub fn bootstrap_workspace_types() -> Vec<Value> {
     ]
 }
 
-/// The Shard object naming this shard and where it is reached.
-pub fn shard(name: &str, base_url: &str, external_url: &str) -> Value {
+/// The Shard object naming this shard and where it (and its virtual workspaces) are reached.
+pub fn shard(name: &str, base_url: &str, external_url: &str, virtual_workspace_url: &str) -> Value {
     json!({
         "apiVersion": "core.kcp.io/v1alpha1",
         "kind": "Shard",
@@ -108,7 +108,7 @@ pub fn shard(name: &str, base_url: &str, external_url: &str) -> Value {
         "spec": {
             "baseURL": base_url,
             "externalURL": external_url,
-            "virtualWorkspaceURL": base_url,
+            "virtualWorkspaceURL": virtual_workspace_url,
         },
     })
 }

@@ -111,6 +111,13 @@ impl Apis {
         identity::spawn(server.clone(), self.resolver.clone());
         binding::spawn(server.clone(), self.resolver.clone(), self.shared.clone());
     }
+
+    /// What a server following another's store (kcp-vw) runs: the binding controller keeping
+    /// bound APIs served and their indexes current, writing nothing (see
+    /// [`kcp_apiserver::ServerRole`]).
+    pub fn start_followers(&self, server: &Arc<ApiServer>) {
+        binding::spawn(server.clone(), self.resolver.clone(), self.shared.clone());
+    }
 }
 
 /// The logical cluster an export reference's `path` leads to, seen from `cluster` (where the
@@ -138,6 +145,10 @@ struct ServeBound(Arc<Shared>);
 
 #[async_trait]
 impl Bootstrap for ServeBound {
+    fn writes(&self) -> bool {
+        false
+    }
+
     async fn bootstrap(&self, server: &ApiServer) -> Result<(), ApiError> {
         let Some(defs) = binding::Defs::new() else {
             return Ok(());

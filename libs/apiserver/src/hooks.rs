@@ -154,6 +154,12 @@ pub trait Bootstrap: Send + Sync {
         serde_json::Map::new()
     }
 
+    /// Whether it writes to the store: a server that follows another's store
+    /// ([`crate::ServerRole::VirtualWorkspaces`]) runs only the bootstraps that do not.
+    fn writes(&self) -> bool {
+        true
+    }
+
     /// Runs at the end of the generic bootstrap, before the server is handed out.
     async fn bootstrap(&self, server: &ApiServer) -> Result<(), ApiError>;
 }

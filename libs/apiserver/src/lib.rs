@@ -46,9 +46,29 @@ pub use lifecycle::ContentDeletion;
 
 pub use kcp_http::Body;
 
+/// What a server is to the store it serves from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ServerRole {
+    /// The shard: owns its store, so it bootstraps it, compacts it, runs the controllers that
+    /// write, serves every path, and serves the store itself over gRPC to its administrators.
+    Shard,
+    /// The standalone virtual-workspace server (kcp-vw): serves only `/services/...` (and health
+    /// and metrics) from its shard's store, which it reads and writes through gRPC. It writes
+    /// nothing on its own: the shard's controllers do that; it only follows what they wrote.
+    VirtualWorkspaces,
+}
+
+impl ServerRole {
+    /// Whether this server's own controllers and bootstrap write to the store.
+    pub fn writes(self) -> bool {
+        self == ServerRole::Shard
+    }
+}
+
 /// What the API server needs from the process that hosts it.
 pub struct ApiServerConfig {
     pub store: Arc<dyn Store>,
+    pub role: ServerRole,
     /// This shard's name (`--shard-name`).
     pub shard_name: String,
     /// The URL clients reach this shard at, e.g. `https://localhost:6443`.
@@ -112,6 +132,8 @@ pub struct ApiServer {
     metrics: metrics::Metrics,
     /// The store's last answer to the health checks.
     store_health: handler::StoreHealth,
+    /// The store over gRPC, answered by a shard to its administrators.
+    store_calls: kcp_store::remote::StoreCalls,
 }
 
 /// Assembles an [`ApiServer`]: the generic server, and what the process plugs into it
@@ -263,6 +285,7 @@ impl ApiServerBuilder {
         let (namespaces, queue) = lifecycle::NamespaceFinalizer::new();
         let (crd_requeue, crd_queue) = crd::controller::Requeue::new();
         let metrics = metrics::Metrics::new(&config.shard_name);
+        let store_calls = kcp_store::remote::StoreCalls::new(config.store.clone());
         let server = Arc::new(ApiServer {
             config,
             registry,
@@ -281,9 +304,13 @@ impl ApiServerBuilder {
             in_flight: kcp_http::in_flight::InFlight::default(),
             metrics,
             store_health: Default::default(),
+            store_calls,
         });
-        lifecycle::spawn_namespace_finalizer(server.clone(), queue);
-        lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);
+        if server.role().writes() {
+            lifecycle::spawn_namespace_finalizer(server.clone(), queue);
+            lifecycle::spawn_compactor(&server, lifecycle::COMPACTION_INTERVAL);
+        }
+        // Also where CRDs become served APIs, which a follower needs as much as the shard.
         crd::controller::spawn(server.clone(), crd_queue);
         server.bootstrap(&bootstrap).await?;
         tracing::info!(
@@ -366,6 +393,11 @@ impl ApiServer {
     /// The URL clients reach this shard at.
     pub fn external_url(&self) -> &str {
         &self.config.external_url
+    }
+
+    /// What this server is to its store.
+    pub fn role(&self) -> ServerRole {
+        self.config.role
     }
 
     /// This shard's name.

@@ -81,6 +81,15 @@ impl ApiServer {
         self: &Arc<Self>,
         plugged: &[Arc<dyn crate::hooks::Bootstrap>],
     ) -> Result<(), ApiServerError> {
+        if !self.role().writes() {
+            // The shard bootstraps the store; a follower runs what only serves.
+            for more in plugged.iter().filter(|b| !b.writes()) {
+                more.bootstrap(self)
+                    .await
+                    .map_err(|e| ApiServerError::Bootstrap(e.to_string()))?;
+            }
+            return Ok(());
+        }
         let lc = self
             .builtin("core.kcp.io", "logicalclusters")
             .ok_or_else(|| ApiServerError::Bootstrap("LogicalCluster kind missing".into()))?;

@@ -43,6 +43,7 @@ pub async fn server_with(
 ) -> Arc<ApiServer> {
     let builder = ApiServer::builder(ApiServerConfig {
         store,
+        role: crate::ServerRole::Shard,
         shard_name: "root".into(),
         external_url: "https://localhost:6443".into(),
         authenticators: vec![],

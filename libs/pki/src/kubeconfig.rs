@@ -67,6 +67,68 @@ pub enum KubeconfigError {
     Serialize(#[from] serde_saphyr::SerializeError),
     #[error(transparent)]
     Write(#[from] PkiError),
+    #[error("{path}: {reason}")]
+    Read { path: String, reason: String },
+}
+
+/// How one context of a kubeconfig reaches its server with a client certificate, as the
+/// kubeconfigs kcp-rs writes do it (inline `*-data` fields).
+#[derive(Clone)]
+pub struct ClientEndpoint {
+    /// `https://host:port`, without the context's path.
+    pub server: String,
+    pub ca_pem: String,
+    pub cert_pem: String,
+    pub key_pem: String,
+}
+
+/// Reads a kubeconfig.
+pub fn read(path: &Path) -> Result<Config, KubeconfigError> {
+    let failed = |reason: String| KubeconfigError::Read {
+        path: path.display().to_string(),
+        reason,
+    };
+    let text = std::fs::read_to_string(path).map_err(|e| failed(e.to_string()))?;
+    serde_saphyr::from_str(&text).map_err(|e| failed(e.to_string()))
+}
+
+impl Config {
+    /// Where `context` (the current context when `None`) leads and with which certificate.
+    pub fn client_endpoint(&self, context: Option<&str>) -> Result<ClientEndpoint, String> {
+        let wanted = context.unwrap_or(&self.current_context);
+        let context = (self.contexts.iter().find(|c| c.name == wanted))
+            .ok_or_else(|| format!("no context {wanted:?}"))?;
+        let cluster = (self
+            .clusters
+            .iter()
+            .find(|c| c.name == context.context.cluster))
+        .ok_or_else(|| format!("no cluster {:?}", context.context.cluster))?;
+        let user = (self.users.iter().find(|u| u.name == context.context.user))
+            .ok_or_else(|| format!("no user {:?}", context.context.user))?;
+        let decode = |what: &str, data: &str| {
+            let bytes = STANDARD
+                .decode(data.trim())
+                .map_err(|e| format!("{what}: {e}"))?;
+            String::from_utf8(bytes).map_err(|e| format!("{what}: {e}"))
+        };
+        let server = &cluster.cluster.server;
+        // The server alone: scheme and authority.
+        let authority_end = (server.find("://").map(|i| i + 3))
+            .and_then(|start| server[start..].find('/').map(|i| start + i))
+            .unwrap_or(server.len());
+        Ok(ClientEndpoint {
+            server: server[..authority_end].to_string(),
+            ca_pem: decode(
+                "certificate-authority-data",
+                &cluster.cluster.certificate_authority_data,
+            )?,
+            cert_pem: decode(
+                "client-certificate-data",
+                &user.user.client_certificate_data,
+            )?,
+            key_pem: decode("client-key-data", &user.user.client_key_data)?,
+        })
+    }
 }
 
 /// The admin kubeconfig for a shard reachable at `base_url` (`https://host:port`, no path).
@@ -135,6 +197,26 @@ pub fn write(path: &Path, config: &Config) -> Result<(), KubeconfigError> {
 #[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 mod tests {
     use super::*;
+
+    #[test]
+    fn client_endpoint_of_a_context() {
+        let dir = tempfile::tempdir().unwrap();
+        let pki = crate::pki::ensure(dir.path(), &[]).unwrap();
+        let config = build("https://127.0.0.1:6443", &pki);
+        let path = dir.path().join(FILE_NAME);
+        write(&path, &config).unwrap();
+        let config = read(&path).unwrap();
+        let admin = config.client_endpoint(Some("shard-base")).unwrap();
+        assert_eq!(admin.server, "https://127.0.0.1:6443");
+        assert_eq!(admin.cert_pem, pki.shard_admin.cert_pem);
+        assert_eq!(admin.key_pem, pki.shard_admin.key_pem);
+        assert_eq!(admin.ca_pem, pki.ca_cert_pem);
+        // The current context's path is not part of the server.
+        let current = config.client_endpoint(None).unwrap();
+        assert_eq!(current.server, "https://127.0.0.1:6443");
+        assert_eq!(current.cert_pem, pki.kcp_admin.cert_pem);
+        assert!(config.client_endpoint(Some("nope")).is_err());
+    }
 
     #[test]
     fn round_trips_as_yaml() {

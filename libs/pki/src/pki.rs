@@ -177,6 +177,20 @@ fn ensure_service_account_key(dir: &Path) -> Result<ServiceAccountKey, PkiError>
     })
 }
 
+/// The public key (PEM) of a ServiceAccount key file, which may hold the private key (as the
+/// shard's does) or the public one, as kube-apiserver's `--service-account-key-file` may.
+pub fn service_account_public_key(path: &Path) -> Result<String, PkiError> {
+    let pem = read(path)?;
+    if !pem.contains("PRIVATE KEY") {
+        return Ok(pem);
+    }
+    let key = KeyPair::from_pem(&pem).map_err(|err| PkiError::Invalid {
+        path: path.to_path_buf(),
+        reason: err.to_string(),
+    })?;
+    Ok(key.public_key_pem())
+}
+
 /// Returns the CA certificate, its key and whether it was generated just now.
 fn ensure_ca(dir: &Path) -> Result<(String, KeyPair, bool), PkiError> {
     let cert_path = dir.join("ca.crt");

@@ -31,6 +31,8 @@ pub enum StoreConfig {
         endpoints: Vec<String>,
         prefix: String,
     },
+    /// Another process's store over gRPC (a shard's, for the virtual-workspace server).
+    Remote(crate::remote::RemoteOptions),
 }
 
 /// Opens the configured engine.
@@ -52,5 +54,6 @@ pub async fn open(config: &StoreConfig) -> Result<Arc<dyn Store>, StoreError> {
         StoreConfig::Etcd { endpoints, prefix } => {
             Arc::new(EtcdStore::connect(EtcdOptions::new(endpoints.clone(), prefix.clone())).await?)
         }
+        StoreConfig::Remote(options) => Arc::new(crate::remote::RemoteStore::connect(options)?),
     })
 }

@@ -31,6 +31,7 @@ pub mod keys;
 mod config;
 mod engine;
 mod fanout;
+pub mod remote;
 #[cfg(feature = "test-util")]
 pub mod testing;
 

@@ -35,11 +35,20 @@ pub use paths::PathIndex;
 pub struct Tenancy {
     paths: Arc<PathIndex>,
     inactive: Arc<inactive::InactiveClusters>,
+    /// Where this shard's virtual workspaces are served, when not by the shard itself.
+    virtual_workspace_url: Option<String>,
 }
 
 impl Tenancy {
     pub fn new() -> Tenancy {
         Tenancy::default()
+    }
+
+    /// The URL this shard's Shard object publishes for its virtual workspaces (a kcp-vw's; by
+    /// default the shard's own URL), which WorkspaceTypes' lifecycle URLs are made of.
+    pub fn with_virtual_workspace_url(mut self, url: String) -> Tenancy {
+        self.virtual_workspace_url = Some(url);
+        self
     }
 
     /// The workspace paths of the server's logical clusters.
@@ -64,7 +73,9 @@ impl Tenancy {
             .resolver(self.paths.clone())
             .gate(self.inactive.clone())
             .request_hook(Arc::new(home::HomeWorkspaces::new(self.paths.clone())))
-            .bootstrap(Arc::new(bootstrap::TenancyBootstrap))
+            .bootstrap(Arc::new(bootstrap::TenancyBootstrap {
+                virtual_workspace_url: self.virtual_workspace_url.clone(),
+            }))
             .admission(move |ctx| AdmissionPlugins {
                 early: vec![
                     Arc::new(admission::WorkspaceAdmission::new(

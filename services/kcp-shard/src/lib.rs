@@ -2,6 +2,8 @@
 //! server, and the TLS listener. `main.rs` only parses flags, sets up logging and handles signals.
 
 use kcp_pki::{kubeconfig, pki};
+pub mod authentication;
+pub mod process;
 pub mod service_accounts;
 
 use std::net::{IpAddr, SocketAddr};
@@ -10,15 +12,9 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use kcp_apiserver::{ApiServer, ApiServerConfig};
-use kcp_auth::authn::request_header::{
-    DEFAULT_EXTRA_HEADERS_PREFIX, DEFAULT_GROUP_HEADER, DEFAULT_USERNAME_HEADER, RequestHeaderNames,
-};
-use kcp_auth::authn::service_account::DEFAULT_ISSUER;
-use kcp_auth::{
-    Authenticator, Authorizer, CaBundle, IdentityHeaders, RequestHeaderAuthenticator,
-    ServiceAccountAuthenticator, ServiceAccountTokens, TokenFileAuthenticator, TokenIssuer,
-    X509Authenticator,
-};
+use kcp_auth::Authorizer;
+
+use crate::authentication::{Authentication, ServiceAccountKeys};
 use kcp_store::StoreConfig;
 use tokio_util::sync::CancellationToken;
 
@@ -57,37 +53,8 @@ pub struct Options {
     #[arg(long, value_delimiter = ',', value_name = "URLS")]
     pub etcd_servers: Vec<String>,
 
-    /// PEM bundle of CAs whose client certificates authenticate users (CN = user, O = groups), in
-    /// addition to the shard's own CA.
-    #[arg(long, value_name = "FILE")]
-    pub client_ca_file: Option<PathBuf>,
-
-    /// Static bearer tokens, in Kubernetes' CSV format: token,user,uid[,"group1,group2"].
-    #[arg(long, value_name = "FILE")]
-    pub token_auth_file: Option<PathBuf>,
-
-    /// PEM bundle of CAs whose client certificates may assert identities in request headers (a front
-    /// proxy). Unless --client-ca-file also names the CA, its certificates authenticate no one by
-    /// themselves.
-    #[arg(long, value_name = "FILE")]
-    pub requestheader_client_ca_file: Option<PathBuf>,
-
-    /// Common names a request-header client certificate may have. Empty: any the CA signed.
-    #[arg(long, value_delimiter = ',', value_name = "NAMES")]
-    pub requestheader_allowed_names: Vec<String>,
-
-    /// Request headers naming the user; the first one present wins.
-    #[arg(long, value_delimiter = ',', value_name = "HEADERS", default_value = DEFAULT_USERNAME_HEADER)]
-    pub requestheader_username_headers: Vec<String>,
-
-    /// Request headers listing groups; every value of each is a group.
-    #[arg(long, value_delimiter = ',', value_name = "HEADERS", default_value = DEFAULT_GROUP_HEADER)]
-    pub requestheader_group_headers: Vec<String>,
-
-    /// Prefixes of request headers carrying user extras (the rest of the name, percent-decoded, is the
-    /// key).
-    #[arg(long, value_delimiter = ',', value_name = "PREFIXES", default_value = DEFAULT_EXTRA_HEADERS_PREFIX)]
-    pub requestheader_extra_headers_prefix: Vec<String>,
+    #[command(flatten)]
+    pub authentication: authentication::AuthenticationOptions,
 
     /// Serve the virtual workspaces (`/services/...`, such as each APIExport's endpoint) in this
     /// process. With false, a kcp-vw process serves them at --shard-virtual-workspace-url.
@@ -98,10 +65,6 @@ pub struct Options {
     /// it. Default: this shard's own URL.
     #[arg(long, value_name = "URL")]
     pub shard_virtual_workspace_url: Option<String>,
-
-    /// The `iss` of the ServiceAccount tokens this shard signs and accepts (also their audience).
-    #[arg(long, default_value = DEFAULT_ISSUER, value_name = "URL")]
-    pub service_account_issuer: String,
 }
 
 impl Options {
@@ -140,102 +103,6 @@ fn base_url(host: &str, port: u16) -> String {
     match host.parse::<IpAddr>() {
         Ok(IpAddr::V6(ip)) => format!("https://[{ip}]:{port}"),
         _ => format!("https://{host}:{port}"),
-    }
-}
-
-/// The shard's authenticators and what the TLS layer must know for them.
-struct Authentication {
-    /// In kube-apiserver's order: request headers from a trusted proxy, client certificates, static
-    /// tokens, ServiceAccount JWTs. The proxy comes before the plain certificate so that a proxy whose
-    /// certificate the client CA also signed still asserts the user it forwards.
-    authenticators: Vec<Arc<dyn Authenticator>>,
-    /// Every CA a client certificate may come from (PEM): the TLS layer names them to clients (which
-    /// pick a certificate by them); each certificate authenticator checks the chain against its own.
-    tls_client_cas: String,
-    service_account_tokens: ServiceAccountTokens,
-    service_accounts: Arc<service_accounts::StoredServiceAccounts>,
-    /// Stripped from every request after authentication, whether or not a proxy is configured.
-    identity_headers: IdentityHeaders,
-}
-
-impl Authentication {
-    fn build(options: &Options, pki: &pki::Pki) -> anyhow::Result<Authentication> {
-        let read = |path: &PathBuf| {
-            std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))
-        };
-        let mut authenticators: Vec<Arc<dyn Authenticator>> = Vec::new();
-
-        let mut client_cas = pki.ca_cert_pem.clone();
-        if let Some(path) = &options.client_ca_file {
-            client_cas.push('\n');
-            client_cas.push_str(&read(path)?);
-        }
-        let mut tls_client_cas = client_cas.clone();
-
-        let names = RequestHeaderNames {
-            username_headers: options.requestheader_username_headers.clone(),
-            group_headers: options.requestheader_group_headers.clone(),
-            extra_headers_prefixes: options.requestheader_extra_headers_prefix.clone(),
-        };
-        let identity_headers =
-            IdentityHeaders::new(&names).context("--requestheader-* header names")?;
-        if let Some(path) = &options.requestheader_client_ca_file {
-            let pem = read(path)?;
-            let ca = CaBundle::from_pem(pem.as_bytes())
-                .with_context(|| format!("--requestheader-client-ca-file {}", path.display()))?;
-            authenticators.push(Arc::new(
-                RequestHeaderAuthenticator::new(
-                    ca,
-                    options.requestheader_allowed_names.clone(),
-                    names,
-                )
-                .context("--requestheader-* flags")?,
-            ));
-            tls_client_cas.push('\n');
-            tls_client_cas.push_str(&pem);
-        }
-
-        let x509_roots = CaBundle::from_pem(client_cas.as_bytes()).context("client CAs")?;
-        authenticators.push(Arc::new(X509Authenticator::new(x509_roots)));
-
-        if let Some(path) = &options.token_auth_file {
-            let tokens = TokenFileAuthenticator::from_file(path)
-                .with_context(|| format!("--token-auth-file {}", path.display()))?;
-            tracing::info!(tokens = tokens.len(), file = %path.display(), "static tokens loaded");
-            authenticators.push(Arc::new(tokens));
-        }
-
-        let key = &pki.service_account;
-        let issuer = Arc::new(
-            TokenIssuer::new(
-                options.service_account_issuer.clone(),
-                key.private_pem.as_bytes(),
-                key.public_pem.as_bytes(),
-            )
-            .context("ServiceAccount token issuer")?,
-        );
-        let service_accounts = Arc::new(service_accounts::StoredServiceAccounts::default());
-        let sa_authenticator = Arc::new(
-            ServiceAccountAuthenticator::new(
-                options.service_account_issuer.clone(),
-                &[],
-                &[key.public_pem.as_bytes()],
-                service_accounts.clone(),
-            )
-            .context("ServiceAccount token authenticator")?,
-        );
-        authenticators.push(sa_authenticator.clone());
-
-        Ok(Authentication {
-            authenticators,
-            tls_client_cas,
-            service_account_tokens: ServiceAccountTokens {
-                issuer,
-                authenticator: sa_authenticator,
-            },
-            service_accounts,
-            identity_headers,
-        })
     }
 }
 
@@ -280,7 +147,11 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
             .await
             .context("PKI task")??
     };
-    let authn = Authentication::build(&options, &pki)?;
+    let authn = Authentication::build(
+        &options.authentication,
+        &pki.ca_cert_pem,
+        ServiceAccountKeys::Signing(&pki.service_account),
+    )?;
     let tls = kcp_http::serve::server_tls_config(
         pki.serving.cert_pem.as_bytes(),
         pki.serving.key_pem.as_bytes(),
@@ -306,14 +177,22 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     let authorizers: Vec<Arc<dyn Authorizer>> = Vec::new();
     // The generic server with kcp's tenancy plugged in: workspace paths, homes, inactive
     // clusters, workspace admission and root's bootstrap.
-    let tenancy = kcp_tenancy::Tenancy::new();
+    let mut tenancy = kcp_tenancy::Tenancy::new();
+    if let Some(url) = options
+        .shard_virtual_workspace_url
+        .as_ref()
+        .filter(|u| !u.is_empty())
+    {
+        tenancy = tenancy.with_virtual_workspace_url(url.clone());
+    }
     let config = ApiServerConfig {
         store,
+        role: kcp_apiserver::ServerRole::Shard,
         shard_name: options.shard_name.clone(),
         external_url: external_url.clone(),
         authenticators: authn.authenticators,
         authorizers,
-        service_account_tokens: Some(authn.service_account_tokens),
+        service_account_tokens: authn.service_account_tokens,
         rbac: Default::default(),
         identity_headers: authn.identity_headers,
         cache_snapshot: Some(root.join(CACHE_SNAPSHOT)),
@@ -412,14 +291,26 @@ mod tests {
         assert_eq!(o.shard_name, "root");
         assert!(o.etcd_servers.is_empty());
         assert_eq!(o.client_host(), "127.0.0.1");
-        assert_eq!(o.client_ca_file, None);
-        assert_eq!(o.token_auth_file, None);
-        assert_eq!(o.requestheader_client_ca_file, None);
-        assert!(o.requestheader_allowed_names.is_empty());
-        assert_eq!(o.requestheader_username_headers, ["X-Remote-User"]);
-        assert_eq!(o.requestheader_group_headers, ["X-Remote-Group"]);
-        assert_eq!(o.requestheader_extra_headers_prefix, ["X-Remote-Extra-"]);
-        assert_eq!(o.service_account_issuer, "https://kcp.default.svc");
+        assert_eq!(o.authentication.client_ca_file, None);
+        assert_eq!(o.authentication.token_auth_file, None);
+        assert_eq!(o.authentication.requestheader_client_ca_file, None);
+        assert!(o.authentication.requestheader_allowed_names.is_empty());
+        assert_eq!(
+            o.authentication.requestheader_username_headers,
+            ["X-Remote-User"]
+        );
+        assert_eq!(
+            o.authentication.requestheader_group_headers,
+            ["X-Remote-Group"]
+        );
+        assert_eq!(
+            o.authentication.requestheader_extra_headers_prefix,
+            ["X-Remote-Extra-"]
+        );
+        assert_eq!(
+            o.authentication.service_account_issuer,
+            "https://kcp.default.svc"
+        );
         assert!(
             matches!(o.store_config(), StoreConfig::Embedded { path } if path == Path::new(".kcp/store.redb"))
         );
@@ -471,19 +362,34 @@ mod tests {
             "https://issuer.example",
         ])
         .unwrap();
-        assert_eq!(o.client_ca_file, Some(PathBuf::from("/ca.crt")));
-        assert_eq!(o.token_auth_file, Some(PathBuf::from("/tokens.csv")));
         assert_eq!(
-            o.requestheader_client_ca_file,
+            o.authentication.client_ca_file,
+            Some(PathBuf::from("/ca.crt"))
+        );
+        assert_eq!(
+            o.authentication.token_auth_file,
+            Some(PathBuf::from("/tokens.csv"))
+        );
+        assert_eq!(
+            o.authentication.requestheader_client_ca_file,
             Some(PathBuf::from("/proxy-ca.crt"))
         );
-        assert_eq!(o.requestheader_allowed_names, ["kcp-front-proxy", "other"]);
         assert_eq!(
-            o.requestheader_username_headers,
+            o.authentication.requestheader_allowed_names,
+            ["kcp-front-proxy", "other"]
+        );
+        assert_eq!(
+            o.authentication.requestheader_username_headers,
             ["X-User", "X-Remote-User"]
         );
-        assert_eq!(o.requestheader_group_headers, ["X-Group"]);
-        assert_eq!(o.requestheader_extra_headers_prefix, ["X-Extra-"]);
-        assert_eq!(o.service_account_issuer, "https://issuer.example");
+        assert_eq!(o.authentication.requestheader_group_headers, ["X-Group"]);
+        assert_eq!(
+            o.authentication.requestheader_extra_headers_prefix,
+            ["X-Extra-"]
+        );
+        assert_eq!(
+            o.authentication.service_account_issuer,
+            "https://issuer.example"
+        );
     }
 }

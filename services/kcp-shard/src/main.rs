@@ -1,11 +1,7 @@
 //! The `kcp-shard` binary: flags, logging and signals around [`kcp_shard::run`].
 
-use std::io::IsTerminal;
-
 use clap::{Parser, Subcommand};
 use kcp_shard::Options;
-use tokio_util::sync::CancellationToken;
-use tracing_subscriber::EnvFilter;
 
 // jemalloc rather than glibc malloc: the shard allocates and frees many small JSON buffers across
 // threads; glibc's per-thread arenas kept freed memory (RSS per object) and malloc was ~17 % of CPU.
@@ -56,48 +52,6 @@ async fn run() -> anyhow::Result<()> {
         None => cli.options,
     };
 
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("info")),
-        )
-        .with_writer(std::io::stderr)
-        // Colour codes only help a terminal; in files and CI logs they are noise.
-        .with_ansi(std::io::stderr().is_terminal())
-        .init();
-
-    let shutdown = CancellationToken::new();
-    tokio::spawn(cancel_on_signal(shutdown.clone()));
-    kcp_shard::run(options, shutdown).await
-}
-
-/// First SIGTERM/SIGINT: shut down gracefully. Second: exit at once, for when draining hangs.
-async fn cancel_on_signal(shutdown: CancellationToken) {
-    wait_for_signal().await;
-    tracing::info!("signal received, shutting down");
-    shutdown.cancel();
-    wait_for_signal().await;
-    tracing::warn!("second signal, exiting now");
-    std::process::exit(130);
-}
-
-#[cfg(unix)]
-async fn wait_for_signal() {
-    use tokio::signal::unix::{SignalKind, signal};
-    match signal(SignalKind::terminate()) {
-        Ok(mut term) => {
-            tokio::select! {
-                _ = term.recv() => {}
-                _ = tokio::signal::ctrl_c() => {}
-            }
-        }
-        Err(err) => {
-            tracing::warn!(error = %err, "cannot listen for SIGTERM; only SIGINT stops the shard");
-            let _ = tokio::signal::ctrl_c().await;
-        }
-    }
-}
-
-#[cfg(not(unix))]
-async fn wait_for_signal() {
-    let _ = tokio::signal::ctrl_c().await;
+    kcp_shard::process::init_logging();
+    kcp_shard::run(options, kcp_shard::process::shutdown_on_signal()).await
 }

@@ -222,6 +222,8 @@ impl Controller {
                 serving::refresh(&server, &self.defs, &self.shared.schemas, &cluster);
                 Outcome::Done
             }
+            // A follower's shard writes locks and status.
+            Key::Locks(_) | Key::Binding(..) if !server.role().writes() => Outcome::Done,
             Key::Locks(cluster) => match self.write_locks(&server, &cluster).await {
                 Ok(()) => Outcome::Done,
                 Err(err) => {

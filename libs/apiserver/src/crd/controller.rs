@@ -291,6 +291,10 @@ impl ApiServer {
         // the resource at once (as in Kubernetes, where Established means served).
         let served: Vec<ServedCrd<'_>> = accepted.iter().map(|crd| ServedCrd { crd }).collect();
         self.crds.set_cluster(&self.apis, cluster, &served);
+        if !self.role().writes() {
+            // The shard writes the conditions and cleans up; a follower only serves.
+            return Ok(());
+        }
         for (crd, desired) in status_writes {
             self.write_crd_status(&def, cluster, crd, desired).await?;
         }

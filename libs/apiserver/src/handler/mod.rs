@@ -97,6 +97,9 @@ impl ApiServer {
         peer: Arc<PeerInfo>,
     ) -> Response<Body> {
         let started = Instant::now();
+        if self.role().writes() && kcp_store::remote::is_store_call(&req) {
+            return self.serve_store_call(req, &peer).await;
+        }
         let method = req.method().clone();
         let path = req.uri().path().to_string();
         let query = Query::parse(req.uri().query());
@@ -168,6 +171,35 @@ impl ApiServer {
             "request"
         );
         resp
+    }
+
+    /// A call of the store's gRPC service: for the shard's administrators (`system:masters`,
+    /// the identity of the kubeconfig the virtual-workspace server is given), who may read and
+    /// write every key anyway.
+    async fn serve_store_call(
+        &self,
+        req: Request<hyper::body::Incoming>,
+        peer: &PeerInfo,
+    ) -> Response<Body> {
+        let (mut parts, body) = req.into_parts();
+        let user = kcp_http::authentication::authenticate(
+            &self.config.authenticators,
+            &self.config.identity_headers,
+            &mut parts,
+            &peer.certificates,
+        );
+        match user {
+            Ok((user, _)) if user.is_system_masters() => {
+                self.store_calls
+                    .call(Request::from_parts(parts, body))
+                    .await
+            }
+            Ok((user, _)) => {
+                tracing::warn!(user = %user.name, "store call refused: not system:masters");
+                kcp_store::remote::StoreCalls::refuse("the store is served to system:masters only")
+            }
+            Err(_) => kcp_store::remote::StoreCalls::refuse("unauthenticated"),
+        }
     }
 
     fn authorize(
@@ -288,6 +320,11 @@ impl ApiServer {
             return self
                 .serve_virtual(parts, body, query, info, user, shape)
                 .await;
+        }
+        if !self.role().writes() && !matches!(info.target, Target::Metrics | Target::Version) {
+            // The virtual-workspace server serves its families only; logical clusters are the
+            // shard's.
+            return Err(ApiError::path_not_found());
         }
         let info = self.in_cluster(&parts, &user, authenticated_by, info, VerbHints { watch });
         // A ServiceAccount's bare `/metrics` became its LC's: kcp answers that as above.
