@@ -42,6 +42,144 @@ mod kcp_vw {
     fn provider_controller(store: StoreKind) {
         super::provider_controller_in(store, VirtualWorkspaces::KcpVw)
     }
+
+    on_both_stores!(standalone_server);
+
+    /// What is kcp-vw's own: it serves nothing but `/services/...`, trusts no identity header,
+    /// reaches the shard's store only as an administrator, and picks up after a crash where its
+    /// clients left off, with the shard's resourceVersions.
+    fn standalone_server(store: StoreKind) {
+        let mut shard = Shard::start_serving(
+            store,
+            &format!("{BOB_TOKEN},bob,bob-uid\n"),
+            VirtualWorkspaces::KcpVw,
+        );
+        for ws in ["provider", "one"] {
+            create_ready_workspace(&shard, ws);
+        }
+        let identity = publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
+        bind_and_wait(&shard, "root:one", "root:provider");
+        let provider_lc = cluster_of(&shard, "provider");
+        let create = |shard: &Shard, name: &str| {
+            let file = shard.write_file(&format!("{name}.yaml"), &cowboy(name, "ride"));
+            (shard.kubectl_cmd().cluster("root:one")).ok(&[
+                "create",
+                "-f",
+                file.to_str().unwrap_or_default(),
+            ]);
+        };
+        create(&shard, "joe");
+        let path = format!(
+            "/services/apiexport/{provider_lc}/cowboys/clusters/*/apis/wildwest.dev/v1alpha1/cowboys"
+        );
+        let listed = |shard: &Shard| {
+            shard.eventually("joe through kcp-vw", || {
+                let (code, body) = shard.curl("GET", &path, None);
+                (code == 200 && body.contains("\"joe\"")).then_some(body)
+            })
+        };
+        let list: Value = serde_json::from_str(&listed(&shard)).unwrap_or_default();
+        let rv = json_str(&list, "/metadata/resourceVersion").to_string();
+
+        // Identity headers are nobody's word: not without credentials, not beside a token.
+        let forged = [
+            ("X-Remote-User", "system:admin"),
+            ("X-Remote-Group", "system:masters"),
+        ];
+        let (code, body) = shard.curl_with(&Caller::Anonymous, "GET", &path, &forged, None);
+        assert_eq!(code, 401, "{body}");
+        let bob = Caller::Token(BOB_TOKEN.into());
+        for headers in [
+            &forged[..],
+            &[
+                ("Impersonate-User", "system:admin"),
+                ("Impersonate-Group", "system:masters"),
+            ],
+        ] {
+            let (code, body) = shard.curl_with(&bob, "GET", &path, headers, None);
+            assert_eq!(code, 403, "{headers:?}: {body}");
+            assert!(!body.contains("\"joe\""), "{body}");
+        }
+        // Logical clusters are the shard's to serve.
+        let vw = shard.services_url();
+        let (code, body) = shard.curl("GET", "/clusters/root/api/v1/namespaces", None);
+        assert_eq!(code, 200, "the shard serves them: {body}");
+        let out = (shard.kubectl_cmd().server(&format!("{vw}/clusters/root")))
+            .fails(&["get", "namespaces"]);
+        assert!(
+            out.contains("NotFound") || out.contains("not find"),
+            "{out}"
+        );
+
+        // The shard's store answers its administrators only.
+        let endpoint = kcp_pki::kubeconfig::read(&shard.kubeconfig()).unwrap();
+        let revision = |context: &str| {
+            let e = endpoint.client_endpoint(Some(context)).unwrap();
+            let options = kcp_store::remote::RemoteOptions {
+                url: e.server,
+                tls: Some(kcp_store::remote::RemoteTls {
+                    ca_pem: e.ca_pem,
+                    cert_pem: e.cert_pem,
+                    key_pem: e.key_pem,
+                }),
+            };
+            kcp_e2e::block_on(async move {
+                use kcp_store::Store;
+                let remote = kcp_store::remote::RemoteStore::connect(&options)?;
+                remote.current_revision().await
+            })
+        };
+        assert!(revision("shard-base").is_ok());
+        let refused = revision("base").unwrap_err().to_string();
+        assert!(refused.contains("PermissionDenied"), "{refused}");
+
+        // Killed, a write while it is down, started again: its cache begins anew, so a watch
+        // from before the crash is 410 Expired, as from a restarted kube-apiserver, and the
+        // client lists again, which sees the write. The resourceVersions are the shard's: a
+        // watch from the new list's resumes on kcp-vw and on the shard alike.
+        shard.kill9_vw();
+        create(&shard, "ann");
+        shard.start_vw_again();
+        let watch_from = |caller: &str, path: &str, rv: &str| {
+            let (code, events) = shard.curl_as(
+                Some(caller),
+                "GET",
+                &format!("{path}?watch=true&resourceVersion={rv}&timeoutSeconds=2"),
+                None,
+            );
+            assert_eq!(code, 200, "{events}");
+            let seen: Vec<String> = (events.lines())
+                .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+                .map(|e| {
+                    let kind = json_str(&e, "/type");
+                    match kind {
+                        "ERROR" => format!("{kind} {}", json_str(&e, "/object/code")),
+                        _ => format!("{kind} {}", json_str(&e, "/object/metadata/name")),
+                    }
+                })
+                .collect();
+            (seen, events)
+        };
+        let (code, events) = shard.curl(
+            "GET",
+            &format!("{path}?watch=true&resourceVersion={rv}&timeoutSeconds=2"),
+            None,
+        );
+        assert_eq!(code, 200, "{events}");
+        assert!(
+            events.contains(r#""reason":"Expired","code":410"#),
+            "{events}"
+        );
+        let list: Value = serde_json::from_str(&listed(&shard)).unwrap_or_default();
+        assert_eq!(names(&list).len(), 2, "joe and ann: {list}");
+        let rv = json_str(&list, "/metadata/resourceVersion").to_string();
+        create(&shard, "sue");
+        let direct = format!("/clusters/*/apis/wildwest.dev/v1alpha1/cowboys:{identity}");
+        for (caller, path) in [("kcp-admin", &path), ("shard-admin", &direct)] {
+            let (seen, events) = watch_from(caller, path, &rv);
+            assert_eq!(seen, ["ADDED sue"], "{caller} {path}: {events}");
+        }
+    }
 }
 
 const BOB_TOKEN: &str = "vw-bob-token-51c2e0";
