@@ -156,6 +156,18 @@ impl Connector {
         })
     }
 
+    /// The same credentials and trust at another loopback port (a kcp-vw beside the shard, whose
+    /// serving certificate is the shard's).
+    pub fn at_port(&self, port: u16) -> Connector {
+        let addr = SocketAddr::new(self.addr.ip(), port);
+        Connector {
+            tls: self.tls.clone(),
+            addr,
+            server_name: self.server_name.clone(),
+            base: Arc::from(format!("https://{addr}")),
+        }
+    }
+
     /// One TLS + HTTP/2 connection.
     pub async fn connect(&self) -> anyhow::Result<Conn> {
         let tcp = tokio::time::timeout(REQUEST_TIMEOUT, tokio::net::TcpStream::connect(self.addr))

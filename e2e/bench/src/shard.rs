@@ -76,6 +76,99 @@ pub fn shard_binary(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
         .with_context(|| format!("no kcp-shard binary at {candidates:?}; pass --shard-bin"))
 }
 
+/// The release `kcp-vw`, built with cargo (a no-op when up to date) next to `shard`'s binary.
+pub fn vw_binary(shard: &Path) -> anyhow::Result<PathBuf> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    eprintln!("kcp-bench: building the release kcp-vw (cargo build --release -p kcp-vw)");
+    let status = Command::new(&cargo)
+        .args(["build", "--release", "-p", "kcp-vw"])
+        .current_dir(workspace_root())
+        .status()
+        .context("running cargo build --release -p kcp-vw")?;
+    if !status.success() {
+        bail!("cargo build --release -p kcp-vw failed: {status}");
+    }
+    let candidates = [
+        shard.with_file_name("kcp-vw"),
+        workspace_root().join("target/release/kcp-vw"),
+    ];
+    candidates
+        .iter()
+        .find(|p| p.is_file())
+        .cloned()
+        .with_context(|| format!("no kcp-vw binary at {candidates:?}"))
+}
+
+/// A kcp-vw following a [`ShardProcess`], killed on drop.
+pub struct VwProcess {
+    child: Child,
+    pub connector: Connector,
+}
+
+impl VwProcess {
+    /// Starts `binary` beside `shard` on a free port, with the shard's certificates, and waits
+    /// until it answers.
+    pub async fn start(binary: &Path, shard: &ShardProcess) -> anyhow::Result<VwProcess> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")?
+            .local_addr()?
+            .port();
+        let root = shard.dir.path().join("root");
+        let log = std::fs::File::create(shard.dir.path().join("kcp-vw.log"))?;
+        let child = Command::new(binary)
+            .arg("--kubeconfig")
+            .arg(root.join("admin.kubeconfig"))
+            .args([
+                "--context",
+                "shard-base",
+                "--secure-port",
+                &port.to_string(),
+            ])
+            .arg("--tls-cert-file")
+            .arg(root.join("apiserver.crt"))
+            .arg("--tls-private-key-file")
+            .arg(root.join("apiserver.key"))
+            .env(
+                "RUST_LOG",
+                std::env::var("KCP_BENCH_SHARD_LOG").unwrap_or_else(|_| "warn".into()),
+            )
+            .stdin(Stdio::null())
+            .stdout(log.try_clone()?)
+            .stderr(log)
+            .spawn()
+            .with_context(|| format!("spawning {}", binary.display()))?;
+        let mut vw = VwProcess {
+            child,
+            connector: shard.connector.at_port(port),
+        };
+        let deadline = Instant::now() + STARTUP_DEADLINE;
+        loop {
+            if let Some(status) = vw.child.try_wait()? {
+                bail!("kcp-vw exited with {status} during startup");
+            }
+            if let Ok(mut conn) = vw.connector.connect().await
+                && conn.ok(Method::GET, "/readyz", None).await.is_ok()
+            {
+                return Ok(vw);
+            }
+            if Instant::now() > deadline {
+                bail!("kcp-vw not ready after {STARTUP_DEADLINE:?}");
+            }
+            tokio::time::sleep(READY_POLL).await;
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+}
+
+impl Drop for VwProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// A running shard with its own temporary root directory, killed on drop.
 pub struct ShardProcess {
     pub backend: Backend,
@@ -181,6 +274,10 @@ impl ShardProcess {
 
     pub fn pid(&self) -> u32 {
         self.child.id()
+    }
+
+    pub fn binary(&self) -> &Path {
+        &self.binary
     }
 
     pub fn etcd_pid(&self) -> Option<u32> {

@@ -8,7 +8,9 @@
 //!   the shard's RSS while it serves them (the virtual workspace runs in the shard);
 //! - watch event latency through the virtual workspace, through an object-partitioned endpoint
 //!   slice (partition `app=kcp-bench`, which every Widget carries, so it sees the same events) and
-//!   direct, each with [`WATCHERS`] watchers.
+//!   direct, each with [`WATCHERS`] watchers;
+//! - the same list and watch through a `kcp-vw` process started beside the shard (following its
+//!   store over gRPC), with that process's RSS.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -24,7 +26,7 @@ use crate::config::Plan;
 use crate::custom;
 use crate::phase::{self, Limits, Probe, Summary, TimedWorker};
 use crate::procfs;
-use crate::shard::ShardProcess;
+use crate::shard::{ShardProcess, VwProcess};
 use crate::watch::{self, Target, WatchResult};
 
 /// Each list is timed this many times, alternating direct and through the virtual workspace.
@@ -52,6 +54,19 @@ pub struct Virtual {
     pub rss_serving: u64,
     /// (endpoint, latency), in the order direct, virtual workspace, partition.
     pub watches: Vec<(&'static str, Result<WatchResult, String>)>,
+    /// Through a kcp-vw beside the shard.
+    pub standalone: Result<Standalone, String>,
+}
+
+/// The list and a watch through a kcp-vw process.
+#[derive(Debug, Clone)]
+pub struct Standalone {
+    /// Median time of the whole list.
+    pub list: Duration,
+    /// kcp-vw's RSS once it has loaded its cache, and the most seen while it served the lists.
+    pub rss_idle: u64,
+    pub rss_serving: u64,
+    pub watch: Result<WatchResult, String>,
 }
 
 impl Virtual {
@@ -153,20 +168,7 @@ pub async fn measure(plan: &Plan, setup: &Setup<'_>) -> anyhow::Result<Virtual> 
     let through_vw = format!("{vw_base}/clusters/*/apis/{GROUP_VERSION}/widgets");
 
     // The lists, alternated, with the shard's RSS sampled while it serves them.
-    let pid = setup.shard.pid();
-    let rss_idle = procfs::rss_bytes(pid)?;
-    let peak = Arc::new(AtomicU64::new(rss_idle));
-    let sampler = {
-        let peak = peak.clone();
-        tokio::spawn(async move {
-            loop {
-                if let Ok(rss) = procfs::rss_bytes(pid) {
-                    peak.fetch_max(rss, Ordering::Relaxed);
-                }
-                tokio::time::sleep(Duration::from_millis(20)).await;
-            }
-        })
-    };
+    let rss = RssPeak::start(setup.shard.pid())?;
     let mut direct_times = Vec::new();
     let mut vw_times = Vec::new();
     let (mut listed, mut list_bytes) = (0, 0);
@@ -177,7 +179,7 @@ pub async fn measure(plan: &Plan, setup: &Setup<'_>) -> anyhow::Result<Virtual> 
         vw_times.push(took);
         (listed, list_bytes) = (items, bytes);
     }
-    sampler.abort();
+    let (rss_idle, rss_serving) = rss.stop();
     if listed as u64 != objects {
         eprintln!(
             "kcp-bench: {label}: the virtual workspace listed {listed} Widgets, {objects} created"
@@ -210,6 +212,7 @@ pub async fn measure(plan: &Plan, setup: &Setup<'_>) -> anyhow::Result<Virtual> 
             watched,
             written: &written,
             body: &body,
+            watched_at: None,
         };
         eprintln!("kcp-bench: {label}: watch latency, {what}");
         let result =
@@ -218,6 +221,10 @@ pub async fn measure(plan: &Plan, setup: &Setup<'_>) -> anyhow::Result<Virtual> 
                 .map_err(|e| format!("{e:#}"));
         watches.push((what, result));
     }
+    let written = custom::collection(&(setup.workspace)(3), "default");
+    let standalone = standalone(plan, setup, &through_vw, &written)
+        .await
+        .map_err(|e| format!("{e:#}"));
     Ok(Virtual {
         objects,
         fill,
@@ -226,9 +233,89 @@ pub async fn measure(plan: &Plan, setup: &Setup<'_>) -> anyhow::Result<Virtual> 
         direct_list: median(direct_times),
         vw_list: median(vw_times),
         rss_idle,
-        rss_serving: peak.load(Ordering::Relaxed),
+        rss_serving,
         watches,
+        standalone,
     })
+}
+
+/// The list and the watch latency through a kcp-vw started beside the shard; objects for the
+/// watch are written to `written` on the shard.
+async fn standalone(
+    plan: &Plan,
+    setup: &Setup<'_>,
+    through_vw: &str,
+    written: &str,
+) -> anyhow::Result<Standalone> {
+    let binary = crate::shard::vw_binary(setup.shard.binary())?;
+    let label = setup.shard.backend.label();
+    eprintln!("kcp-bench: {label}: kcp-vw beside the shard");
+    let started = Instant::now();
+    let vw = VwProcess::start(&binary, setup.shard).await?;
+    eprintln!(
+        "kcp-bench: {label}: kcp-vw ready in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    let mut conn = vw.connector.connect().await?;
+    let rss = RssPeak::start(vw.pid())?;
+    let mut times = Vec::new();
+    for _ in 0..LIST_ROUNDS {
+        times.push(timed_list(&mut conn, through_vw).await?.0);
+    }
+    let (rss_idle, rss_serving) = rss.stop();
+    let body = |name: &str| custom::widget(name, plan.payload_bytes, 0);
+    let target = Target {
+        watched: through_vw,
+        written,
+        body: &body,
+        watched_at: Some(&vw.connector),
+    };
+    eprintln!("kcp-bench: {label}: watch latency, kcp-vw");
+    let watch = watch::measure_target(plan, &setup.shard.connector, &target, WATCHERS, setup.probe)
+        .await
+        .map_err(|e| format!("{e:#}"));
+    Ok(Standalone {
+        list: median(times),
+        rss_idle,
+        rss_serving,
+        watch,
+    })
+}
+
+/// A process's RSS now, and the most sampled (every 20 ms) until [`RssPeak::stop`].
+struct RssPeak {
+    idle: u64,
+    peak: Arc<AtomicU64>,
+    sampler: tokio::task::JoinHandle<()>,
+}
+
+impl RssPeak {
+    fn start(pid: u32) -> anyhow::Result<RssPeak> {
+        let idle = procfs::rss_bytes(pid)?;
+        let peak = Arc::new(AtomicU64::new(idle));
+        let sampler = {
+            let peak = peak.clone();
+            tokio::spawn(async move {
+                loop {
+                    if let Ok(rss) = procfs::rss_bytes(pid) {
+                        peak.fetch_max(rss, Ordering::Relaxed);
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            })
+        };
+        Ok(RssPeak {
+            idle,
+            peak,
+            sampler,
+        })
+    }
+
+    /// (RSS at the start, the most seen).
+    fn stop(self) -> (u64, u64) {
+        self.sampler.abort();
+        (self.idle, self.peak.load(Ordering::Relaxed))
+    }
 }
 
 /// One whole list: its time (request to the last byte), items and bytes.

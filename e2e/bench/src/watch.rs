@@ -156,6 +156,8 @@ pub struct Target<'a> {
     pub written: &'a str,
     /// The object named so, as created.
     pub body: &'a (dyn Fn(&str) -> Bytes + Sync),
+    /// Where the watchers watch, when not where the objects are written (a kcp-vw).
+    pub watched_at: Option<&'a Connector>,
 }
 
 /// Measures watch latency with `watchers` watchers on `collection` (a ConfigMap collection path).
@@ -171,6 +173,7 @@ pub async fn measure(
         watched: collection,
         written: collection,
         body: &body,
+        watched_at: None,
     };
     measure_target(plan, connector, &target, watchers, probe).await
 }
@@ -185,12 +188,13 @@ pub async fn measure_target(
 ) -> anyhow::Result<WatchResult> {
     let events = plan.watch_events;
     let mut writer = connector.connect().await?;
-    let rv = current_rv(&mut writer, target.watched).await?;
+    let watched_at = target.watched_at.unwrap_or(connector);
+    let rv = current_rv(&mut watched_at.connect().await?, target.watched).await?;
     let path = format!(
         "{}?watch=true&resourceVersion={rv}&timeoutSeconds=300",
         target.watched
     );
-    let conns = connector
+    let conns = watched_at
         .pool(watchers.div_ceil(STREAMS_PER_CONNECTION))
         .await?;
     let shared = Arc::new(Shared {

@@ -267,6 +267,65 @@ impl Report {
             );
         }
         let _ = writeln!(out);
+        self.standalone_table(out);
+    }
+
+    /// The same list and watch through a kcp-vw process beside the shard.
+    fn standalone_table(&self, out: &mut String) {
+        let _ = writeln!(
+            out,
+            "Through `kcp-vw`, a process of its own following the shard's store over gRPC, started beside the shard once the lists above are done: the same list (median of 3; ratio = direct time above ÷ this time), kcp-vw's RSS once its cache is loaded and the most while it served the lists, and watch latency with 10 watchers on kcp-vw and the Widgets created on the shard.\n"
+        );
+        let _ = writeln!(
+            out,
+            "| store | list through kcp-vw | ratio to direct | kcp-vw RSS loaded → serving | watch p50 / p99 through kcp-vw |\n| --- | ---: | ---: | --- | --- |"
+        );
+        for backend in [Backend::Etcd, Backend::Embedded] {
+            let Some(Ok(b)) = self.bindings_of(backend) else {
+                continue;
+            };
+            let Ok(v) = &b.virtual_ws else { continue };
+            let s = match &v.standalone {
+                Ok(s) => s,
+                Err(err) => {
+                    let _ = writeln!(
+                        out,
+                        "| {} | **failed**: {} | | | |",
+                        backend.label(),
+                        super::one_line(err)
+                    );
+                    continue;
+                }
+            };
+            let watch = match &s.watch {
+                Ok(w) => format!(
+                    "{} / {}{}",
+                    ms(w.latency.p50),
+                    ms(w.latency.p99),
+                    if w.delivered == w.expected {
+                        String::new()
+                    } else {
+                        format!(" ({} of {} events)", w.delivered, w.expected)
+                    }
+                ),
+                Err(err) => format!("**failed**: {}", super::one_line(err)),
+            };
+            let ratio =
+                (!s.list.is_zero()).then(|| v.direct_list.as_secs_f64() / s.list.as_secs_f64());
+            let _ = writeln!(
+                out,
+                "| {} | {} | {} | {} → {} | {} |",
+                backend.label(),
+                ms(s.list),
+                ratio
+                    .map(|r| format!("{r:.2}"))
+                    .unwrap_or_else(|| "–".into()),
+                bytes(s.rss_idle as f64),
+                bytes(s.rss_serving as f64),
+                watch,
+            );
+        }
+        let _ = writeln!(out);
     }
 
     /// Errors of the bindings part, for the report's failures section.
@@ -288,6 +347,11 @@ impl Report {
                             "the virtual workspace on the {}: {err}",
                             backend.label()
                         ));
+                    }
+                    if let Ok(v) = &b.virtual_ws
+                        && let Err(err) = &v.standalone
+                    {
+                        lines.push(format!("kcp-vw on the {}: {err}", backend.label()));
                     }
                     if b.watch_failures > 0 {
                         lines.push(format!(
