@@ -143,7 +143,13 @@ impl VwProcess {
         let deadline = Instant::now() + STARTUP_DEADLINE;
         loop {
             if let Some(status) = vw.child.try_wait()? {
-                bail!("kcp-vw exited with {status} during startup");
+                let log = std::fs::read_to_string(shard.dir.path().join("kcp-vw.log"))
+                    .unwrap_or_default();
+                let tail: Vec<&str> = log.lines().rev().take(5).collect();
+                bail!(
+                    "kcp-vw exited with {status} during startup: {}",
+                    tail.into_iter().rev().collect::<Vec<_>>().join(" | ")
+                );
             }
             if let Ok(mut conn) = vw.connector.connect().await
                 && conn.ok(Method::GET, "/readyz", None).await.is_ok()

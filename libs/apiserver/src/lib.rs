@@ -285,7 +285,8 @@ impl ApiServerBuilder {
         let (namespaces, queue) = lifecycle::NamespaceFinalizer::new();
         let (crd_requeue, crd_queue) = crd::controller::Requeue::new();
         let metrics = metrics::Metrics::new(&config.shard_name);
-        let store_calls = kcp_store::remote::StoreCalls::new(config.store.clone());
+        let store_calls =
+            kcp_store::remote::StoreCalls::new(config.store.clone(), registry.cache().clone());
         let server = Arc::new(ApiServer {
             config,
             registry,

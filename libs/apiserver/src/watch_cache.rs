@@ -21,6 +21,32 @@ use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_store::{EventKind, Revision, Store, StoreError, WatchResponse};
 use parking_lot::RwLock;
 use serde_json::Value;
+
+/// A process that acknowledges writes to the store a cache follows (see
+/// [`WatchCache::follow_writes_of`]).
+#[async_trait::async_trait]
+pub trait WritesElsewhere: Send + Sync {
+    /// The newest revision of a write it acknowledged.
+    async fn newest(&self) -> Result<Revision, StoreError>;
+}
+
+#[async_trait::async_trait]
+impl WritesElsewhere for kcp_store::remote::RemoteStore {
+    async fn newest(&self) -> Result<Revision, StoreError> {
+        self.acknowledged().await
+    }
+}
+
+/// What the store service tells its callers about this process's writes.
+impl kcp_store::remote::AcknowledgedWrites for WatchCache {
+    fn note(&self, revision: Revision) {
+        self.note_write(revision);
+    }
+
+    fn newest(&self) -> Revision {
+        self.written.load(Ordering::Acquire)
+    }
+}
 use tokio::sync::mpsc;
 
 use crate::cache_source::{CacheSource, StoreSource};
@@ -357,6 +383,8 @@ pub struct WatchCache {
     resources: RwLock<HashMap<String, Arc<ResourceCache>>>,
     revision: AtomicI64,
     written: AtomicI64,
+    /// Who else acknowledges writes this cache must reflect in consistent reads.
+    writes_elsewhere: std::sync::OnceLock<Arc<dyn WritesElsewhere>>,
     start_revision: AtomicI64,
     next_watcher: AtomicU64,
     revision_tx: tokio::sync::watch::Sender<Revision>,
@@ -758,6 +786,7 @@ impl WatchCache {
             observer: std::sync::OnceLock::new(),
             from_snapshot: std::sync::atomic::AtomicBool::new(false),
             following: std::sync::atomic::AtomicBool::new(true),
+            writes_elsewhere: std::sync::OnceLock::new(),
         });
         let started = std::time::Instant::now();
         let from_snapshot = match snapshot {
@@ -1202,9 +1231,25 @@ impl WatchCache {
         self.written.fetch_max(revision, Ordering::AcqRel);
     }
 
+    /// Consistent reads also wait for the writes `writer` acknowledged: the process whose store
+    /// this cache follows (a kcp-vw's shard).
+    pub fn follow_writes_of(&self, writer: Arc<dyn WritesElsewhere>) {
+        let _ = self.writes_elsewhere.set(writer);
+    }
+
     /// Waits until the cache reflects every write acknowledged so far (a consistent read).
     pub async fn wait_fresh(&self) -> Result<Revision, CacheError> {
-        let target = self.written.load(Ordering::Acquire);
+        let mut target = self.written.load(Ordering::Acquire);
+        if let Some(writer) = self.writes_elsewhere.get() {
+            match writer.newest().await {
+                Ok(revision) => target = target.max(revision),
+                // Nothing can be acknowledged while the writer is unreachable but what its
+                // store stream already brought, or is about to: read what the cache has.
+                Err(err) => {
+                    tracing::debug!(error = %err, "the writer's newest revision is unknown")
+                }
+            }
+        }
         self.wait_for(target).await
     }
 

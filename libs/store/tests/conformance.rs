@@ -216,13 +216,21 @@ async fn etcd_unreachable_fails_fast() {
 /// Serves `store` over gRPC on a loopback port (plaintext HTTP/2, as the tests need no TLS) and
 /// answers the remote store that calls it.
 async fn served(store: Arc<dyn Store>) -> Arc<dyn Store> {
+    Arc::new(served_noting(store, None).await)
+}
+
+/// [`served`], the service telling `writes` of the writes it makes.
+async fn served_noting(
+    store: Arc<dyn Store>,
+    writes: Option<Arc<dyn kcp_store::remote::AcknowledgedWrites>>,
+) -> kcp_store::remote::RemoteStore {
     use hyper_util::rt::{TokioExecutor, TokioIo};
     use hyper_util::service::TowerToHyperService;
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("address"));
-    let service = kcp_store::remote::service(store);
+    let service = kcp_store::remote::service(store, writes);
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let service = TowerToHyperService::new(service.clone());
@@ -234,7 +242,46 @@ async fn served(store: Arc<dyn Store>) -> Arc<dyn Store> {
         }
     });
     let options = kcp_store::remote::RemoteOptions { url, tls: None };
-    Arc::new(kcp_store::remote::RemoteStore::connect(&options).expect("remote store"))
+    kcp_store::remote::RemoteStore::connect(&options).expect("remote store")
+}
+
+/// The serving process hears of every write made through the service, and its callers ask it
+/// for the newest it acknowledged (which a store's current revision need not be).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn remote_writes_are_acknowledged_by_the_serving_process() {
+    #[derive(Default)]
+    struct Newest(std::sync::atomic::AtomicI64);
+    impl kcp_store::remote::AcknowledgedWrites for Newest {
+        fn note(&self, revision: i64) {
+            self.0.fetch_max(revision, Ordering::SeqCst);
+        }
+        fn newest(&self) -> i64 {
+            self.0.load(Ordering::SeqCst)
+        }
+    }
+    let newest = Arc::new(Newest::default());
+    let local: Arc<dyn Store> = Arc::new(MemoryStore::new());
+    let remote = served_noting(local.clone(), Some(newest.clone())).await;
+    assert_eq!(remote.acknowledged().await.unwrap(), 0);
+    let created = remote.create("/a", "1".into()).await.unwrap();
+    assert_eq!(newest.0.load(Ordering::SeqCst), created);
+    // A write the serving process made itself is its own to note, not the service's.
+    local.create("/b", "1".into()).await.unwrap();
+    assert_eq!(remote.acknowledged().await.unwrap(), created);
+    let updated = remote.update("/a", "2".into(), created).await.unwrap();
+    let (deleted, _) = remote.delete("/a", Some(updated)).await.unwrap();
+    assert_eq!(remote.acknowledged().await.unwrap(), deleted);
+    let all = remote
+        .write_all(&[kcp_store::Write::Create {
+            key: "/c".into(),
+            value: "1".into(),
+        }])
+        .await
+        .unwrap();
+    assert_eq!(remote.acknowledged().await.unwrap(), all[0]);
+    // A refused write notes nothing.
+    assert!(remote.create("/c", "2".into()).await.is_err());
+    assert_eq!(remote.acknowledged().await.unwrap(), all[0]);
 }
 
 /// The remote store answers as the store behind it: the whole suite through gRPC. (Not the lag

@@ -148,24 +148,32 @@ impl Authentication {
         };
         let public_keys: Vec<&[u8]> = public_keys.iter().map(|k| k.as_bytes()).collect();
         let service_accounts = Arc::new(StoredServiceAccounts::default());
-        let sa_authenticator = Arc::new(
-            ServiceAccountAuthenticator::new(
-                issuer_name.clone(),
-                &[],
-                &public_keys,
-                service_accounts.clone(),
-            )
-            .context("ServiceAccount token authenticator")?,
-        );
-        authenticators.push(sa_authenticator.clone());
+        // Without a key no ServiceAccount token can be checked, so none is accepted.
+        let sa_authenticator = match public_keys.is_empty() {
+            true => None,
+            false => Some(Arc::new(
+                ServiceAccountAuthenticator::new(
+                    issuer_name.clone(),
+                    &[],
+                    &public_keys,
+                    service_accounts.clone(),
+                )
+                .context("ServiceAccount token authenticator")?,
+            )),
+        };
+        if let Some(sa) = &sa_authenticator {
+            authenticators.push(sa.clone());
+        }
 
         Ok(Authentication {
             authenticators,
             tls_client_cas,
-            service_account_tokens: issuer.map(|issuer| ServiceAccountTokens {
-                issuer,
-                authenticator: sa_authenticator,
-            }),
+            service_account_tokens: (issuer.zip(sa_authenticator)).map(
+                |(issuer, authenticator)| ServiceAccountTokens {
+                    issuer,
+                    authenticator,
+                },
+            ),
             service_accounts,
             identity_headers,
         })

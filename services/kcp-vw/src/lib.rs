@@ -130,7 +130,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
 
     let tenancy = kcp_tenancy::Tenancy::new();
     let config = ApiServerConfig {
-        store: Arc::new(remote),
+        store: Arc::new(remote.clone()),
         role: ServerRole::VirtualWorkspaces,
         shard_name: options.shard_name.clone(),
         external_url: external_url.clone(),
@@ -154,6 +154,8 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     authn
         .service_accounts
         .attach(server.registry().cache().clone());
+    // A read that must reflect every acknowledged write waits for the shard's too.
+    (server.registry().cache()).follow_writes_of(Arc::new(remote));
     apis.start_followers(&server);
     tracing::info!(shard = %options.shard_name, "serving virtual workspaces on {external_url}");
 

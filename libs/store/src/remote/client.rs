@@ -74,6 +74,14 @@ impl RemoteStore {
     fn client(&self) -> StorageClient<Channel> {
         self.client.clone()
     }
+
+    /// The newest revision of a write the serving process has acknowledged (see the RPC).
+    pub async fn acknowledged(&self) -> Result<Revision, StoreError> {
+        let answer = (self.client().acknowledged(pb::Empty {}).await)
+            .map_err(status_error)?
+            .into_inner();
+        revision(answer)
+    }
 }
 
 fn revision(answer: pb::RevisionAnswer) -> Result<Revision, StoreError> {

@@ -8,7 +8,7 @@ mod service;
 mod wire;
 
 pub use client::{RemoteOptions, RemoteStore, RemoteTls};
-pub use service::{CallBody, StoreCalls, StoreService, service};
+pub use service::{AcknowledgedWrites, CallBody, StoreCalls, StoreService, service};
 
 /// The largest message either side takes: a page of a range or a batch of watch events, which may
 /// hold many values of up to [`crate::MAX_VALUE_BYTES`] each.

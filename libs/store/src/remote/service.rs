@@ -11,18 +11,31 @@ use tonic::{Request, Response, Status};
 
 use super::MAX_MESSAGE_BYTES;
 use super::wire::{error_to, kv_to, watch_to, write_from};
-use crate::{RangeRequest, Store, StoreError};
+use crate::{RangeRequest, Revision, Store, StoreError};
 
 /// The gRPC service of a store, to be mounted where its callers are authenticated (the shard
 /// serves it on its TLS port to its administrators only).
-pub fn service(store: Arc<dyn Store>) -> StorageServer<StoreService> {
-    StorageServer::new(StoreService { store })
+pub fn service(
+    store: Arc<dyn Store>,
+    writes: Option<Arc<dyn AcknowledgedWrites>>,
+) -> StorageServer<StoreService> {
+    StorageServer::new(StoreService { store, writes })
         .max_decoding_message_size(MAX_MESSAGE_BYTES)
         .max_encoding_message_size(MAX_MESSAGE_BYTES)
 }
 
 pub struct StoreService {
     store: Arc<dyn Store>,
+    writes: Option<Arc<dyn AcknowledgedWrites>>,
+}
+
+/// What the serving process knows of the writes it acknowledged: those of its own requests and
+/// those made through this service. Without it, the store's current revision is the answer.
+pub trait AcknowledgedWrites: Send + Sync + 'static {
+    /// A write through this service was acknowledged at `revision`.
+    fn note(&self, revision: Revision);
+    /// The newest revision of an acknowledged write.
+    fn newest(&self) -> Revision;
 }
 
 fn revision(result: Result<i64, StoreError>) -> Response<pb::RevisionAnswer> {
@@ -36,6 +49,16 @@ fn revision(result: Result<i64, StoreError>) -> Response<pb::RevisionAnswer> {
             error: Some(error_to(err)),
         },
     })
+}
+
+impl StoreService {
+    /// Tells the serving process of a write acknowledged at `revision`.
+    fn noted(&self, result: Result<Revision, StoreError>) -> Result<Revision, StoreError> {
+        if let (Ok(revision), Some(writes)) = (&result, &self.writes) {
+            writes.note(*revision);
+        }
+        result
+    }
 }
 
 type Answers = Pin<Box<dyn Stream<Item = Result<pb::WatchAnswer, Status>> + Send>>;
@@ -69,6 +92,16 @@ impl Storage for StoreService {
                 identity: None,
                 error: Some(error_to(err)),
             },
+        }))
+    }
+
+    async fn acknowledged(
+        &self,
+        _: Request<pb::Empty>,
+    ) -> Result<Response<pb::RevisionAnswer>, Status> {
+        Ok(revision(match &self.writes {
+            Some(writes) => Ok(writes.newest()),
+            None => self.store.current_revision().await,
         }))
     }
 
@@ -117,9 +150,9 @@ impl Storage for StoreService {
         req: Request<pb::CreateRequest>,
     ) -> Result<Response<pb::RevisionAnswer>, Status> {
         let req = req.into_inner();
-        Ok(revision(
+        Ok(revision(self.noted(
             self.store.create(&req.key, req.value.into()).await,
-        ))
+        )))
     }
 
     async fn update(
@@ -128,9 +161,11 @@ impl Storage for StoreService {
     ) -> Result<Response<pb::RevisionAnswer>, Status> {
         let req = req.into_inner();
         Ok(revision(
-            (self.store)
-                .update(&req.key, req.value.into(), req.expected)
-                .await,
+            self.noted(
+                (self.store)
+                    .update(&req.key, req.value.into(), req.expected)
+                    .await,
+            ),
         ))
     }
 
@@ -142,7 +177,7 @@ impl Storage for StoreService {
         Ok(Response::new(
             match self.store.delete(&req.key, req.expected).await {
                 Ok((revision, deleted)) => pb::DeleteAnswer {
-                    revision,
+                    revision: self.noted(Ok(revision)).unwrap_or(revision),
                     deleted: Some(kv_to(deleted)),
                     error: None,
                 },
@@ -159,9 +194,9 @@ impl Storage for StoreService {
         req: Request<pb::DeleteVersionRequest>,
     ) -> Result<Response<pb::RevisionAnswer>, Status> {
         let req = req.into_inner();
-        Ok(revision(
+        Ok(revision(self.noted(
             self.store.delete_version(&req.key, req.expected).await,
-        ))
+        )))
     }
 
     async fn write_all(
@@ -175,6 +210,11 @@ impl Storage for StoreService {
             Ok(writes) => self.store.write_all(&writes).await,
             Err(err) => Err(err),
         };
+        if let (Ok(revisions), Some(writes)) = (&result, &self.writes)
+            && let Some(newest) = revisions.iter().max()
+        {
+            writes.note(*newest);
+        }
         Ok(Response::new(match result {
             Ok(revisions) => pb::WriteAllAnswer {
                 revisions,
@@ -242,8 +282,8 @@ pub type CallBody =
 pub struct StoreCalls(StorageServer<StoreService>);
 
 impl StoreCalls {
-    pub fn new(store: Arc<dyn Store>) -> StoreCalls {
-        StoreCalls(service(store))
+    pub fn new(store: Arc<dyn Store>, writes: Arc<dyn AcknowledgedWrites>) -> StoreCalls {
+        StoreCalls(service(store, Some(writes)))
     }
 
     /// Answers one call (see [`super::is_store_call`]); the caller has authenticated and
