@@ -12,7 +12,8 @@ on_both_stores!(
     apiexport_virtual_workspace,
     object_partitions,
     lifecycle_workspaces,
-    provider_controller
+    provider_controller,
+    identity_claims
 );
 
 /// The same scenarios with the virtual workspaces served by a kcp-vw beside the shard, which
@@ -1204,4 +1205,72 @@ fn provider_controller_in(store: StoreKind, vw: VirtualWorkspaces) {
     // And it stays so: neither controller writes what is not its own.
     std::thread::sleep(std::time::Duration::from_secs(2));
     assert!(all_are(&partitioned));
+}
+
+/// A provider who exports nothing of its own but claims another export's Cowboys (by that
+/// export's identity): once a consumer accepts, the claimer's endpoint serves the consumer's
+/// Cowboys, within the claim's verbs, and no one else's.
+fn identity_claims(store: StoreKind) {
+    let shard = Shard::start(store);
+    for ws in ["provider", "sheriff", "one", "two"] {
+        create_ready_workspace(&shard, ws);
+    }
+    let identity = publish(&shard, "root:provider", "today.cowboys.wildwest.dev");
+    for ws in ["one", "two"] {
+        bind_and_wait(&shard, &format!("root:{ws}"), "root:provider");
+    }
+    let sheriff = || shard.kubectl_cmd().cluster("root:sheriff");
+    let export = format!(
+        "apiVersion: apis.kcp.io/v1alpha2\nkind: APIExport\nmetadata: {{name: sheriff}}\nspec:\n  permissionClaims:\n  - {{group: wildwest.dev, resource: cowboys, identityHash: {identity}, verbs: [get, list, watch]}}\n"
+    );
+    let file = shard.write_file("sheriff.yaml", &export);
+    sheriff().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    // Only `one` accepts the claim.
+    let binding = format!(
+        "apiVersion: apis.kcp.io/v1alpha2\nkind: APIBinding\nmetadata: {{name: sheriff}}\nspec:\n  reference: {{export: {{path: root:sheriff, name: sheriff}}}}\n  permissionClaims:\n  - {{group: wildwest.dev, resource: cowboys, identityHash: {identity}, verbs: [get, list, watch], selector: {{matchAll: true}}, state: Accepted}}\n"
+    );
+    let file = shard.write_file("sheriff-binding.yaml", &binding);
+    let one = || shard.kubectl_cmd().cluster("root:one");
+    one().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    shard.eventually("the identity claim applied", || {
+        let b = one().json(&["get", "apibinding", "sheriff", "-o", "json"]);
+        let applied = b["status"]["appliedPermissionClaims"].as_array()?;
+        (b["status"]["phase"] == "Bound" && applied.len() == 1).then_some(())
+    });
+    for (ws, name) in [("one", "joe"), ("two", "ann")] {
+        let file = shard.write_file(&format!("{name}.yaml"), &cowboy(name, "ride"));
+        (shard.kubectl_cmd().cluster(&format!("root:{ws}"))).ok(&[
+            "create",
+            "-f",
+            file.to_str().unwrap_or_default(),
+        ]);
+    }
+    let (sheriff_lc, one_lc) = (cluster_of(&shard, "sheriff"), cluster_of(&shard, "one"));
+    let url = shard.eventually("the sheriff's endpoint", || {
+        let slice = sheriff().json(&["get", "apiexportendpointslice", "sheriff", "-o", "json"]);
+        let url = json_str(&slice, "/status/endpoints/0/url").to_string();
+        (!url.is_empty()).then_some(url)
+    });
+    let vw = || shard.kubectl_cmd().server(&format!("{url}/clusters/*"));
+    let resources = vw().ok(&["api-resources", "-o", "name"]);
+    assert!(resources.contains("cowboys.wildwest.dev"), "{resources}");
+    // The claimed Cowboys of the workspace that accepted, not of the one that never bound it.
+    let list = shard.eventually("joe through the claim", || {
+        let list = vw().json(&["get", "cowboys", "-A", "-o", "json"]);
+        (names(&list) == [format!("{one_lc}/joe")]).then_some(list)
+    });
+    assert_eq!(names(&list), [format!("{one_lc}/joe")], "{list}");
+    let in_one = || {
+        shard
+            .kubectl_cmd()
+            .server(&format!("{url}/clusters/{one_lc}"))
+    };
+    let joe = in_one().json(&["get", "cowboy", "joe", "-n", "default", "-o", "json"]);
+    assert_eq!(json_str(&joe, "/metadata/name"), "joe", "{joe}");
+    // The claim grants reading only.
+    let refused = in_one().fails(&["delete", "cowboy", "joe", "-n", "default"]);
+    assert!(
+        refused.contains("Forbidden") || refused.contains("forbidden"),
+        "{refused}"
+    );
 }

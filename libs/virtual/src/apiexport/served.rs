@@ -24,7 +24,11 @@ use serde_json::{Value, json};
 /// parsing the export or its schemas (a schema may be tens of KiB).
 struct Made {
     export: i64,
+    /// The schemas, and the exports whose identity a claim names.
     schemas: Vec<(String, Option<i64>)>,
+    /// A claim named an identity no export has (yet): nothing tells when one appears, so the
+    /// set is made again at the next request.
+    unresolved: bool,
 }
 
 type ExportId = (LogicalClusterName, String);
@@ -33,6 +37,8 @@ type ExportId = (LogicalClusterName, String);
 pub struct Claim {
     pub group: String,
     pub resource: String,
+    /// The identity of the export whose resource it claims; `None` for a built-in.
+    pub identity: Option<String>,
     /// kcp's `resource/group/identityHash` key, to find the binding's acceptance by.
     pub key: String,
     pub verbs: Vec<String>,
@@ -87,6 +93,7 @@ impl ServedApis {
         };
         let revision = |key: &str| cache.get(key).map(|o| o.revision);
         if let Some((made, apis)) = self.by_export.lock().get(&id)
+            && !made.unresolved
             && made.export == cached.revision
             && (made.schemas.iter()).all(|(key, rev)| revision(key) == *rev)
         {
@@ -97,6 +104,7 @@ impl ServedApis {
         let mut made = Made {
             export: cached.revision,
             schemas: Vec::new(),
+            unresolved: false,
         };
         let mut schemas = Vec::new();
         // Not served before the export has its identity: its objects have no place yet.
@@ -114,7 +122,8 @@ impl ServedApis {
                 }
             }
         }
-        let served = Arc::new(build(server, &identity, &schemas, &object));
+        let claimed = self.claimed_schemas(server, &object, &mut made);
+        let served = Arc::new(build(server, &identity, &schemas, &claimed, &object));
         let mut by_export = self.by_export.lock();
         // Sets are rebuilt rarely (an export or schema changed): forget deleted exports' then.
         by_export.retain(|(c, n), _| {
@@ -127,7 +136,67 @@ impl ServedApis {
     }
 }
 
-fn build(server: &ApiServer, identity: &str, schemas: &[Value], export: &Value) -> Served {
+impl ServedApis {
+    /// For each claim naming another export's identity: the schema of the claimed resource in
+    /// the export that has that identity (kcp takes the first such export; identities are
+    /// random, so there is one). What it read goes into `made`.
+    fn claimed_schemas(
+        &self,
+        server: &ApiServer,
+        export: &Value,
+        made: &mut Made,
+    ) -> Vec<(String, Value)> {
+        let cache = server.registry().cache();
+        let mut out = Vec::new();
+        let identity_claims = (export.pointer("/spec/permissionClaims"))
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter(|c| !text(c, "/identityHash").is_empty());
+        let mut exports: Option<Vec<Arc<kcp_apiserver::watch_cache::CachedObject>>> = None;
+        for claim in identity_claims {
+            let identity = text(claim, "/identityHash");
+            let all = exports
+                .get_or_insert_with(|| cache.list(keyspace(&self.exports).all_clusters(), None));
+            let owner = all.iter().find_map(|o| {
+                let value = o.value().ok()?;
+                (text(&value, "/status/identityHash") == identity).then(|| (o.clone(), value))
+            });
+            let Some((owner, value)) = owner else {
+                made.unresolved = true;
+                continue;
+            };
+            let owner_key = keyspace(&self.exports).object(&owner.cluster, None, &owner.name);
+            made.schemas.push((owner_key, Some(owner.revision)));
+            let schema_name = (value.pointer("/spec/resources").and_then(Value::as_array))
+                .into_iter()
+                .flatten()
+                .find(|r| {
+                    text(r, "/group") == text(claim, "/group")
+                        && text(r, "/name") == text(claim, "/resource")
+                })
+                .map(|r| text(r, "/schema").to_string());
+            let Some(schema_name) = schema_name else {
+                continue;
+            };
+            let key = keyspace(&self.schemas).object(&owner.cluster, None, &schema_name);
+            let schema = cache.get(&key);
+            made.schemas
+                .push((key, schema.as_ref().map(|s| s.revision)));
+            if let Some(schema) = schema.and_then(|s| s.value().ok()) {
+                out.push((identity.to_string(), schema));
+            }
+        }
+        out
+    }
+}
+
+/// The resources served for `schemas`, stored under `identity`.
+fn bound_resources(
+    server: &ApiServer,
+    identity: &str,
+    schemas: &[&Value],
+) -> Vec<Arc<ResourceDef>> {
     let crds: Vec<Value> = schemas
         .iter()
         .map(|schema| {
@@ -145,11 +214,21 @@ fn build(server: &ApiServer, identity: &str, schemas: &[Value], export: &Value) 
         })
         .collect();
     let served: Vec<ServedCrd<'_>> = crds.iter().map(|crd| ServedCrd { crd }).collect();
-    let mut resources = server
+    server
         .crd_apis()
         .part(&served)
         .map(|part| part.resources.clone())
-        .unwrap_or_default();
+        .unwrap_or_default()
+}
+
+fn build(
+    server: &ApiServer,
+    identity: &str,
+    schemas: &[Value],
+    claimed: &[(String, Value)],
+    export: &Value,
+) -> Served {
+    let mut resources = bound_resources(server, identity, &schemas.iter().collect::<Vec<_>>());
     let builtins = server.cluster_apis().builtins().resources();
     // The export's bindings, in every version kcp serves them.
     resources.extend(
@@ -158,13 +237,19 @@ fn build(server: &ApiServer, identity: &str, schemas: &[Value], export: &Value) 
             .cloned(),
     );
     let exported = Arc::new(ApiSet::new(resources.clone()));
-    let claims = claims(export, &resources);
+    let mut claimed_defs = Vec::new();
+    for (identity, schema) in claimed {
+        claimed_defs.extend(bound_resources(server, identity, &[schema]));
+    }
+    let claims = claims(export, &resources, &claimed_defs);
     for claim in &claims {
-        resources.extend(
-            (builtins.iter())
-                .filter(|d| d.group == claim.group && d.plural == claim.resource)
-                .cloned(),
-        );
+        let found = |d: &&Arc<ResourceDef>| {
+            d.group == claim.group
+                && d.plural == claim.resource
+                && d.storage_identity.as_deref() == claim.identity.as_deref()
+        };
+        resources.extend(builtins.iter().filter(found).cloned());
+        resources.extend(claimed_defs.iter().filter(found).cloned());
     }
     Served {
         apis: Arc::new(ApiSet::new(resources)),
@@ -173,22 +258,33 @@ fn build(server: &ApiServer, identity: &str, schemas: &[Value], export: &Value) 
     }
 }
 
-/// The export's claims on built-in resources that it does not serve itself (kcp ignores a claim
-/// overlapping an exported resource). Claims naming another export's identity are not served
-/// here yet.
-fn claims(export: &Value, served: &[Arc<ResourceDef>]) -> Vec<Claim> {
+/// The export's claims on resources it does not serve itself (kcp ignores a claim overlapping
+/// an exported resource): built-ins, and resources of the exports whose identity a claim names
+/// (`claimed`, when their schema was found).
+fn claims(export: &Value, served: &[Arc<ResourceDef>], claimed: &[Arc<ResourceDef>]) -> Vec<Claim> {
     (export
         .pointer("/spec/permissionClaims")
         .and_then(Value::as_array))
     .into_iter()
     .flatten()
-    .filter(|c| text(c, "/identityHash").is_empty())
+    .filter(|c| {
+        let identity = text(c, "/identityHash");
+        identity.is_empty()
+            || (claimed.iter()).any(|d| {
+                d.group == text(c, "/group")
+                    && d.plural == text(c, "/resource")
+                    && d.storage_identity.as_deref() == Some(identity)
+            })
+    })
     .filter(|c| {
         !(served.iter()).any(|d| d.group == text(c, "/group") && d.plural == text(c, "/resource"))
     })
     .map(|c| Claim {
         group: text(c, "/group").to_string(),
         resource: text(c, "/resource").to_string(),
+        identity: Some(text(c, "/identityHash"))
+            .filter(|i| !i.is_empty())
+            .map(str::to_string),
         key: claim_key(c),
         verbs: (c.get("verbs").and_then(Value::as_array).into_iter())
             .flatten()
