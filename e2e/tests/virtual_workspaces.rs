@@ -985,6 +985,49 @@ fn lifecycle_workspaces_in(store: StoreKind, vw: VirtualWorkspaces) {
         "json",
     ]);
     assert_eq!(json_str(&seeded, "/data/by"), "initializer", "{seeded}");
+
+    // With initializerPermissions on the type: as itself, with kcp's group, those rules only.
+    shard.kubectl_ok(&[
+        "patch",
+        "workspacetype",
+        "slow",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"initializerPermissions":[{"apiGroups":[""],"resources":["configmaps"],"verbs":["get","create"]},{"apiGroups":["authentication.k8s.io"],"resources":["selfsubjectreviews"],"verbs":["create"]}]}}"#,
+    ]);
+    let review = shard.eventually("the initializer acting as itself", || {
+        let (code, body) = ivan(
+            "POST",
+            &format!("{in_w1}/apis/authentication.k8s.io/v1/selfsubjectreviews"),
+            Some((
+                "application/json",
+                r#"{"apiVersion":"authentication.k8s.io/v1","kind":"SelfSubjectReview"}"#,
+            )),
+        );
+        let review: Value = serde_json::from_str(&body).unwrap_or_default();
+        (code == 201 && review["status"]["userInfo"]["username"] == "ivan").then_some(review)
+    });
+    let groups = review["status"]["userInfo"]["groups"].to_string();
+    assert!(
+        groups.contains("system:kcp:initializer:root:slow"),
+        "{review}"
+    );
+    let (code, body) = ivan(
+        "POST",
+        &format!("{in_w1}/api/v1/namespaces/default/configmaps"),
+        Some(("application/json", r#"{"metadata":{"name":"scoped"}}"#)),
+    );
+    assert_eq!(code, 201, "{body}");
+    let (code, body) = ivan(
+        "POST",
+        &format!("{in_w1}/api/v1/namespaces/default/secrets"),
+        Some(("application/json", r#"{"metadata":{"name":"no"}}"#)),
+    );
+    assert_eq!(code, 403, "{body}");
+    assert!(
+        body.contains(r#"not allowed by the permissions of initializer \"root:slow\""#),
+        "{body}"
+    );
     let lc_path = format!("{in_w1}/apis/core.kcp.io/v1alpha1/logicalclusters/cluster");
     let (code, body) = ivan("GET", &lc_path, None);
     assert_eq!(code, 200, "{body}");

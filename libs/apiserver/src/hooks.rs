@@ -114,10 +114,24 @@ pub struct Routed {
     pub required_labels: Vec<(String, String)>,
     /// Checks each update through the view beyond the resource's own rules.
     pub update_check: Option<Arc<dyn UpdateCheck>>,
-    /// Serve it instead as a request into `info`'s logical cluster by this user, authorized and
-    /// answered there as any such request (`apis` and the rest above are then unused): a
-    /// virtual workspace that lets its caller work inside a cluster as someone else.
-    pub as_user: Option<UserInfo>,
+    /// Serve it instead as a request into `info`'s logical cluster (`apis` and the rest above
+    /// are then unused): a virtual workspace that lets its caller work inside a cluster.
+    pub inside: Option<Acting>,
+}
+
+/// Who a request served inside a logical cluster acts as, and what allows it.
+pub enum Acting {
+    /// This user, authorized and answered there as their own request would be (someone else's
+    /// identity: a workspace's owner).
+    As(UserInfo),
+    /// This user (the caller, with the virtual workspace's group), allowed by these rules alone,
+    /// not by the cluster's RBAC (kcp's lifecycle permissions of a WorkspaceType).
+    Granted {
+        user: UserInfo,
+        rules: Arc<Vec<kcp_auth::authz::rbac::rule::PolicyRule>>,
+        /// Who the rules are for, in a refusal's words (`initializer "root:slow"`).
+        grantee: String,
+    },
 }
 
 impl Routed {
@@ -128,7 +142,7 @@ impl Routed {
             apis,
             required_labels: Vec::new(),
             update_check: None,
-            as_user: None,
+            inside: None,
         }
     }
 }

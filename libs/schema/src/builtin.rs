@@ -494,6 +494,8 @@ mod tests {
             "limitAllowedChildren",
             "limitAllowedParents",
             "additionalWorkspaceLabels",
+            "initializerPermissions",
+            "terminatorPermissions",
         ] {
             assert!(spec.property(field).is_some(), "{field}");
         }

@@ -20,8 +20,10 @@
 //! Who may: the caller must hold `initialize` (`terminate`) on the WorkspaceType the name comes
 //! from (`<type's logical cluster>:<type name>`), in the type's workspace.
 //!
-//! Not here yet: kcp's `initializerPermissions` / `terminatorPermissions`, which give the caller
-//! the type's rules under a synthetic group instead of the owner's identity.
+//! Inside a waiting cluster the caller works as its owner, unless the WorkspaceType declares
+//! `initializerPermissions` (`terminatorPermissions`): then as itself, with kcp's group
+//! `system:kcp:initializer:<name>` (`terminator`), allowed by those rules alone and refused (403)
+//! what they do not cover, as kcp's content proxy evaluates them.
 
 use std::sync::Arc;
 
@@ -33,8 +35,9 @@ use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::{ApiError, Cause};
 use kcp_apiserver::ApiServer;
 use kcp_apiserver::discovery::ApiSet;
-use kcp_apiserver::hooks::{Routed, UpdateCheck, VirtualRequest, VirtualWorkspace};
+use kcp_apiserver::hooks::{Acting, Routed, UpdateCheck, VirtualRequest, VirtualWorkspace};
 use kcp_apiserver::registry::{keyspace, str_at as text};
+use kcp_auth::authz::rbac::rule::PolicyRule;
 use kcp_auth::{Attributes, Decision, UserInfo};
 use kcp_controllers::builtin;
 use kcp_http::request_info::{ClusterTarget, ServiceFamily, Target};
@@ -78,6 +81,14 @@ impl Lifecycle {
         }
     }
 
+    /// The WorkspaceType's field with the rules for this role.
+    fn permissions_field(self) -> &'static str {
+        match self {
+            Lifecycle::Initializing => "/spec/initializerPermissions",
+            Lifecycle::Terminating => "/spec/terminatorPermissions",
+        }
+    }
+
     /// The labels of a LogicalCluster waiting on `name`.
     fn waiting_labels(self, name: &str) -> Vec<(String, String)> {
         match self {
@@ -97,6 +108,7 @@ impl Lifecycle {
 pub struct LifecycleWorkspace {
     lifecycle: Lifecycle,
     logical_clusters: Arc<ResourceDef>,
+    types: Arc<ResourceDef>,
     apis: Arc<ApiSet>,
 }
 
@@ -104,12 +116,29 @@ impl LifecycleWorkspace {
     /// `None` when kcp's kinds are missing from the catalogue.
     pub fn new(lifecycle: Lifecycle) -> Option<LifecycleWorkspace> {
         let logical_clusters = builtin("core.kcp.io", "logicalclusters")?;
+        let types = builtin("tenancy.kcp.io", "workspacetypes")?;
         let apis = Arc::new(ApiSet::new(vec![logical_clusters.clone()]));
         Some(LifecycleWorkspace {
             lifecycle,
             logical_clusters,
+            types,
             apis,
         })
+    }
+
+    /// The rules the WorkspaceType behind `name` (`<type's cluster>:<type name>`) gives its
+    /// initializer (terminator); `None` when it declares none (or is gone): the owner's mode.
+    fn permissions(&self, server: &ApiServer, name: &str) -> Option<Vec<PolicyRule>> {
+        let (cluster, type_name) = name.rsplit_once(':')?;
+        let cluster = LogicalClusterName::parse(cluster).ok()?;
+        let key = keyspace(&self.types).object(&cluster, None, type_name);
+        let wt = server.registry().cache().get(&key)?.value().ok()?;
+        let rules = wt.pointer(self.lifecycle.permissions_field())?.as_array()?;
+        // A rule the schema let through but that does not read grants nothing.
+        let rules: Vec<PolicyRule> = (rules.iter())
+            .filter_map(|r| PolicyRule::from_json(r).ok())
+            .collect();
+        (!rules.is_empty()).then_some(rules)
     }
 
     /// The caller's right to act as `name`: the verb on the WorkspaceType it comes from.
@@ -299,13 +328,25 @@ impl VirtualWorkspace for LifecycleWorkspace {
                     )
                 };
                 let lc = self.waiting(server, cluster, name).ok_or_else(refused)?;
-                let owner = owner(&lc).ok_or_else(|| {
-                    ApiError::internal(format!(
-                        "LogicalCluster {cluster}|cluster had no user recorded"
-                    ))
-                })?;
+                let role = self.lifecycle.role();
+                let acting = match self.permissions(server, name) {
+                    Some(rules) => {
+                        let mut user = request.user.clone();
+                        user.groups.push(format!("system:kcp:{role}:{name}"));
+                        Acting::Granted {
+                            user,
+                            rules: Arc::new(rules),
+                            grantee: format!("{role} {name:?}"),
+                        }
+                    }
+                    None => Acting::As(owner(&lc).ok_or_else(|| {
+                        ApiError::internal(format!(
+                            "LogicalCluster {cluster}|cluster had no user recorded"
+                        ))
+                    })?),
+                };
                 Ok(Routed {
-                    as_user: Some(owner),
+                    inside: Some(acting),
                     ..Routed::view(info.clone(), self.apis.clone())
                 })
             }

@@ -380,6 +380,22 @@ impl ApiServer {
         shape: &mut Option<RequestShape>,
     ) -> Result<Response<Body>, ApiError> {
         self.authorize(&user, &info, &parts.method)?;
+        self.serve_authorized(parts, body, query, info, user, deep_review, shape)
+            .await
+    }
+
+    /// [`ApiServer::serve_in_cluster`] once the request is authorized.
+    #[allow(clippy::too_many_arguments)]
+    async fn serve_authorized(
+        self: &Arc<Self>,
+        parts: http::request::Parts,
+        body: kcp_http::request_body::RequestBody,
+        query: Query,
+        info: RequestInfo,
+        user: UserInfo,
+        deep_review: bool,
+        shape: &mut Option<RequestShape>,
+    ) -> Result<Response<Body>, ApiError> {
         if let ClusterTarget::Name(name) = &info.cluster {
             self.check_cluster_exists(name, &user).await?;
         }
@@ -423,15 +439,37 @@ impl ApiServer {
         {
             return Err(refusal);
         }
-        if let Some(user) = routed.as_user {
-            // Inside the cluster as someone else: judged there as their own request would be.
+        if let Some(acting) = routed.inside {
             let ClusterTarget::Name(cluster) = &info.cluster else {
                 return Err(ApiError::path_not_found());
             };
-            let user = impersonation::acting_in(user, cluster.as_str());
-            return self
-                .serve_in_cluster(parts, body, query, info, user, false, shape)
-                .await;
+            return match acting {
+                // Inside the cluster as someone else: judged there as their own request would be.
+                crate::hooks::Acting::As(user) => {
+                    let user = impersonation::acting_in(user, cluster.as_str());
+                    self.serve_in_cluster(parts, body, query, info, user, false, shape)
+                        .await
+                }
+                // Allowed by the virtual workspace's rules, or not at all.
+                crate::hooks::Acting::Granted {
+                    user,
+                    rules,
+                    grantee,
+                } => {
+                    let user = impersonation::acting_in(user, cluster.as_str());
+                    let lower = parts.method.as_str().to_ascii_lowercase();
+                    let attrs = attributes(&user, &info, &lower);
+                    if !rules.iter().any(|rule| rule.allows(&attrs)) {
+                        return Err(self.refusal(
+                            &user,
+                            &attrs,
+                            &format!("not allowed by the permissions of {grantee}"),
+                        ));
+                    }
+                    self.serve_authorized(parts, body, query, info, user, false, shape)
+                        .await
+                }
+            };
         }
         let mut ctx = context(&parts, info, query, user, false, routed.apis);
         ctx.required_labels = routed.required_labels;

@@ -25,6 +25,26 @@ fn type_selector(description: &str) -> Value {
     })
 }
 
+/// RBAC PolicyRules (rbac/v1): what an initializer or terminator may do inside a workspace.
+fn policy_rules(description: &str) -> Value {
+    let strings = |d: &str| json!({"type": "array", "description": d, "items": {"type": "string"}});
+    json!({
+        "type": "array",
+        "description": description,
+        "items": {
+            "type": "object",
+            "required": ["verbs"],
+            "properties": {
+                "verbs": strings("Verbs allowed; * is all."),
+                "apiGroups": strings("API groups; \"\" is the core group, * is all."),
+                "resources": strings("Resources (res, res/sub, */sub); * is all."),
+                "resourceNames": strings("Names allowed; empty allows any."),
+                "nonResourceURLs": strings("Paths allowed (a trailing * is a prefix)."),
+            },
+        },
+    })
+}
+
 /// The WorkspaceType component schema (OpenAPI v3 JSON).
 pub fn workspace_type_schema() -> Value {
     json!({
@@ -64,6 +84,14 @@ pub fn workspace_type_schema() -> Value {
                         "description": "Labels added to every new workspace of this type.",
                         "additionalProperties": {"type": "string"},
                     },
+                    "initializerPermissions": policy_rules(
+                        "What this type's initializer may do inside a workspace through the \
+                         initializing virtual workspace, as itself. Unset: it works there as the \
+                         workspace's owner."),
+                    "terminatorPermissions": policy_rules(
+                        "What this type's terminator may do inside a workspace through the \
+                         terminating virtual workspace, as itself. Unset: it works there as the \
+                         workspace's owner."),
                     // kcp's default: children of any type are universal unless the type says
                     // otherwise (or a child names its type).
                     "defaultChildWorkspaceType": with_default(
