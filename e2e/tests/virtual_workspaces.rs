@@ -113,9 +113,9 @@ mod kcp_vw {
         );
 
         // The shard's store answers its administrators only.
-        let endpoint = kcp_pki::kubeconfig::read(&shard.kubeconfig()).unwrap();
+        let endpoint = kcp_pki::kubeconfig::read(&shard.kubeconfig()).expect("admin.kubeconfig");
         let revision = |context: &str| {
-            let e = endpoint.client_endpoint(Some(context)).unwrap();
+            let e = (endpoint.client_endpoint(Some(context))).expect("the context's endpoint");
             let options = kcp_store::remote::RemoteOptions {
                 url: e.server,
                 tls: Some(kcp_store::remote::RemoteTls {
@@ -131,7 +131,7 @@ mod kcp_vw {
             })
         };
         assert!(revision("shard-base").is_ok());
-        let refused = revision("base").unwrap_err().to_string();
+        let refused = (revision("base").expect_err("kcp-admin may not call the store")).to_string();
         assert!(refused.contains("PermissionDenied"), "{refused}");
 
         // Killed, a write while it is down, started again: its cache begins anew, so a watch
@@ -1288,7 +1288,7 @@ fn identity_claims(store: StoreKind) {
             file.to_str().unwrap_or_default(),
         ]);
     }
-    let (sheriff_lc, one_lc) = (cluster_of(&shard, "sheriff"), cluster_of(&shard, "one"));
+    let one_lc = cluster_of(&shard, "one");
     let url = shard.eventually("the sheriff's endpoint", || {
         let slice = sheriff().json(&["get", "apiexportendpointslice", "sheriff", "-o", "json"]);
         let url = json_str(&slice, "/status/endpoints/0/url").to_string();

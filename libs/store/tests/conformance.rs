@@ -248,6 +248,7 @@ async fn served_noting(
 /// The serving process hears of every write made through the service, and its callers ask it
 /// for the newest it acknowledged (which a store's current revision need not be).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[allow(clippy::unwrap_used)] // tests may panic on unexpected input
 async fn remote_writes_are_acknowledged_by_the_serving_process() {
     #[derive(Default)]
     struct Newest(std::sync::atomic::AtomicI64);
