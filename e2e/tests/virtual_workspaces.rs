@@ -180,6 +180,16 @@ mod kcp_vw {
             let (seen, events) = watch_from(caller, path, &rv);
             assert_eq!(seen, ["ADDED sue"], "{caller} {path}: {events}");
         }
+
+        // The shard gone: kcp-vw still answers what needs no consistency from its cache, and
+        // refuses to guess what a consistent read must reflect.
+        shard.kill9();
+        let (code, body) = shard.curl("GET", &format!("{path}?resourceVersion=0"), None);
+        assert_eq!(code, 200, "{body}");
+        assert!(body.contains("\"sue\""), "{body}");
+        let (code, body) = shard.curl("GET", &path, None);
+        assert_eq!(code, 503, "{body}");
+        assert!(body.contains("ServiceUnavailable"), "{body}");
     }
 }
 

@@ -285,8 +285,12 @@ impl ApiServerBuilder {
         let (namespaces, queue) = lifecycle::NamespaceFinalizer::new();
         let (crd_requeue, crd_queue) = crd::controller::Requeue::new();
         let metrics = metrics::Metrics::new(&config.shard_name);
-        let store_calls =
-            kcp_store::remote::StoreCalls::new(config.store.clone(), registry.cache().clone());
+        let shutdown = CancellationToken::new();
+        let store_calls = kcp_store::remote::StoreCalls::new(
+            config.store.clone(),
+            registry.cache().clone(),
+            shutdown.clone(),
+        );
         let server = Arc::new(ApiServer {
             config,
             registry,
@@ -294,7 +298,7 @@ impl ApiServerBuilder {
             crds: crd::CrdApis::default(),
             crd_requeue,
             server_address,
-            shutdown: CancellationToken::new(),
+            shutdown,
             namespaces,
             authorizers,
             resolver,

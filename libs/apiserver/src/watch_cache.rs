@@ -22,31 +22,6 @@ use kcp_store::{EventKind, Revision, Store, StoreError, WatchResponse};
 use parking_lot::RwLock;
 use serde_json::Value;
 
-/// A process that acknowledges writes to the store a cache follows (see
-/// [`WatchCache::follow_writes_of`]).
-#[async_trait::async_trait]
-pub trait WritesElsewhere: Send + Sync {
-    /// The newest revision of a write it acknowledged.
-    async fn newest(&self) -> Result<Revision, StoreError>;
-}
-
-#[async_trait::async_trait]
-impl WritesElsewhere for kcp_store::remote::RemoteStore {
-    async fn newest(&self) -> Result<Revision, StoreError> {
-        self.acknowledged().await
-    }
-}
-
-/// What the store service tells its callers about this process's writes.
-impl kcp_store::remote::AcknowledgedWrites for WatchCache {
-    fn note(&self, revision: Revision) {
-        self.note_write(revision);
-    }
-
-    fn newest(&self) -> Revision {
-        self.written.load(Ordering::Acquire)
-    }
-}
 use tokio::sync::mpsc;
 
 use crate::cache_source::{CacheSource, StoreSource};
@@ -376,6 +351,10 @@ pub enum CacheError {
     },
     #[error("the watch cache is not running")]
     Stopped,
+    /// The process whose writes this cache follows did not say what it acknowledged, so a
+    /// consistent read cannot know what it must reflect.
+    #[error("cannot tell which writes to reflect: {0}")]
+    WriterUnreachable(String),
 }
 
 /// The shard-wide cache.
@@ -1233,22 +1212,22 @@ impl WatchCache {
 
     /// Consistent reads also wait for the writes `writer` acknowledged: the process whose store
     /// this cache follows (a kcp-vw's shard).
+    /// Set once; a later call changes nothing.
     pub fn follow_writes_of(&self, writer: Arc<dyn WritesElsewhere>) {
-        let _ = self.writes_elsewhere.set(writer);
+        if self.writes_elsewhere.set(writer).is_err() {
+            tracing::warn!("the watch cache already follows another writer");
+        }
     }
 
     /// Waits until the cache reflects every write acknowledged so far (a consistent read).
     pub async fn wait_fresh(&self) -> Result<Revision, CacheError> {
         let mut target = self.written.load(Ordering::Acquire);
         if let Some(writer) = self.writes_elsewhere.get() {
-            match writer.newest().await {
-                Ok(revision) => target = target.max(revision),
-                // Nothing can be acknowledged while the writer is unreachable but what its
-                // store stream already brought, or is about to: read what the cache has.
-                Err(err) => {
-                    tracing::debug!(error = %err, "the writer's newest revision is unknown")
-                }
-            }
+            // The writer may be alive and acknowledging writes this process cannot hear of:
+            // without its word, a consistent read would be a guess.
+            let revision = (writer.newest().await)
+                .map_err(|err| CacheError::WriterUnreachable(err.to_string()))?;
+            target = target.max(revision);
         }
         self.wait_for(target).await
     }
@@ -1449,6 +1428,32 @@ impl WatchCache {
     }
 }
 
+/// A process that acknowledges writes to the store a cache follows (see
+/// [`WatchCache::follow_writes_of`]).
+#[async_trait::async_trait]
+pub trait WritesElsewhere: Send + Sync {
+    /// The newest revision of a write it acknowledged.
+    async fn newest(&self) -> Result<Revision, StoreError>;
+}
+
+#[async_trait::async_trait]
+impl WritesElsewhere for kcp_store::remote::RemoteStore {
+    async fn newest(&self) -> Result<Revision, StoreError> {
+        self.acknowledged().await
+    }
+}
+
+/// What the store service tells its callers about this process's writes.
+impl kcp_store::remote::AcknowledgedWrites for WatchCache {
+    fn note(&self, revision: Revision) {
+        self.note_write(revision);
+    }
+
+    fn newest(&self) -> Revision {
+        self.written.load(Ordering::Acquire)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -1472,6 +1477,43 @@ mod tests {
             Some((crate::testing::lc("root").clone(), None, "a".into()))
         );
         assert_eq!(resource_prefix("/core"), None);
+    }
+
+    /// A consistent read waits for what another process acknowledged (a kcp-vw's shard), and
+    /// fails rather than guess when that process cannot be asked.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn consistent_reads_follow_another_writer() {
+        struct Writer(Arc<dyn Store>, bool);
+        #[async_trait::async_trait]
+        impl WritesElsewhere for Writer {
+            async fn newest(&self) -> Result<Revision, StoreError> {
+                match self.1 {
+                    true => self.0.current_revision().await,
+                    false => Err(StoreError::Backend("unreachable".into())),
+                }
+            }
+        }
+        let store: Arc<dyn Store> = Arc::new(kcp_store::MemoryStore::new());
+        let cache = WatchCache::start(store.clone())
+            .await
+            .expect("the cache starts");
+        cache.follow_writes_of(Arc::new(Writer(store.clone(), true)));
+        let key = "/core/configmaps/local/root/default/a";
+        let value = Bytes::from_static(br#"{"metadata":{"name":"a","namespace":"default"}}"#);
+        // Written behind the cache's back: only the writer knows of it.
+        let written = store.create(key, value).await.expect("written");
+        let seen = cache.wait_fresh().await.expect("a consistent read");
+        assert!(seen >= written, "{seen} < {written}");
+        assert!(cache.get(key).is_some());
+
+        let blind = WatchCache::start(store.clone())
+            .await
+            .expect("the cache starts");
+        blind.follow_writes_of(Arc::new(Writer(store, false)));
+        assert!(matches!(
+            blind.wait_fresh().await,
+            Err(CacheError::WriterUnreachable(_))
+        ));
     }
 
     #[test]

@@ -69,6 +69,8 @@ pub enum KubeconfigError {
     Write(#[from] PkiError),
     #[error("{path}: {reason}")]
     Read { path: String, reason: String },
+    #[error("{0}")]
+    Context(String),
 }
 
 /// How one context of a kubeconfig reaches its server with a client certificate, as the
@@ -94,7 +96,15 @@ pub fn read(path: &Path) -> Result<Config, KubeconfigError> {
 
 impl Config {
     /// Where `context` (the current context when `None`) leads and with which certificate.
-    pub fn client_endpoint(&self, context: Option<&str>) -> Result<ClientEndpoint, String> {
+    pub fn client_endpoint(
+        &self,
+        context: Option<&str>,
+    ) -> Result<ClientEndpoint, KubeconfigError> {
+        self.find_endpoint(context)
+            .map_err(KubeconfigError::Context)
+    }
+
+    fn find_endpoint(&self, context: Option<&str>) -> Result<ClientEndpoint, String> {
         let wanted = context.unwrap_or(&self.current_context);
         let context = (self.contexts.iter().find(|c| c.name == wanted))
             .ok_or_else(|| format!("no context {wanted:?}"))?;
@@ -106,6 +116,9 @@ impl Config {
         let user = (self.users.iter().find(|u| u.name == context.context.user))
             .ok_or_else(|| format!("no user {:?}", context.context.user))?;
         let decode = |what: &str, data: &str| {
+            if data.trim().is_empty() {
+                return Err(format!("{what} is empty: a client certificate is needed"));
+            }
             let bytes = STANDARD
                 .decode(data.trim())
                 .map_err(|e| format!("{what}: {e}"))?;

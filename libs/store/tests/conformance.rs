@@ -230,7 +230,7 @@ async fn served_noting(
         .await
         .expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("address"));
-    let service = kcp_store::remote::service(store, writes);
+    let service = kcp_store::remote::service(store, writes, Default::default());
     tokio::spawn(async move {
         while let Ok((tcp, _)) = listener.accept().await {
             let service = TowerToHyperService::new(service.clone());

@@ -1,6 +1,7 @@
 //! What kcp's tenancy needs on a fresh shard: `root` typed as the top of the workspace tree, kcp's
 //! bootstrap WorkspaceTypes and this shard's Shard object, created once (an operator's later
-//! changes to them are kept).
+//! changes to them are kept), except the Shard's three URLs, which every start sets to what the
+//! shard is started with.
 
 use std::sync::Arc;
 

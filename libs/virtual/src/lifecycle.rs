@@ -126,19 +126,35 @@ impl LifecycleWorkspace {
         })
     }
 
-    /// The rules the WorkspaceType behind `name` (`<type's cluster>:<type name>`) gives its
-    /// initializer (terminator); `None` when it declares none (or is gone): the owner's mode.
-    fn permissions(&self, server: &ApiServer, name: &str) -> Option<Vec<PolicyRule>> {
-        let (cluster, type_name) = name.rsplit_once(':')?;
-        let cluster = LogicalClusterName::parse(cluster).ok()?;
+    /// How the caller may work inside a cluster as `name` (`<type's cluster>:<type name>`): by
+    /// the rules its WorkspaceType gives the initializer (terminator), or as the owner when the
+    /// type gives none (kcp's two modes). A type that is gone, or whose rules do not read, lets
+    /// nobody in (kcp fails closed), except for kcp's own `system:` names, which are the
+    /// owner's.
+    fn permissions(
+        &self,
+        server: &ApiServer,
+        name: &str,
+    ) -> Result<Option<Vec<PolicyRule>>, String> {
+        if name.starts_with("system:") {
+            return Ok(None);
+        }
+        let gone = || format!("the WorkspaceType of {name:?} is not there");
+        let (cluster, type_name) = name.rsplit_once(':').ok_or_else(gone)?;
+        let cluster = LogicalClusterName::parse(cluster).map_err(|_| gone())?;
         let key = keyspace(&self.types).object(&cluster, None, type_name);
-        let wt = server.registry().cache().get(&key)?.value().ok()?;
-        let rules = wt.pointer(self.lifecycle.permissions_field())?.as_array()?;
-        // A rule the schema let through but that does not read grants nothing.
-        let rules: Vec<PolicyRule> = (rules.iter())
-            .filter_map(|r| PolicyRule::from_json(r).ok())
-            .collect();
-        (!rules.is_empty()).then_some(rules)
+        let wt = (server.registry().cache().get(&key))
+            .and_then(|o| o.value().ok())
+            .ok_or_else(gone)?;
+        let Some(rules) = wt.pointer(self.lifecycle.permissions_field()) else {
+            return Ok(None);
+        };
+        let rules = (rules.as_array().into_iter().flatten())
+            .map(PolicyRule::from_json)
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| format!("the WorkspaceType's permissions do not read: {e}"))?;
+        // kcp treats an empty list as none.
+        Ok((!rules.is_empty()).then_some(rules))
     }
 
     /// The caller's right to act as `name`: the verb on the WorkspaceType it comes from.
@@ -329,7 +345,9 @@ impl VirtualWorkspace for LifecycleWorkspace {
                 };
                 let lc = self.waiting(server, cluster, name).ok_or_else(refused)?;
                 let role = self.lifecycle.role();
-                let acting = match self.permissions(server, name) {
+                let permissions = (self.permissions(server, name))
+                    .map_err(|why| server.refusal(request.user, &request.attributes(), &why))?;
+                let acting = match permissions {
                     Some(rules) => {
                         let mut user = request.user.clone();
                         user.groups.push(format!("system:kcp:{role}:{name}"));

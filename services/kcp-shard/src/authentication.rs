@@ -149,9 +149,10 @@ impl Authentication {
         let public_keys: Vec<&[u8]> = public_keys.iter().map(|k| k.as_bytes()).collect();
         let service_accounts = Arc::new(StoredServiceAccounts::default());
         // Without a key no ServiceAccount token can be checked, so none is accepted.
-        let sa_authenticator = match public_keys.is_empty() {
-            true => None,
-            false => Some(Arc::new(
+        let sa_authenticator = if public_keys.is_empty() {
+            None
+        } else {
+            Some(Arc::new(
                 ServiceAccountAuthenticator::new(
                     issuer_name.clone(),
                     &[],
@@ -159,7 +160,7 @@ impl Authentication {
                     service_accounts.clone(),
                 )
                 .context("ServiceAccount token authenticator")?,
-            )),
+            ))
         };
         if let Some(sa) = &sa_authenticator {
             authenticators.push(sa.clone());

@@ -16,7 +16,6 @@ use std::time::Duration;
 use anyhow::Context as _;
 use kcp_apiserver::{ApiServer, ApiServerConfig, ServerRole};
 use kcp_shard::authentication::{Authentication, AuthenticationOptions, ServiceAccountKeys};
-use kcp_store::Store;
 use kcp_store::remote::{RemoteOptions, RemoteStore, RemoteTls};
 use tokio_util::sync::CancellationToken;
 
@@ -77,7 +76,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     let kubeconfig = kcp_pki::kubeconfig::read(&options.kubeconfig)
         .with_context(|| format!("--kubeconfig {}", options.kubeconfig.display()))?;
     let shard = (kubeconfig.client_endpoint(options.context.as_deref()))
-        .map_err(|e| anyhow::anyhow!("--kubeconfig {}: {e}", options.kubeconfig.display()))?;
+        .with_context(|| format!("--kubeconfig {}", options.kubeconfig.display()))?;
     let remote = RemoteStore::connect(&RemoteOptions {
         url: shard.server.clone(),
         tls: Some(RemoteTls {
@@ -88,8 +87,14 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     })?;
     // The shard may start after us: wait for its store rather than fail.
     let revision = loop {
-        match remote.current_revision().await {
+        match remote.check_access().await {
             Ok(revision) => break revision,
+            // Waiting will not mend that: the kubeconfig's user is not an administrator.
+            Err(kcp_store::remote::AccessError::Refused(why)) => anyhow::bail!(
+                "the shard refuses its store to the user of --kubeconfig {} (context {}): {why}; use a system:masters user, such as the context shard-base of the shard's admin.kubeconfig",
+                options.kubeconfig.display(),
+                options.context.as_deref().unwrap_or("(current)")
+            ),
             Err(err) => {
                 tracing::warn!(shard = %shard.server, error = %err, "the shard's store is not reachable yet; retrying");
                 tokio::select! {

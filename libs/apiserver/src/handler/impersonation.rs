@@ -38,7 +38,7 @@ const GUARDED_GROUPS: &[&str] = &[
 ];
 
 /// `user` as a virtual workspace may have a request served inside `cluster` (see
-/// [`crate::hooks::Routed::as_user`]): never with a privileged group or kcp's own extras (no
+/// [`crate::hooks::Acting::As`]): never with a privileged group or kcp's own extras (no
 /// caller granted them), and scoped to that cluster, as an impersonated identity is.
 pub(crate) fn acting_in(mut user: UserInfo, cluster: &str) -> UserInfo {
     user.groups

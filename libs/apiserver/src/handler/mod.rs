@@ -198,7 +198,10 @@ impl ApiServer {
                 tracing::warn!(user = %user.name, "store call refused: not system:masters");
                 kcp_store::remote::StoreCalls::refuse("the store is served to system:masters only")
             }
-            Err(_) => kcp_store::remote::StoreCalls::refuse("unauthenticated"),
+            Err(_) => {
+                tracing::warn!("store call refused: unauthenticated");
+                kcp_store::remote::StoreCalls::unauthenticated()
+            }
         }
     }
 
@@ -321,7 +324,9 @@ impl ApiServer {
                 .serve_virtual(parts, body, query, info, user, shape)
                 .await;
         }
-        if !self.role().writes() && !matches!(info.target, Target::Metrics | Target::Version) {
+        let top_level = matches!(info.target, Target::Metrics | Target::Version)
+            && info.cluster == ClusterTarget::None;
+        if !self.role().writes() && !top_level {
             // The virtual-workspace server serves its families only; logical clusters are the
             // shard's.
             return Err(ApiError::path_not_found());

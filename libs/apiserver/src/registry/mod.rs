@@ -159,6 +159,10 @@ pub fn cache_error(err: CacheError) -> ApiError {
         CacheError::TooOld { .. } => ApiError::expired(err.to_string()),
         CacheError::TooNew { .. } => too_large_resource_version(err.to_string()),
         CacheError::Stopped => ApiError::internal(err),
+        CacheError::WriterUnreachable(_) => ApiError::new(
+            kcp_apimachinery::status::Reason::ServiceUnavailable,
+            err.to_string(),
+        ),
     }
 }
 

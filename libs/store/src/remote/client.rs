@@ -13,6 +13,20 @@ use super::MAX_MESSAGE_BYTES;
 use super::wire::{answered, kv_from, status_error, watch_from, write_to};
 use crate::{KeyValue, RangeRequest, RangeResult, Revision, Store, StoreError, WatchStream, Write};
 
+/// How long a consistent read waits to learn what the serving process acknowledged.
+const ACKNOWLEDGED_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why [`RemoteStore::check_access`] failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AccessError {
+    /// The serving process refuses this caller.
+    #[error("the store refuses this caller: {0}")]
+    Refused(String),
+    /// Not reachable, or the store failed.
+    #[error(transparent)]
+    Store(StoreError),
+}
+
 /// Where the store is and how to prove who calls it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RemoteOptions {
@@ -75,12 +89,29 @@ impl RemoteStore {
         self.client.clone()
     }
 
-    /// The newest revision of a write the serving process has acknowledged (see the RPC).
+    /// The newest revision of a write the serving process has acknowledged (see the RPC). A
+    /// consistent read waits for it, so it is not waited for long.
     pub async fn acknowledged(&self) -> Result<Revision, StoreError> {
-        let answer = (self.client().acknowledged(pb::Empty {}).await)
+        let mut req = tonic::Request::new(pb::Empty {});
+        req.set_timeout(ACKNOWLEDGED_TIMEOUT);
+        let answer = (self.client().acknowledged(req).await)
             .map_err(status_error)?
             .into_inner();
         revision(answer)
+    }
+
+    /// Whether the store answers this caller: its current revision, or why not, telling a
+    /// refusal (which waiting will not mend) from a store not reachable yet.
+    pub async fn check_access(&self) -> Result<Revision, AccessError> {
+        match self.client().current_revision(pb::Empty {}).await {
+            Ok(answer) => revision(answer.into_inner()).map_err(AccessError::Store),
+            Err(status) => match status.code() {
+                tonic::Code::PermissionDenied | tonic::Code::Unauthenticated => {
+                    Err(AccessError::Refused(status.message().to_string()))
+                }
+                _ => Err(AccessError::Store(status_error(status))),
+            },
+        }
     }
 }
 

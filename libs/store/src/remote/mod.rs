@@ -7,7 +7,7 @@ mod client;
 mod service;
 mod wire;
 
-pub use client::{RemoteOptions, RemoteStore, RemoteTls};
+pub use client::{AccessError, RemoteOptions, RemoteStore, RemoteTls};
 pub use service::{AcknowledgedWrites, CallBody, StoreCalls, StoreService, service};
 
 /// The largest message either side takes: a page of a range or a batch of watch events, which may

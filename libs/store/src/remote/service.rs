@@ -7,6 +7,7 @@ use std::sync::Arc;
 use futures::{Stream, StreamExt};
 use kcp_proto::store::v1 as pb;
 use pb::storage_server::{Storage, StorageServer};
+use tokio_util::sync::CancellationToken;
 use tonic::{Request, Response, Status};
 
 use super::MAX_MESSAGE_BYTES;
@@ -18,15 +19,22 @@ use crate::{RangeRequest, Revision, Store, StoreError};
 pub fn service(
     store: Arc<dyn Store>,
     writes: Option<Arc<dyn AcknowledgedWrites>>,
+    stop: CancellationToken,
 ) -> StorageServer<StoreService> {
-    StorageServer::new(StoreService { store, writes })
-        .max_decoding_message_size(MAX_MESSAGE_BYTES)
-        .max_encoding_message_size(MAX_MESSAGE_BYTES)
+    StorageServer::new(StoreService {
+        store,
+        writes,
+        stop,
+    })
+    .max_decoding_message_size(MAX_MESSAGE_BYTES)
+    .max_encoding_message_size(MAX_MESSAGE_BYTES)
 }
 
 pub struct StoreService {
     store: Arc<dyn Store>,
     writes: Option<Arc<dyn AcknowledgedWrites>>,
+    /// Ends every watch served, so the serving process's shutdown does not wait on them.
+    stop: CancellationToken,
 }
 
 /// What the serving process knows of the writes it acknowledged: those of its own requests and
@@ -252,6 +260,7 @@ impl Storage for StoreService {
             // The first error ends the stream, after it is told.
             Ok(stream) => Box::pin(
                 stream
+                    .take_until(self.stop.clone().cancelled_owned())
                     .scan(false, move |ended, item| {
                         let out = (!*ended).then(|| match item {
                             Ok(resp) => watch_to(resp),
@@ -282,8 +291,13 @@ pub type CallBody =
 pub struct StoreCalls(StorageServer<StoreService>);
 
 impl StoreCalls {
-    pub fn new(store: Arc<dyn Store>, writes: Arc<dyn AcknowledgedWrites>) -> StoreCalls {
-        StoreCalls(service(store, Some(writes)))
+    /// `stop` ends the watches served (the server's shutdown).
+    pub fn new(
+        store: Arc<dyn Store>,
+        writes: Arc<dyn AcknowledgedWrites>,
+        stop: CancellationToken,
+    ) -> StoreCalls {
+        StoreCalls(service(store, Some(writes), stop))
     }
 
     /// Answers one call (see [`super::is_store_call`]); the caller has authenticated and
@@ -300,16 +314,24 @@ impl StoreCalls {
         }
     }
 
-    /// The answer to a caller who may not call the store.
+    /// The answer to an authenticated caller who may not call the store.
     pub fn refuse(message: &str) -> http::Response<CallBody> {
         Status::permission_denied(message)
             .into_http()
             .map(end_on_error)
     }
+
+    /// The answer to a caller who did not authenticate.
+    pub fn unauthenticated() -> http::Response<CallBody> {
+        Status::unauthenticated("unauthenticated")
+            .into_http()
+            .map(end_on_error)
+    }
 }
 
-/// A gRPC body as the HTTP server's: a failure mid-stream ends it (the client sees the stream
-/// cut without its status trailer, which it reads as an error).
+/// A gRPC body as the HTTP server's: a failure mid-stream ends it, without the status trailer
+/// (tonic's client reads that as a plain end; [`super::RemoteStore`] turns every end of a watch
+/// into an error, so its caller resumes).
 fn end_on_error(body: tonic::body::Body) -> CallBody {
     use http_body_util::BodyExt;
     let frames = http_body_util::BodyStream::new(body)

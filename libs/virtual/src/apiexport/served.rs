@@ -6,6 +6,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use kcp_api_types::ResourceDef;
 use kcp_api_types::apis::GROUP;
@@ -26,10 +27,14 @@ struct Made {
     export: i64,
     /// The schemas, and the exports whose identity a claim names.
     schemas: Vec<(String, Option<i64>)>,
-    /// A claim named an identity no export has (yet): nothing tells when one appears, so the
-    /// set is made again at the next request.
-    unresolved: bool,
+    /// When a claim named an identity no export has (yet): nothing tells when one appears, so
+    /// the set is made again once [`UNRESOLVED_RETRY`] has passed.
+    unresolved: Option<Instant>,
 }
+
+/// How long a set with an unresolved identity claim is served before it is made again (making
+/// it reads every export).
+const UNRESOLVED_RETRY: Duration = Duration::from_secs(2);
 
 type ExportId = (LogicalClusterName, String);
 
@@ -93,7 +98,9 @@ impl ServedApis {
         };
         let revision = |key: &str| cache.get(key).map(|o| o.revision);
         if let Some((made, apis)) = self.by_export.lock().get(&id)
-            && !made.unresolved
+            && made
+                .unresolved
+                .is_none_or(|at| at.elapsed() < UNRESOLVED_RETRY)
             && made.export == cached.revision
             && (made.schemas.iter()).all(|(key, rev)| revision(key) == *rev)
         {
@@ -104,7 +111,7 @@ impl ServedApis {
         let mut made = Made {
             export: cached.revision,
             schemas: Vec::new(),
-            unresolved: false,
+            unresolved: None,
         };
         let mut schemas = Vec::new();
         // Not served before the export has its identity: its objects have no place yet.
@@ -163,7 +170,7 @@ impl ServedApis {
                 (text(&value, "/status/identityHash") == identity).then(|| (o.clone(), value))
             });
             let Some((owner, value)) = owner else {
-                made.unresolved = true;
+                made.unresolved = Some(Instant::now());
                 continue;
             };
             let owner_key = keyspace(&self.exports).object(&owner.cluster, None, &owner.name);
