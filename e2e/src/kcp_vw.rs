@@ -52,20 +52,14 @@ impl Shard {
             return Shard::start_with_tokens(store, tokens);
         }
         let dir = test_dir();
-        let file = dir.path().join("tokens.csv");
-        fs::write(&file, tokens).expect("writing the token file");
+        let mut args = crate::token_file_args(&dir, tokens);
         let port = free_port();
-        let mut shard = Shard::start_in(
-            store,
-            dir,
-            vec![
-                "--token-auth-file".into(),
-                file.into_os_string(),
-                "--run-virtual-workspaces=false".into(),
-                "--shard-virtual-workspace-url".into(),
-                format!("https://127.0.0.1:{port}").into(),
-            ],
-        );
+        args.extend([
+            "--run-virtual-workspaces=false".into(),
+            "--shard-virtual-workspace-url".into(),
+            format!("https://127.0.0.1:{port}").into(),
+        ]);
+        let mut shard = Shard::start_in(store, dir, args);
         shard.vw = Some(KcpVw {
             port,
             child: None,

@@ -171,6 +171,13 @@ struct UserEntry {
     client_key_data: String,
 }
 
+/// Writes `tokens` as `<dir>/tokens.csv` (kcp-vw reads it there too) and answers the flag naming it.
+pub(crate) fn token_file_args(dir: &tempfile::TempDir, tokens: &str) -> Vec<std::ffi::OsString> {
+    let file = dir.path().join("tokens.csv");
+    fs::write(&file, tokens).expect("writing the token file");
+    vec!["--token-auth-file".into(), file.into_os_string()]
+}
+
 /// A fresh temporary directory for one test's shard.
 pub(crate) fn test_dir() -> tempfile::TempDir {
     tempfile::Builder::new()
@@ -204,13 +211,8 @@ impl Shard {
     /// read it too.
     pub fn start_with_tokens(store: StoreKind, tokens: &str) -> Shard {
         let dir = test_dir();
-        let file = dir.path().join("tokens.csv");
-        std::fs::write(&file, tokens).expect("writing the token file");
-        Shard::start_in(
-            store,
-            dir,
-            vec!["--token-auth-file".into(), file.into_os_string()],
-        )
+        let args = token_file_args(&dir, tokens);
+        Shard::start_in(store, dir, args)
     }
 
     pub(crate) fn start_in(

@@ -63,6 +63,12 @@ impl ServerRole {
     pub fn writes(self) -> bool {
         self == ServerRole::Shard
     }
+
+    /// Whether it serves logical clusters (`/clusters/...`) and its store to administrators;
+    /// the virtual-workspace server serves neither: both are its shard's.
+    pub fn owns_store(self) -> bool {
+        self == ServerRole::Shard
+    }
 }
 
 /// What the API server needs from the process that hosts it.

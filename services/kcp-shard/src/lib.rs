@@ -238,27 +238,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     tracing::info!(shard = %options.shard_name, url = %external_url, "serving on https://{local}");
     tracing::info!("admin kubeconfig: {}", kubeconfig_path.display());
 
-    // Open watches would hold their connections past the drain deadline, so end them as soon as shutdown
-    // starts, not after the listener has drained.
-    let stop_watches = {
-        let server = server.clone();
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            shutdown.cancelled().await;
-            server.shutdown();
-        })
-    };
-
-    let handler = {
-        let server = server.clone();
-        move |req, peer| server.clone().handle(req, peer)
-    };
-    let served =
-        kcp_http::serve::serve_tls(listener, Arc::new(tls), handler, shutdown.clone()).await;
-    // serve_tls only returns on shutdown or error; make sure watches end either way.
-    shutdown.cancel();
-    let _ = stop_watches.await;
-    served.context("serving")?;
+    process::serve(server.clone(), listener, tls, shutdown).await?;
     // Requests are drained and the controllers stopped: the cache no longer changes.
     let saving = std::time::Instant::now();
     match server.save_cache_snapshot().await {

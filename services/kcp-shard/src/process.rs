@@ -2,9 +2,39 @@
 //! shutting down on signals.
 
 use std::io::IsTerminal;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use kcp_apiserver::ApiServer;
 
 use tokio_util::sync::CancellationToken;
 use tracing_subscriber::EnvFilter;
+
+/// Serves `server` on `listener` until `shutdown` is cancelled (or serving fails), then waits
+/// for the connections to drain. Open watches would hold their connections past the drain
+/// deadline, so they are ended as soon as shutdown starts, not after the listener has drained.
+pub async fn serve(
+    server: Arc<ApiServer>,
+    listener: tokio::net::TcpListener,
+    tls: rustls::ServerConfig,
+    shutdown: CancellationToken,
+) -> anyhow::Result<()> {
+    let stop_watches = {
+        let server = server.clone();
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            shutdown.cancelled().await;
+            server.shutdown();
+        })
+    };
+    let handler = move |req, peer| server.clone().handle(req, peer);
+    let served =
+        kcp_http::serve::serve_tls(listener, Arc::new(tls), handler, shutdown.clone()).await;
+    // serve_tls only returns on shutdown or error; make sure watches end either way.
+    shutdown.cancel();
+    let _ = stop_watches.await;
+    served.context("serving")
+}
 
 /// Logs to stderr at RUST_LOG's levels (default: info).
 pub fn init_logging() {

@@ -164,23 +164,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     apis.start_followers(&server);
     tracing::info!(shard = %options.shard_name, "serving virtual workspaces on {external_url}");
 
-    let stop_watches = {
-        let server = server.clone();
-        let shutdown = shutdown.clone();
-        tokio::spawn(async move {
-            shutdown.cancelled().await;
-            server.shutdown();
-        })
-    };
-    let handler = {
-        let server = server.clone();
-        move |req, peer| server.clone().handle(req, peer)
-    };
-    let served =
-        kcp_http::serve::serve_tls(listener, Arc::new(tls), handler, shutdown.clone()).await;
-    shutdown.cancel();
-    let _ = stop_watches.await;
-    served.context("serving")?;
+    kcp_shard::process::serve(server, listener, tls, shutdown).await?;
     tracing::info!("shut down");
     Ok(())
 }

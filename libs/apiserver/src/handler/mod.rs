@@ -97,7 +97,7 @@ impl ApiServer {
         peer: Arc<PeerInfo>,
     ) -> Response<Body> {
         let started = Instant::now();
-        if self.role().writes() && kcp_store::remote::is_store_call(&req) {
+        if self.role().owns_store() && kcp_store::remote::is_store_call(&req) {
             return self.serve_store_call(req, &peer).await;
         }
         let method = req.method().clone();
@@ -326,7 +326,7 @@ impl ApiServer {
         }
         let top_level = matches!(info.target, Target::Metrics | Target::Version)
             && info.cluster == ClusterTarget::None;
-        if !self.role().writes() && !top_level {
+        if !self.role().owns_store() && !top_level {
             // The virtual-workspace server serves its families only; logical clusters are the
             // shard's.
             return Err(ApiError::path_not_found());
