@@ -25,7 +25,8 @@ mod kcp_vw {
         apiexport_virtual_workspace,
         object_partitions,
         lifecycle_workspaces,
-        provider_controller
+        provider_controller,
+        identity_claims
     );
 
     fn apiexport_virtual_workspace(store: StoreKind) {
@@ -42,6 +43,10 @@ mod kcp_vw {
 
     fn provider_controller(store: StoreKind) {
         super::provider_controller_in(store, VirtualWorkspaces::KcpVw)
+    }
+
+    fn identity_claims(store: StoreKind) {
+        super::identity_claims_in(store, VirtualWorkspaces::KcpVw)
     }
 
     on_both_stores!(standalone_server);
@@ -101,6 +106,19 @@ mod kcp_vw {
             assert_eq!(code, 403, "{headers:?}: {body}");
             assert!(!body.contains("\"joe\""), "{body}");
         }
+        // Those refusals were the shard's: kcp-vw asks it by SubjectAccessReview, as kcp's
+        // virtual workspaces ask theirs.
+        let (code, metrics) = shard.curl("GET", "/metrics", None);
+        assert_eq!(code, 200, "{metrics}");
+        let reviews: f64 = (metrics.lines())
+            .filter(|l| {
+                l.starts_with("apiserver_request_total{")
+                    && l.contains(r#"resource="subjectaccessreviews""#)
+                    && l.contains(r#"code="201""#)
+            })
+            .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .sum();
+        assert!(reviews >= 1.0, "no review reached the shard:\n{metrics}");
         // Logical clusters are the shard's to serve.
         let vw = shard.services_url();
         let (code, body) = shard.curl("GET", "/clusters/root/api/v1/namespaces", None);
@@ -1264,7 +1282,11 @@ fn provider_controller_in(store: StoreKind, vw: VirtualWorkspaces) {
 /// export's identity): once a consumer accepts, the claimer's endpoint serves the consumer's
 /// Cowboys, within the claim's verbs, and no one else's.
 fn identity_claims(store: StoreKind) {
-    let shard = Shard::start(store);
+    identity_claims_in(store, VirtualWorkspaces::InShard)
+}
+
+fn identity_claims_in(store: StoreKind, vw: VirtualWorkspaces) {
+    let shard = Shard::start_serving(store, &format!("{BOB_TOKEN},bob,bob-uid\n"), vw);
     for ws in ["provider", "sheriff", "one", "two"] {
         create_ready_workspace(&shard, ws);
     }
@@ -1326,4 +1348,36 @@ fn identity_claims(store: StoreKind) {
         refused.contains("Forbidden") || refused.contains("forbidden"),
         "{refused}"
     );
+
+    // The claimed export bounds its Cowboys by a maximal permission policy: through the
+    // sheriff's endpoint too, a caller (the administrator included) needs the grant the policy
+    // gives its prefixed name in the provider's workspace, as in the consumer's.
+    let provider = || shard.kubectl_cmd().cluster("root:provider");
+    provider().ok(&[
+        "patch",
+        "apiexport",
+        "cowboys",
+        "--type=merge",
+        "-p",
+        r#"{"spec":{"maximalPermissionPolicy":{"local":{}}}}"#,
+    ]);
+    let provider_lc = cluster_of(&shard, "provider");
+    let get_joe = || in_one().run(&["get", "cowboy", "joe", "-n", "default", "-o", "name"]);
+    let refused = shard.eventually("the policy bounds the claimed Cowboys", || {
+        let out = get_joe();
+        let text = String::from_utf8_lossy(&out.stderr).to_string();
+        (!out.status.success()).then_some(text)
+    });
+    assert!(
+        refused.contains(&format!(
+            r#"API export: "cowboys", workspace: "{provider_lc}" RBAC decision"#
+        )),
+        "{refused}"
+    );
+    let grant = "apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata: {name: read-cowboys}\nrules:\n- {apiGroups: [wildwest.dev], resources: [cowboys], verbs: [get, list, watch]}\n---\napiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata: {name: read-cowboys}\nroleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: read-cowboys}\nsubjects:\n- {apiGroup: rbac.authorization.k8s.io, kind: Group, name: \"apis.kcp.io:binding:system:authenticated\"}\n";
+    let file = shard.write_file("policy-grant.yaml", grant);
+    provider().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
+    shard.eventually("the policy's grant lets the claim through again", || {
+        get_joe().status.success().then_some(())
+    });
 }

@@ -66,7 +66,8 @@ fn bound_of(binding: &Value) -> Option<Bound> {
     })
 }
 
-fn has_local_policy(export: &Value) -> bool {
+/// Whether `export` bounds what it serves by a local maximal permission policy.
+pub fn has_local_policy(export: &Value) -> bool {
     export
         .pointer("/spec/maximalPermissionPolicy/local")
         .is_some_and(|p| !p.is_null())

@@ -61,6 +61,19 @@ pub trait RequestHook: Send + Sync {
     ) -> Option<Result<Response<Body>, ApiError>>;
 }
 
+/// Decides a virtual workspace's authorization reviews somewhere else: kcp-vw asks its shard by
+/// SubjectAccessReview, as kcp's virtual-workspace server does. Without one, the server's own
+/// chain decides ([`ApiServer::review`]).
+#[async_trait]
+pub trait AccessReviews: Send + Sync {
+    /// The decision on `attrs` (a named logical cluster), or why none could be had (the decider
+    /// did not answer).
+    async fn review(
+        &self,
+        attrs: &kcp_auth::Attributes<'_>,
+    ) -> Result<kcp_auth::Decision, ApiError>;
+}
+
 /// A family of `/services/<family>/<params>/clusters/<*|name>/...` paths (a virtual workspace).
 /// The caller is known (authenticated, impersonation applied); the family authorizes the request
 /// by its own rules instead of the logical cluster's, and says what the server is to serve for it:
@@ -209,4 +222,6 @@ pub struct Hooks {
     pub policies: Option<Arc<dyn kcp_auth::authz::PermissionPolicies>>,
     /// The `/services/...` families the server serves.
     pub virtual_workspaces: Vec<Arc<dyn VirtualWorkspace>>,
+    /// Decides the virtual workspaces' reviews instead of the server's own chain.
+    pub reviews: Option<Arc<dyn AccessReviews>>,
 }

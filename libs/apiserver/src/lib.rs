@@ -132,6 +132,8 @@ pub struct ApiServer {
     /// The `/services/...` families served, and the paths they parse.
     virtual_workspaces: Vec<Arc<dyn hooks::VirtualWorkspace>>,
     families: kcp_http::request_info::PathFamilies,
+    /// Decides what the virtual workspaces ask, when the chain is not to ([`hooks::AccessReviews`]).
+    reviews: Option<Arc<dyn hooks::AccessReviews>>,
     /// Requests in flight, bounded as kube-apiserver bounds them.
     in_flight: kcp_http::in_flight::InFlight,
     /// What `/metrics` shows.
@@ -189,6 +191,13 @@ impl ApiServerBuilder {
         self
     }
 
+    /// Has `reviews` decide what the virtual workspaces ask (kcp-vw: its shard), instead of the
+    /// server's own chain.
+    pub fn access_reviews(mut self, reviews: Arc<dyn hooks::AccessReviews>) -> Self {
+        self.hooks.reviews = Some(reviews);
+        self
+    }
+
     /// Creates more objects at start-up, after the generic ones.
     pub fn bootstrap(mut self, bootstrap: Arc<dyn hooks::Bootstrap>) -> Self {
         self.hooks.bootstrap.push(bootstrap);
@@ -216,6 +225,7 @@ impl ApiServerBuilder {
             admission: factories,
             policies,
             virtual_workspaces,
+            reviews,
         } = hooks;
         let families = (virtual_workspaces.iter()).fold(
             kcp_http::request_info::PathFamilies::default(),
@@ -312,6 +322,7 @@ impl ApiServerBuilder {
             request_hooks: requests,
             virtual_workspaces,
             families,
+            reviews,
             in_flight: kcp_http::in_flight::InFlight::default(),
             metrics,
             store_health: Default::default(),

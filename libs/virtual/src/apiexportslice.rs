@@ -141,7 +141,8 @@ impl VirtualWorkspace for ObjectPartitionWorkspace {
                 request.user,
                 &request.info.target,
                 &attrs,
-            )?;
+            )
+            .await?;
             return Err(ApiError::path_not_found());
         };
         let scope = Scope {
@@ -151,5 +152,6 @@ impl VirtualWorkspace for ObjectPartitionWorkspace {
         };
         self.exports
             .serve(server, request, &scope, &content, Some(label))
+            .await
     }
 }

@@ -157,8 +157,9 @@ impl LifecycleWorkspace {
         Ok((!rules.is_empty()).then_some(rules))
     }
 
-    /// The caller's right to act as `name`: the verb on the WorkspaceType it comes from.
-    fn authorize(
+    /// The caller's right to act as `name`: the verb on the WorkspaceType it comes from (a
+    /// review: kcp-vw has its shard decide it).
+    async fn authorize(
         &self,
         server: &ApiServer,
         request: &VirtualRequest<'_>,
@@ -183,7 +184,7 @@ impl LifecycleWorkspace {
             name: type_name,
             ..Attributes::default()
         };
-        match server.decide(&review) {
+        match server.review(&review).await? {
             Decision::Allow => Ok(()),
             Decision::Deny(said) => Err(refused(&said)),
             Decision::NoOpinion => Err(refused("")),
@@ -313,7 +314,7 @@ impl VirtualWorkspace for LifecycleWorkspace {
         if name.is_empty() {
             return Err(ApiError::path_not_found());
         }
-        self.authorize(server, request, name)?;
+        self.authorize(server, request, name).await?;
         let info = request.info;
         let logical_clusters = match &info.target {
             Target::Resource(r) => r.group == "core.kcp.io" && r.resource == "logicalclusters",

@@ -4,9 +4,11 @@
 //! It holds no data: its watch cache follows the shard's store over gRPC (the shard serves it to
 //! the administrator of the kubeconfig given), and its writes go to that store, so revisions and
 //! resourceVersions are the shard's. It runs the same virtual-workspace code as the shard with
-//! the same authentication and kcp's authorization over the same (mirrored) RBAC, but none of
-//! the shard's controllers: the shard writes, kcp-vw only follows (see
-//! [`kcp_apiserver::ServerRole::VirtualWorkspaces`]).
+//! the same authentication; what it authorizes it asks the shard by SubjectAccessReview
+//! ([`reviews`]), as kcp's server does. It runs none of the shard's controllers: the shard
+//! writes, kcp-vw only follows (see [`kcp_apiserver::ServerRole::VirtualWorkspaces`]).
+
+pub mod reviews;
 
 use std::net::{IpAddr, SocketAddr};
 use std::path::PathBuf;
@@ -134,6 +136,9 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     let external_url = format!("https://{local}");
 
     let tenancy = kcp_tenancy::Tenancy::new();
+    // The mirror of the shard's RBAC objects: what tells kept authorization answers when they
+    // may be stale.
+    let rbac = Arc::new(kcp_auth::RbacIndex::default());
     let config = ApiServerConfig {
         store: Arc::new(remote.clone()),
         role: ServerRole::VirtualWorkspaces,
@@ -142,7 +147,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         authenticators: authn.authenticators,
         authorizers: Vec::new(),
         service_account_tokens: None,
-        rbac: Default::default(),
+        rbac: rbac.clone(),
         identity_headers: authn.identity_headers,
         cache_snapshot: None,
     };
@@ -153,7 +158,9 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         serve: true,
         resolver: Some(tenancy.paths().clone()),
     };
-    let builder = apis.install(tenancy.install(ApiServer::builder(config)));
+    let builder = apis
+        .install(tenancy.install(ApiServer::builder(config)))
+        .access_reviews(Arc::new(reviews::ShardReviews::new(remote.channel(), rbac)));
     let server =
         (virtual_workspaces.install(builder).build().await).context("starting the API server")?;
     authn

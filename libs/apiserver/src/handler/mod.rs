@@ -238,17 +238,34 @@ impl ApiServer {
         attrs: &Attributes<'_>,
         reason: Option<&str>,
     ) -> Result<(), ApiError> {
-        let acting = || kcp_auth::authz::scope_user(user, attrs.cluster);
-        match self.decide(attrs) {
-            Decision::Allow => Ok(()),
-            Decision::Deny(said) => Err(forbidden(&acting(), attrs, reason.unwrap_or(&said))),
-            Decision::NoOpinion => Err(forbidden(&acting(), attrs, reason.unwrap_or_default())),
-        }
+        allowed(user, attrs, self.decide(attrs), reason)
     }
 
     /// The whole authorizer chain: the configured authorizers, then kcp's.
     pub fn decide(&self, attrs: &Attributes<'_>) -> Decision {
         self.authorizers.authorize(attrs)
+    }
+
+    /// A virtual workspace's question: decided where the server was told to ask
+    /// ([`crate::hooks::AccessReviews`], kcp-vw's shard), or by [`ApiServer::decide`]. Only reviews in
+    /// a named logical cluster leave the process; `system:masters` needs asking nobody.
+    pub async fn review(&self, attrs: &Attributes<'_>) -> Result<Decision, ApiError> {
+        let named = !attrs.cluster.is_empty() && attrs.cluster != "*";
+        let masters = attrs.user.is_some_and(UserInfo::is_system_masters);
+        match &self.reviews {
+            Some(reviews) if named && !masters => reviews.review(attrs).await,
+            _ => Ok(self.decide(attrs)),
+        }
+    }
+
+    /// [`ApiServer::check_saying`] with the decision of [`ApiServer::review`].
+    pub async fn check_reviewed(
+        &self,
+        user: &UserInfo,
+        attrs: &Attributes<'_>,
+        reason: Option<&str>,
+    ) -> Result<(), ApiError> {
+        allowed(user, attrs, self.review(attrs).await?, reason)
     }
 
     /// `/clusters/root:org:team/...` names a workspace path: serve the LC it leads to. A path this
@@ -350,7 +367,7 @@ impl ApiServer {
         {
             return Err(refusal);
         }
-        let user = self.impersonate(&parts, user, &info)?;
+        let user = self.impersonate(&parts, user, &info).await?;
         if let Target::Metrics = info.target {
             return self.serve_metrics(&user, &parts.method);
         }
@@ -424,7 +441,7 @@ impl ApiServer {
         if let Target::Resource(r) = &mut info.target {
             r.select_name(query.get("fieldSelector"));
         }
-        let user = self.impersonate(&parts, user, &info)?;
+        let user = self.impersonate(&parts, user, &info).await?;
         let family = info.service.as_ref().map(|s| s.family);
         let Some(workspace) =
             (self.virtual_workspaces.iter()).find(|w| Some(w.family().name) == family)
@@ -452,7 +469,10 @@ impl ApiServer {
                 // Inside the cluster as someone else: judged there as their own request would be.
                 crate::hooks::Acting::As(user) => {
                     let user = impersonation::acting_in(user, cluster.as_str());
-                    self.serve_in_cluster(parts, body, query, info, user, false, shape)
+                    let lower = parts.method.as_str().to_ascii_lowercase();
+                    self.check_reviewed(&user, &attributes(&user, &info, &lower), None)
+                        .await?;
+                    self.serve_authorized(parts, body, query, info, user, false, shape)
                         .await
                 }
                 // Allowed by the virtual workspace's rules, or not at all.
@@ -659,6 +679,23 @@ pub fn version() -> serde_json::Value {
         "compiler": "rustc",
         "platform": format!("{}/{}", std::env::consts::OS, match std::env::consts::ARCH { "x86_64" => "amd64", "aarch64" => "arm64", other => other }),
     })
+}
+
+/// `Ok` when `decision` allows `attrs`; else the 403 in Kubernetes' words, giving `reason` (when
+/// given) whatever the authorizer said, and naming the caller as it acts there (a ServiceAccount
+/// outside its own logical cluster is not the ServiceAccount of that one).
+fn allowed(
+    user: &UserInfo,
+    attrs: &Attributes<'_>,
+    decision: Decision,
+    reason: Option<&str>,
+) -> Result<(), ApiError> {
+    let acting = || kcp_auth::authz::scope_user(user, attrs.cluster);
+    match decision {
+        Decision::Allow => Ok(()),
+        Decision::Deny(said) => Err(forbidden(&acting(), attrs, reason.unwrap_or(&said))),
+        Decision::NoOpinion => Err(forbidden(&acting(), attrs, reason.unwrap_or_default())),
+    }
 }
 
 /// The namespace a request is authorized in. As in kube-apiserver, a Namespace object is in

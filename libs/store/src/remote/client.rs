@@ -57,6 +57,7 @@ impl std::fmt::Debug for RemoteTls {
 #[derive(Clone)]
 pub struct RemoteStore {
     client: StorageClient<Channel>,
+    channel: Channel,
 }
 
 impl RemoteStore {
@@ -79,10 +80,16 @@ impl RemoteStore {
             .keep_alive_timeout(Duration::from_secs(10))
             .keep_alive_while_idle(true)
             .connect_lazy();
-        let client = StorageClient::new(channel)
+        let client = StorageClient::new(channel.clone())
             .max_decoding_message_size(MAX_MESSAGE_BYTES)
             .max_encoding_message_size(MAX_MESSAGE_BYTES);
-        Ok(RemoteStore { client })
+        Ok(RemoteStore { client, channel })
+    }
+
+    /// The HTTP/2 connection to the serving process (mTLS as the store's user), for other
+    /// requests to it: kcp-vw's SubjectAccessReviews to its shard.
+    pub fn channel(&self) -> Channel {
+        self.channel.clone()
     }
 
     fn client(&self) -> StorageClient<Channel> {

@@ -8,8 +8,13 @@
 //!    endpoint names ([`Content`]): `apiexports/content` of the export, in the export's workspace,
 //!    as kcp asks; or, on an object-partitioned endpoint, `apiexportendpointslices/content` of
 //!    the slice, in the slice's workspace (discovery and other non-resource requests: `get`).
+//! 3. **Maximal permission policy** (a resource claimed from another export by its identity):
+//!    every export of that identity with a local policy must allow the request, asked of its
+//!    workspace's RBAC for the caller with kcp's `apis.kcp.io:binding:` prefix (a deep review).
 //!
-//! The refusals carry kcp's reasons, in the words of a Kubernetes 403.
+//! Steps 2 and 3 are reviews ([`ApiServer::review`]): kcp-vw has its shard decide them, as kcp's
+//! virtual workspaces ask theirs by SubjectAccessReview. The refusals carry kcp's reasons, in the
+//! words of a Kubernetes 403.
 
 use kcp_api_types::apis::GROUP;
 use kcp_apimachinery::logical_cluster::LogicalClusterName;
@@ -55,7 +60,7 @@ impl Content<'_> {
 /// into one logical cluster under a permission claim, the labels its accepted selector matches
 /// by, which writes must carry (kcp stamps them; `matchExpressions` are not).
 #[allow(clippy::too_many_arguments)]
-pub fn authorize(
+pub async fn authorize(
     server: &ApiServer,
     bindings: &kcp_api_types::ResourceDef,
     scope: &Scope<'_>,
@@ -108,18 +113,60 @@ pub fn authorize(
         name: content.name,
         ..Attributes::default()
     };
-    let said = match server.decide(&review) {
-        Decision::Allow => return Ok(claim_labels),
-        Decision::Deny(said) => said,
-        Decision::NoOpinion => String::new(),
+    let refused = match server.review(&review).await? {
+        Decision::Allow => None,
+        Decision::Deny(said) => Some(said),
+        Decision::NoOpinion => Some(String::new()),
     };
-    let reason = format!(
-        "{}: {:?}, workspace: {:?} RBAC decision: {said}",
-        content.shown(),
-        content.name,
-        content.cluster
-    );
-    Err(server.refusal(user, attrs, &reason))
+    if let Some(said) = refused {
+        let reason = format!(
+            "{}: {:?}, workspace: {:?} RBAC decision: {said}",
+            content.shown(),
+            content.name,
+            content.cluster
+        );
+        return Err(server.refusal(user, attrs, &reason));
+    }
+    if let Target::Resource(r) = target
+        && let Some(claim) = served.and_then(|s| s.claim(&r.group, &r.resource))
+    {
+        bounded_by_policies(server, claim, user, attrs).await?;
+    }
+    Ok(claim_labels)
+}
+
+/// kcp's maximal-permission-policy step: a claimed resource of another export is bounded by the
+/// local policy of every export of its identity, as a request on a bound resource is in a
+/// consumer's workspace.
+async fn bounded_by_policies(
+    server: &ApiServer,
+    claim: &Claim,
+    user: &UserInfo,
+    attrs: &Attributes<'_>,
+) -> Result<(), ApiError> {
+    if claim.policies.is_empty() {
+        return Ok(());
+    }
+    let prefixed = kcp_auth::authz::maximal_policy::prefixed(user);
+    for (cluster, export) in &claim.policies {
+        let review = Attributes {
+            user: Some(&prefixed),
+            cluster: cluster.as_str(),
+            deep_review: true,
+            ..attrs.clone()
+        };
+        let said = match server.review(&review).await? {
+            Decision::Allow => continue,
+            Decision::Deny(said) => said,
+            Decision::NoOpinion => String::new(),
+        };
+        let reason = format!(
+            "API export: {export:?}, workspace: {:?} RBAC decision: {said}",
+            cluster.as_str()
+        );
+        return Err(server.refusal(user, attrs, &reason));
+    }
+    Ok(())
 }
 
 /// Whether `binding` accepted `claim` for `verb`: kcp intersects the binding's verbs with the

@@ -64,7 +64,7 @@ impl ApiExportWorkspace {
 
     /// What to serve for `request` into `scope`, once `content` grants it; `partition`: the
     /// label every exported object served must carry (an object-partitioned endpoint).
-    pub(crate) fn serve(
+    pub(crate) async fn serve(
         &self,
         server: &ApiServer,
         request: &VirtualRequest<'_>,
@@ -86,7 +86,8 @@ impl ApiExportWorkspace {
             request.user,
             &info.target,
             &attrs,
-        )?;
+        )
+        .await?;
         let empty = || Arc::new(kcp_apiserver::discovery::ApiSet::new(Vec::new()));
         // Claimed resources stay on the export's own endpoint: an object partition holds the
         // export's resources only.
@@ -164,6 +165,6 @@ impl VirtualWorkspace for ApiExportWorkspace {
             name: export_name,
             cluster: export_cluster.as_str(),
         };
-        self.serve(server, request, &scope, &content, None)
+        self.serve(server, request, &scope, &content, None).await
     }
 }

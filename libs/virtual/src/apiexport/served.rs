@@ -36,7 +36,16 @@ struct Made {
 /// it reads every export).
 const UNRESOLVED_RETRY: Duration = Duration::from_secs(2);
 
-type ExportId = (LogicalClusterName, String);
+pub type ExportId = (LogicalClusterName, String);
+
+/// The schema of a resource another export serves, which a claim names by that export's
+/// identity.
+struct Claimed {
+    identity: String,
+    schema: Value,
+    /// The exports with that identity whose local maximal permission policy bounds it.
+    policies: Vec<ExportId>,
+}
 
 /// A permission claim the export makes on a built-in resource, served beside its own.
 pub struct Claim {
@@ -44,6 +53,9 @@ pub struct Claim {
     pub resource: String,
     /// The identity of the export whose resource it claims; `None` for a built-in.
     pub identity: Option<String>,
+    /// The exports of that identity with a local maximal permission policy, each of which must
+    /// allow a request on the claimed resource (kcp asks them all).
+    pub policies: Vec<ExportId>,
     /// kcp's `resource/group/identityHash` key, to find the binding's acceptance by.
     pub key: String,
     pub verbs: Vec<String>,
@@ -145,14 +157,10 @@ impl ServedApis {
 
 impl ServedApis {
     /// For each claim naming another export's identity: the schema of the claimed resource in
-    /// the export that has that identity (kcp takes the first such export; identities are
-    /// random, so there is one). What it read goes into `made`.
-    fn claimed_schemas(
-        &self,
-        server: &ApiServer,
-        export: &Value,
-        made: &mut Made,
-    ) -> Vec<(String, Value)> {
+    /// the first export that has that identity (identities are random, so there is one unless
+    /// exports share an identity secret), and which of them bound it by a maximal permission
+    /// policy. What it read goes into `made`.
+    fn claimed_schemas(&self, server: &ApiServer, export: &Value, made: &mut Made) -> Vec<Claimed> {
         let cache = server.registry().cache();
         let mut out = Vec::new();
         let identity_claims = (export.pointer("/spec/permissionClaims"))
@@ -165,16 +173,24 @@ impl ServedApis {
             let identity = text(claim, "/identityHash");
             let all = exports
                 .get_or_insert_with(|| cache.list(keyspace(&self.exports).all_clusters(), None));
-            let owner = all.iter().find_map(|o| {
-                let value = o.value().ok()?;
-                (text(&value, "/status/identityHash") == identity).then(|| (o.clone(), value))
-            });
-            let Some((owner, value)) = owner else {
+            let owners: Vec<_> = (all.iter())
+                .filter_map(|o| {
+                    let value = o.value().ok()?;
+                    (text(&value, "/status/identityHash") == identity).then(|| (o.clone(), value))
+                })
+                .collect();
+            let mut policies = Vec::new();
+            for (owner, value) in &owners {
+                let owner_key = keyspace(&self.exports).object(&owner.cluster, None, &owner.name);
+                made.schemas.push((owner_key, Some(owner.revision)));
+                if kcp_apis::policy::has_local_policy(value) {
+                    policies.push((owner.cluster.clone(), owner.name.clone()));
+                }
+            }
+            let Some((owner, value)) = owners.into_iter().next() else {
                 made.unresolved = Some(Instant::now());
                 continue;
             };
-            let owner_key = keyspace(&self.exports).object(&owner.cluster, None, &owner.name);
-            made.schemas.push((owner_key, Some(owner.revision)));
             let schema_name = (value.pointer("/spec/resources").and_then(Value::as_array))
                 .into_iter()
                 .flatten()
@@ -191,7 +207,11 @@ impl ServedApis {
             made.schemas
                 .push((key, schema.as_ref().map(|s| s.revision)));
             if let Some(schema) = schema.and_then(|s| s.value().ok()) {
-                out.push((identity.to_string(), schema));
+                out.push(Claimed {
+                    identity: identity.to_string(),
+                    schema,
+                    policies,
+                });
             }
         }
         out
@@ -232,7 +252,7 @@ fn build(
     server: &ApiServer,
     identity: &str,
     schemas: &[Value],
-    claimed: &[(String, Value)],
+    claimed: &[Claimed],
     export: &Value,
 ) -> Served {
     let mut resources = bound_resources(server, identity, &schemas.iter().collect::<Vec<_>>());
@@ -245,10 +265,10 @@ fn build(
     );
     let exported = Arc::new(ApiSet::new(resources.clone()));
     let mut claimed_defs = Vec::new();
-    for (identity, schema) in claimed {
-        claimed_defs.extend(bound_resources(server, identity, &[schema]));
+    for c in claimed {
+        claimed_defs.extend(bound_resources(server, &c.identity, &[&c.schema]));
     }
-    let claims = claims(export, &resources, &claimed_defs);
+    let claims = claims(export, &resources, &claimed_defs, claimed);
     for claim in &claims {
         let found = |d: &&Arc<ResourceDef>| {
             d.group == claim.group
@@ -268,7 +288,12 @@ fn build(
 /// The export's claims on resources it does not serve itself (kcp ignores a claim overlapping
 /// an exported resource): built-ins, and resources of the exports whose identity a claim names
 /// (`claimed`, when their schema was found).
-fn claims(export: &Value, served: &[Arc<ResourceDef>], claimed: &[Arc<ResourceDef>]) -> Vec<Claim> {
+fn claims(
+    export: &Value,
+    served: &[Arc<ResourceDef>],
+    claimed: &[Arc<ResourceDef>],
+    schemas: &[Claimed],
+) -> Vec<Claim> {
     (export
         .pointer("/spec/permissionClaims")
         .and_then(Value::as_array))
@@ -287,6 +312,10 @@ fn claims(export: &Value, served: &[Arc<ResourceDef>], claimed: &[Arc<ResourceDe
         !(served.iter()).any(|d| d.group == text(c, "/group") && d.plural == text(c, "/resource"))
     })
     .map(|c| Claim {
+        policies: (schemas.iter())
+            .find(|s| s.identity == text(c, "/identityHash"))
+            .map(|s| s.policies.clone())
+            .unwrap_or_default(),
         group: text(c, "/group").to_string(),
         resource: text(c, "/resource").to_string(),
         identity: Some(text(c, "/identityHash"))
