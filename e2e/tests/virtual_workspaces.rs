@@ -200,14 +200,22 @@ mod kcp_vw {
         }
 
         // The shard gone: kcp-vw still answers what needs no consistency from its cache, and
-        // refuses to guess what a consistent read must reflect.
+        // refuses to guess what a consistent read must reflect. Only to a caller it need not ask
+        // the shard about (system:masters): anyone else's authorization is the shard's to give.
         shard.kill9();
-        let (code, body) = shard.curl("GET", &format!("{path}?resourceVersion=0"), None);
+        let at_rv0 = format!("{path}?resourceVersion=0");
+        let (code, body) = shard.curl_as(Some("shard-admin"), "GET", &at_rv0, None);
         assert_eq!(code, 200, "{body}");
         assert!(body.contains("\"sue\""), "{body}");
-        let (code, body) = shard.curl("GET", &path, None);
+        let (code, body) = shard.curl_as(Some("shard-admin"), "GET", &path, None);
         assert_eq!(code, 503, "{body}");
         assert!(body.contains("ServiceUnavailable"), "{body}");
+        let (code, body) = shard.curl("GET", &at_rv0, None);
+        assert_eq!(code, 503, "{body}");
+        assert!(
+            body.contains("did not answer the authorization review"),
+            "{body}"
+        );
     }
 }
 
@@ -1379,5 +1387,10 @@ fn identity_claims_in(store: StoreKind, vw: VirtualWorkspaces) {
     provider().ok(&["create", "-f", file.to_str().unwrap_or_default()]);
     shard.eventually("the policy's grant lets the claim through again", || {
         get_joe().status.success().then_some(())
+    });
+    // And taken back, it stops doing so.
+    provider().ok(&["delete", "clusterrolebinding", "read-cowboys"]);
+    shard.eventually("the policy refuses again once the grant is gone", || {
+        (!get_joe().status.success()).then_some(())
     });
 }

@@ -167,7 +167,11 @@ impl LifecycleWorkspace {
     ) -> Result<(), ApiError> {
         let attrs = request.attributes();
         let refused = |reason: &str| server.refusal(request.user, &attrs, reason);
-        let Some((cluster, type_name)) = name.rsplit_once(':') else {
+        // `<cluster>:<type>`, the cluster a logical cluster's name (it goes into a review's path).
+        let Some((cluster, type_name)) = name
+            .rsplit_once(':')
+            .filter(|(cluster, _)| LogicalClusterName::parse(cluster).is_ok())
+        else {
             return Err(refused(&format!(
                 "unable to determine {}",
                 self.lifecycle.role()

@@ -136,9 +136,6 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     let external_url = format!("https://{local}");
 
     let tenancy = kcp_tenancy::Tenancy::new();
-    // The mirror of the shard's RBAC objects: what tells kept authorization answers when they
-    // may be stale.
-    let rbac = Arc::new(kcp_auth::RbacIndex::default());
     let config = ApiServerConfig {
         store: Arc::new(remote.clone()),
         role: ServerRole::VirtualWorkspaces,
@@ -147,7 +144,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
         authenticators: authn.authenticators,
         authorizers: Vec::new(),
         service_account_tokens: None,
-        rbac: rbac.clone(),
+        rbac: Default::default(),
         identity_headers: authn.identity_headers,
         cache_snapshot: None,
     };
@@ -160,7 +157,7 @@ pub async fn run(options: Options, shutdown: CancellationToken) -> anyhow::Resul
     };
     let builder = apis
         .install(tenancy.install(ApiServer::builder(config)))
-        .access_reviews(Arc::new(reviews::ShardReviews::new(remote.channel(), rbac)));
+        .access_reviews(Arc::new(reviews::ShardReviews::new(remote.channel())));
     let server =
         (virtual_workspaces.install(builder).build().await).context("starting the API server")?;
     authn

@@ -1,82 +1,45 @@
 //! kcp-vw's authorization decisions, asked of the shard by SubjectAccessReview, as kcp's
 //! virtual-workspace server asks its shard (kcp's delegated authorizer).
 //!
-//! The shard's answer is the decision. An allowing answer is kept [`ALLOWED_TTL`] (as
-//! kube-apiserver's webhook authorizer keeps answers), so a controller's requests cost one review,
-//! not one each; but only while kcp-vw's mirror of the cluster's RBAC objects is unchanged, so a
-//! revoked grant takes effect as soon as kcp-vw sees the change. Refusals are not kept: a grant
-//! the shard acknowledged is used by the next request, however far kcp-vw's mirror has got.
+//! The shard's answer is the decision, asked anew for every request as kcp asks it (kcp makes a
+//! new delegated authorizer in each decision, so its answer cache never serves a second request).
+//! A grant or a revocation the shard has acknowledged therefore holds for kcp-vw's next request,
+//! whatever kcp-vw's own mirror has got to; a review costs a round trip to the shard on the
+//! connection kcp-vw already holds.
 
-use std::collections::HashMap;
-use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use bytes::Bytes;
+use http::StatusCode;
 use http_body_util::{BodyExt, Full, Limited};
+use kcp_apimachinery::logical_cluster::LogicalClusterName;
 use kcp_apimachinery::status::{ApiError, Reason};
 use kcp_apiserver::hooks::AccessReviews;
 use kcp_auth::authz::DEEP_SAR_HEADER;
-use kcp_auth::{Attributes, Decision, RbacIndex};
-use parking_lot::Mutex;
+use kcp_auth::{Attributes, Decision};
 use serde_json::{Value, json};
 use tonic::transport::Channel;
 use tower::ServiceExt;
 
-/// How long an allowing answer is used at most.
-pub const ALLOWED_TTL: Duration = Duration::from_secs(10);
 /// How long a review may take before the request is answered 503.
 const TIMEOUT: Duration = Duration::from_secs(5);
-/// Answers kept at most; past it the oldest half is forgotten.
-const MAX_KEPT: usize = 10_000;
 /// The most of a review's answer read (it is a few hundred bytes).
 const MAX_ANSWER_BYTES: usize = 1 << 20;
 
 /// Reviews asked of the shard over the connection kcp-vw follows its store by.
 pub struct ShardReviews {
     channel: Channel,
-    /// kcp-vw's mirror of the RBAC objects: only to tell when a kept answer may be stale.
-    rbac: Arc<RbacIndex>,
-    /// The allowed reviews, by path and body: until when, and the RBAC generation asked at.
-    kept: Mutex<HashMap<String, (Instant, u64)>>,
 }
 
 impl ShardReviews {
-    pub fn new(channel: Channel, rbac: Arc<RbacIndex>) -> ShardReviews {
-        ShardReviews {
-            channel,
-            rbac,
-            kept: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// Changes whenever the RBAC objects a decision in `cluster` rests on change.
-    fn generation(&self, cluster: &str) -> u64 {
-        (self.rbac.generation_of(cluster))
-            .wrapping_add(self.rbac.generation_of(self.rbac.bootstrap_cluster()))
-    }
-
-    fn allowed(&self, key: &str, generation: u64) -> bool {
-        let kept = self.kept.lock();
-        kept.get(key)
-            .is_some_and(|(until, at)| Instant::now() < *until && *at == generation)
-    }
-
-    fn keep(&self, key: String, generation: u64) {
-        let now = Instant::now();
-        let mut kept = self.kept.lock();
-        if kept.len() >= MAX_KEPT {
-            kept.retain(|_, (until, _)| *until > now);
-            if kept.len() >= MAX_KEPT {
-                kept.clear();
-            }
-        }
-        kept.insert(key, (now + ALLOWED_TTL, generation));
+    pub fn new(channel: Channel) -> ShardReviews {
+        ShardReviews { channel }
     }
 
     /// POSTs the review; the shard's decision.
-    async fn ask(&self, path: &str, body: &str, deep: bool) -> Result<Decision, ApiError> {
-        let unavailable = |why: String| {
+    async fn ask(&self, path: &str, body: String, deep: bool) -> Result<Decision, ApiError> {
+        let unavailable = |why: &dyn std::fmt::Display| {
             ApiError::new(
                 Reason::ServiceUnavailable,
                 format!("the shard did not answer the authorization review: {why}"),
@@ -89,29 +52,38 @@ impl ShardReviews {
             request = request.header(DEEP_SAR_HEADER, "true");
         }
         let request = request
-            .body(tonic::body::Body::new(Full::new(Bytes::from(
-                body.to_string(),
-            ))))
+            .body(tonic::body::Body::new(Full::new(Bytes::from(body))))
             .map_err(ApiError::internal)?;
         let asked = async {
-            let answer = (self.channel.clone().oneshot(request).await)
-                .map_err(|e| unavailable(e.to_string()))?;
+            let answer =
+                (self.channel.clone().oneshot(request).await).map_err(|e| unavailable(&e))?;
             let status = answer.status();
             let bytes = (Limited::new(answer.into_body(), MAX_ANSWER_BYTES)
                 .collect()
                 .await)
-                .map_err(|e| unavailable(e.to_string()))?
+                .map_err(|e| unavailable(&e))?
                 .to_bytes();
             Ok::<_, ApiError>((status, bytes))
         };
         let (status, bytes) = tokio::time::timeout(TIMEOUT, asked)
             .await
-            .map_err(|_| unavailable(format!("no answer within {TIMEOUT:?}")))??;
-        if status != http::StatusCode::CREATED {
-            return Err(ApiError::internal(format!(
-                "the shard refused the authorization review ({status}): {}",
-                String::from_utf8_lossy(&bytes)
-            )));
+            .map_err(|_| unavailable(&format!("no answer within {TIMEOUT:?}")))??;
+        match status {
+            StatusCode::CREATED => {}
+            // A logical cluster the shard does not have: nobody there may do anything.
+            StatusCode::NOT_FOUND => return Ok(Decision::NoOpinion),
+            // Busy or failing: worth another try, as the client of any overloaded server knows.
+            s if s == StatusCode::TOO_MANY_REQUESTS || s.is_server_error() => {
+                return Err(unavailable(&s));
+            }
+            s => {
+                // The shard's words stay in kcp-vw's log: they are about kcp-vw's credentials,
+                // not the caller's request.
+                tracing::warn!(status = %s, answer = %String::from_utf8_lossy(&bytes), "the shard refused an authorization review");
+                return Err(ApiError::internal(format!(
+                    "the shard refused the authorization review ({s})"
+                )));
+            }
         }
         let answer: Value = serde_json::from_slice(&bytes)
             .map_err(|e| ApiError::internal(format!("the shard's authorization review: {e}")))?;
@@ -122,22 +94,16 @@ impl ShardReviews {
 #[async_trait]
 impl AccessReviews for ShardReviews {
     async fn review(&self, attrs: &Attributes<'_>) -> Result<Decision, ApiError> {
+        // Only a logical cluster's name goes into the review's path.
+        if LogicalClusterName::parse(attrs.cluster).is_err() {
+            return Ok(Decision::NoOpinion);
+        }
         let path = format!(
             "/clusters/{}/apis/authorization.k8s.io/v1/subjectaccessreviews",
             attrs.cluster
         );
-        let body = review_of(attrs).to_string();
-        let key = format!("{}{path}\n{body}", u8::from(attrs.deep_review));
-        // Read before asking: a change seen while the review is out makes the answer stale.
-        let generation = self.generation(attrs.cluster);
-        if self.allowed(&key, generation) {
-            return Ok(Decision::Allow);
-        }
-        let decision = self.ask(&path, &body, attrs.deep_review).await?;
-        if decision == Decision::Allow {
-            self.keep(key, generation);
-        }
-        Ok(decision)
+        self.ask(&path, review_of(attrs).to_string(), attrs.deep_review)
+            .await
     }
 }
 
@@ -258,36 +224,138 @@ mod tests {
         assert_eq!(decision_of(&json!(null)), Decision::NoOpinion);
     }
 
-    fn unanswered() -> ShardReviews {
-        // Nothing listens on port 1.
-        let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy();
-        ShardReviews::new(channel, Arc::new(RbacIndex::default()))
+    /// What the stub shard was asked: the path, whether deep, the review.
+    type Asked = (String, bool, Value);
+
+    /// A shard answering every review with `status` and `body` over HTTP/2, as kcp-shard does,
+    /// telling what it was asked.
+    async fn shard_answering(
+        status: u16,
+        body: &'static str,
+    ) -> (ShardReviews, tokio::sync::mpsc::UnboundedReceiver<Asked>) {
+        use hyper_util::rt::{TokioExecutor, TokioIo};
+        let listener = (tokio::net::TcpListener::bind("127.0.0.1:0").await).expect("a port");
+        let addr = listener.local_addr().expect("its address");
+        let (tx, rx) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            while let Ok((stream, _)) = listener.accept().await {
+                let tx = tx.clone();
+                let service =
+                    hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
+                        let tx = tx.clone();
+                        async move {
+                            let path = req.uri().path().to_string();
+                            let deep = req.headers().contains_key(DEEP_SAR_HEADER);
+                            let review = req.into_body().collect().await?.to_bytes();
+                            let review = serde_json::from_slice(&review).unwrap_or_default();
+                            let _ = tx.send((path, deep, review));
+                            let answer = http::Response::builder()
+                                .status(status)
+                                .body(Full::new(Bytes::from_static(body.as_bytes())))
+                                .expect("an answer");
+                            Ok::<_, hyper::Error>(answer)
+                        }
+                    });
+                tokio::spawn(
+                    hyper::server::conn::http2::Builder::new(TokioExecutor::new())
+                        .serve_connection(TokioIo::new(stream), service),
+                );
+            }
+        });
+        let channel = (tonic::transport::Endpoint::from_shared(format!("http://{addr}")))
+            .expect("an endpoint")
+            .connect_lazy();
+        (ShardReviews::new(channel), rx)
+    }
+
+    fn bob() -> UserInfo {
+        UserInfo {
+            name: "bob".into(),
+            groups: vec!["system:authenticated".into()],
+            ..UserInfo::default()
+        }
     }
 
     #[tokio::test]
-    async fn allowed_answers_are_kept_while_the_rbac_and_their_time_last() {
-        let reviews = unanswered();
-        let at = reviews.generation("x");
-        reviews.keep("a".into(), at);
-        assert!(reviews.allowed("a", at));
-        assert!(!reviews.allowed("other", at));
-        // The cluster's RBAC changed: asked again.
-        let role = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-            "metadata": {"name": "r"}, "rules": []});
-        (reviews.rbac.apply_object("x", &role)).expect("a ClusterRole");
-        assert_ne!(reviews.generation("x"), at);
-        assert!(!reviews.allowed("a", reviews.generation("x")));
-        // Past its time an answer is asked again.
-        reviews.kept.lock().insert(
-            "old".into(),
-            (Instant::now() - Duration::from_millis(1), at),
+    async fn the_shard_decides_and_is_asked_in_the_cluster() {
+        let (reviews, mut asked) = shard_answering(
+            201,
+            r#"{"kind":"SubjectAccessReview","status":{"allowed":true}}"#,
+        )
+        .await;
+        let user = bob();
+        let attrs = Attributes {
+            user: Some(&user),
+            cluster: "provider",
+            verb: "list",
+            resource_request: true,
+            api_group: "apis.kcp.io",
+            resource: "apiexports",
+            subresource: "content",
+            name: "cowboys",
+            ..Attributes::default()
+        };
+        assert_eq!(reviews.review(&attrs).await, Ok(Decision::Allow));
+        let (path, deep, review) = asked.recv().await.expect("asked");
+        assert_eq!(
+            path,
+            "/clusters/provider/apis/authorization.k8s.io/v1/subjectaccessreviews"
         );
-        assert!(!reviews.allowed("old", at));
+        assert!(!deep);
+        assert_eq!(review["spec"]["user"], "bob");
+        // Asked again for the next request: the shard's answer is never kept.
+        let deep_attrs = Attributes {
+            deep_review: true,
+            ..attrs.clone()
+        };
+        assert_eq!(reviews.review(&deep_attrs).await, Ok(Decision::Allow));
+        let (_, deep, _) = asked.recv().await.expect("asked again");
+        assert!(deep, "a deep review carries kcp's header");
+        // No name of a logical cluster, no review.
+        let nowhere = Attributes {
+            cluster: "a/../b?c",
+            ..attrs.clone()
+        };
+        assert_eq!(reviews.review(&nowhere).await, Ok(Decision::NoOpinion));
+        assert!(asked.try_recv().is_err());
+    }
+
+    #[tokio::test]
+    async fn the_shards_refusals_and_failures_map_to_kubernetes_codes() {
+        let user = bob();
+        let attrs = Attributes {
+            user: Some(&user),
+            cluster: "provider",
+            verb: "get",
+            path: "/api",
+            ..Attributes::default()
+        };
+        for (status, body, expected) in [
+            (
+                201,
+                r#"{"status":{"allowed":false,"reason":"no"}}"#,
+                Ok(Decision::Deny("no".into())),
+            ),
+            (404, "{}", Ok(Decision::NoOpinion)),
+            (429, "{}", Err(503)),
+            (503, "{}", Err(503)),
+            (403, r#"{"message":"secret details"}"#, Err(500)),
+            (201, "not json", Err(500)),
+        ] {
+            let (reviews, _asked) = shard_answering(status, body).await;
+            let got = reviews.review(&attrs).await.map_err(|e| {
+                assert!(!e.message.contains("secret"), "{e:?}");
+                e.code
+            });
+            assert_eq!(got, expected, "{status} {body}");
+        }
     }
 
     #[tokio::test]
     async fn a_shard_that_does_not_answer_is_503() {
-        let reviews = unanswered();
+        // Nothing listens on port 1.
+        let channel = tonic::transport::Endpoint::from_static("http://127.0.0.1:1").connect_lazy();
+        let reviews = ShardReviews::new(channel);
         let user = UserInfo {
             name: "bob".into(),
             ..UserInfo::default()
@@ -301,7 +369,5 @@ mod tests {
         };
         let err = (reviews.review(&attrs).await).expect_err("nobody answers");
         assert_eq!(err.code, 503, "{err:?}");
-        // A failure is not kept: the next request asks again.
-        assert!(reviews.kept.lock().is_empty());
     }
 }

@@ -27,14 +27,15 @@ struct Made {
     export: i64,
     /// The schemas, and the exports whose identity a claim names.
     schemas: Vec<(String, Option<i64>)>,
-    /// When a claim named an identity no export has (yet): nothing tells when one appears, so
-    /// the set is made again once [`UNRESOLVED_RETRY`] has passed.
-    unresolved: Option<Instant>,
+    /// When the export claims another export's resource by identity: nothing tells when an
+    /// export of that identity appears (the claim resolves, or one more maximal permission
+    /// policy bounds it), so the set is made again once [`IDENTITY_RECHECK`] has passed.
+    by_identity: Option<Instant>,
 }
 
-/// How long a set with an unresolved identity claim is served before it is made again (making
-/// it reads every export).
-const UNRESOLVED_RETRY: Duration = Duration::from_secs(2);
+/// How long a set with an identity claim is served before it is made again (making it reads
+/// every export).
+const IDENTITY_RECHECK: Duration = Duration::from_secs(2);
 
 pub type ExportId = (LogicalClusterName, String);
 
@@ -111,8 +112,8 @@ impl ServedApis {
         let revision = |key: &str| cache.get(key).map(|o| o.revision);
         if let Some((made, apis)) = self.by_export.lock().get(&id)
             && made
-                .unresolved
-                .is_none_or(|at| at.elapsed() < UNRESOLVED_RETRY)
+                .by_identity
+                .is_none_or(|at| at.elapsed() < IDENTITY_RECHECK)
             && made.export == cached.revision
             && (made.schemas.iter()).all(|(key, rev)| revision(key) == *rev)
         {
@@ -123,7 +124,7 @@ impl ServedApis {
         let mut made = Made {
             export: cached.revision,
             schemas: Vec::new(),
-            unresolved: None,
+            by_identity: None,
         };
         let mut schemas = Vec::new();
         // Not served before the export has its identity: its objects have no place yet.
@@ -170,10 +171,13 @@ impl ServedApis {
             .filter(|c| !text(c, "/identityHash").is_empty());
         let mut exports: Option<Vec<Arc<kcp_apiserver::watch_cache::CachedObject>>> = None;
         for claim in identity_claims {
+            made.by_identity = Some(Instant::now());
             let identity = text(claim, "/identityHash");
             let all = exports
                 .get_or_insert_with(|| cache.list(keyspace(&self.exports).all_clusters(), None));
             let owners: Vec<_> = (all.iter())
+                // Only an export whose bytes hold the identity is worth parsing.
+                .filter(|o| o.json.may_contain(identity.as_bytes()))
                 .filter_map(|o| {
                     let value = o.value().ok()?;
                     (text(&value, "/status/identityHash") == identity).then(|| (o.clone(), value))
@@ -188,7 +192,6 @@ impl ServedApis {
                 }
             }
             let Some((owner, value)) = owners.into_iter().next() else {
-                made.unresolved = Some(Instant::now());
                 continue;
             };
             let schema_name = (value.pointer("/spec/resources").and_then(Value::as_array))
