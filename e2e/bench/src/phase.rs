@@ -69,6 +69,18 @@ pub struct CpuUse {
     pub bench: Option<Duration>,
 }
 
+impl CpuUse {
+    /// The CPU of two phases together.
+    fn plus(self, other: CpuUse) -> CpuUse {
+        let sum = |a: Option<Duration>, b: Option<Duration>| Some(a? + b?);
+        CpuUse {
+            shard: sum(self.shard, other.shard),
+            etcd: sum(self.etcd, other.etcd),
+            bench: sum(self.bench, other.bench),
+        }
+    }
+}
+
 fn delta(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
     Some(b?.saturating_sub(a?))
 }
@@ -114,12 +126,47 @@ impl Summary {
         (self.ops > 0).then(|| cpu / u32::try_from(self.ops).unwrap_or(u32::MAX))
     }
 
+    /// Runs of one phase taken together, with their latencies: operations, errors, time and CPU
+    /// add up, and the percentiles are those of every latency.
+    pub fn merged(runs: Vec<(Summary, Vec<Duration>)>) -> Summary {
+        let mut latencies = Vec::new();
+        let mut total: Option<Summary> = None;
+        for (run, samples) in runs {
+            latencies.extend(samples);
+            total = Some(match total {
+                None => run,
+                Some(t) => Summary {
+                    clients: t.clients,
+                    ops: t.ops + run.ops,
+                    errors: t.errors + run.errors,
+                    elapsed: t.elapsed + run.elapsed,
+                    cpu: t.cpu.plus(run.cpu),
+                    first_error: t.first_error.or(run.first_error),
+                    ..t
+                },
+            });
+        }
+        let total = total.unwrap_or_default();
+        Summary {
+            clients: total.clients,
+            errors: total.errors,
+            elapsed: total.elapsed,
+            cpu: total.cpu,
+            first_error: total.first_error,
+            ..Summary::from_latencies(latencies)
+        }
+    }
+
     pub fn from_latencies(mut latencies: Vec<Duration>) -> Summary {
         latencies.sort_unstable();
+        Summary::from_sorted(&latencies)
+    }
+
+    fn from_sorted(latencies: &[Duration]) -> Summary {
         Summary {
             ops: latencies.len() as u64,
-            p50: percentile(&latencies, 0.50),
-            p99: percentile(&latencies, 0.99),
+            p50: percentile(latencies, 0.50),
+            p99: percentile(latencies, 0.99),
             max: latencies.last().copied().unwrap_or_default(),
             ..Summary::default()
         }
@@ -147,8 +194,25 @@ pub async fn run<W: Worker>(workers: Vec<W>, limits: Limits, probe: Probe) -> Su
     run_timed(workers.into_iter().map(WholeOp).collect(), limits, probe).await
 }
 
+/// [`run`], keeping every latency (to merge runs with [`Summary::merged`]).
+pub async fn run_sampled<W: Worker>(
+    workers: Vec<W>,
+    limits: Limits,
+    probe: Probe,
+) -> (Summary, Vec<Duration>) {
+    run_timed_sampled(workers.into_iter().map(WholeOp).collect(), limits, probe).await
+}
+
 /// [`run`] for workers that time their operations themselves.
 pub async fn run_timed<W: TimedWorker>(workers: Vec<W>, limits: Limits, probe: Probe) -> Summary {
+    run_timed_sampled(workers, limits, probe).await.0
+}
+
+async fn run_timed_sampled<W: TimedWorker>(
+    workers: Vec<W>,
+    limits: Limits,
+    probe: Probe,
+) -> (Summary, Vec<Duration>) {
     let clients = workers.len();
     let counter = Arc::new(AtomicU64::new(0));
     let before = probe.snapshot();
@@ -203,12 +267,43 @@ pub async fn run_timed<W: TimedWorker>(workers: Vec<W>, limits: Limits, probe: P
     }
     let elapsed = start.elapsed();
     let after = probe.snapshot();
-    Summary {
+    latencies.sort_unstable();
+    let summary = Summary {
         clients,
         errors,
         elapsed,
         cpu: before.until(&after),
         first_error,
-        ..Summary::from_latencies(latencies)
+        ..Summary::from_sorted(&latencies)
+    };
+    (summary, latencies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(ms: &[u64], elapsed: u64) -> (Summary, Vec<Duration>) {
+        let latencies: Vec<Duration> = ms.iter().map(|m| Duration::from_millis(*m)).collect();
+        let summary = Summary {
+            clients: 2,
+            errors: 1,
+            elapsed: Duration::from_secs(elapsed),
+            ..Summary::from_latencies(latencies.clone())
+        };
+        (summary, latencies)
+    }
+
+    #[test]
+    fn merged_runs_add_up_and_take_percentiles_over_every_request() {
+        let merged = Summary::merged(vec![run(&[1, 2, 3], 1), run(&[10, 20, 30, 40], 2)]);
+        assert_eq!(merged.ops, 7);
+        assert_eq!(merged.errors, 2);
+        assert_eq!(merged.elapsed, Duration::from_secs(3));
+        assert_eq!(merged.clients, 2);
+        assert_eq!(merged.p50, Duration::from_millis(10));
+        assert_eq!(merged.max, Duration::from_millis(40));
+        assert!((merged.throughput() - 7.0 / 3.0).abs() < 1e-9);
+        assert_eq!(Summary::merged(Vec::new()).ops, 0);
     }
 }
