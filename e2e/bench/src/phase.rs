@@ -129,31 +129,27 @@ impl Summary {
     /// Runs of one phase taken together, with their latencies: operations, errors, time and CPU
     /// add up, and the percentiles are those of every latency.
     pub fn merged(runs: Vec<(Summary, Vec<Duration>)>) -> Summary {
+        let mut total = Summary::default();
         let mut latencies = Vec::new();
-        let mut total: Option<Summary> = None;
-        for (run, samples) in runs {
+        for (i, (run, samples)) in runs.into_iter().enumerate() {
             latencies.extend(samples);
-            total = Some(match total {
-                None => run,
-                Some(t) => Summary {
-                    clients: t.clients,
-                    ops: t.ops + run.ops,
-                    errors: t.errors + run.errors,
-                    elapsed: t.elapsed + run.elapsed,
-                    cpu: t.cpu.plus(run.cpu),
-                    first_error: t.first_error.or(run.first_error),
-                    ..t
-                },
-            });
+            total.clients = run.clients;
+            total.errors += run.errors;
+            total.elapsed += run.elapsed;
+            total.cpu = if i == 0 {
+                run.cpu
+            } else {
+                total.cpu.plus(run.cpu)
+            };
+            total.first_error = total.first_error.or(run.first_error);
         }
-        let total = total.unwrap_or_default();
+        let counted = Summary::from_latencies(latencies);
         Summary {
-            clients: total.clients,
-            errors: total.errors,
-            elapsed: total.elapsed,
-            cpu: total.cpu,
-            first_error: total.first_error,
-            ..Summary::from_latencies(latencies)
+            ops: counted.ops,
+            p50: counted.p50,
+            p99: counted.p99,
+            max: counted.max,
+            ..total
         }
     }
 

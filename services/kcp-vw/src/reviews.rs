@@ -157,17 +157,11 @@ mod tests {
     use super::*;
     use kcp_auth::UserInfo;
 
-    #[test]
-    fn a_review_names_the_user_and_what_it_asks() {
-        let user = UserInfo {
-            name: "bob".into(),
-            uid: "b-1".into(),
-            groups: vec!["system:authenticated".into()],
-            extra: [("scopes".to_string(), vec!["cluster:x".to_string()])].into(),
-        };
-        let attrs = Attributes {
-            user: Some(&user),
-            cluster: "x",
+    /// `list` on the content of export `cowboys` in `cluster`.
+    fn content<'a>(user: &'a UserInfo, cluster: &'a str) -> Attributes<'a> {
+        Attributes {
+            user: Some(user),
+            cluster,
             verb: "list",
             resource_request: true,
             api_group: "apis.kcp.io",
@@ -176,7 +170,29 @@ mod tests {
             subresource: "content",
             name: "cowboys",
             ..Attributes::default()
+        }
+    }
+
+    /// `get` of `/api` in `cluster`.
+    fn discovery<'a>(user: &'a UserInfo, cluster: &'a str) -> Attributes<'a> {
+        Attributes {
+            user: Some(user),
+            cluster,
+            verb: "get",
+            path: "/api",
+            ..Attributes::default()
+        }
+    }
+
+    #[test]
+    fn a_review_names_the_user_and_what_it_asks() {
+        let user = UserInfo {
+            name: "bob".into(),
+            uid: "b-1".into(),
+            groups: vec!["system:authenticated".into()],
+            extra: [("scopes".to_string(), vec!["cluster:x".to_string()])].into(),
         };
+        let attrs = content(&user, "x");
         let review = review_of(&attrs);
         assert_eq!(review["spec"]["user"], "bob");
         assert_eq!(review["spec"]["uid"], "b-1");
@@ -190,13 +206,7 @@ mod tests {
         assert_eq!(asked["name"], "cowboys");
         assert!(review["spec"].get("nonResourceAttributes").is_none());
 
-        let attrs = Attributes {
-            user: Some(&user),
-            cluster: "x",
-            verb: "get",
-            path: "/api",
-            ..Attributes::default()
-        };
+        let attrs = discovery(&user, "x");
         let review = review_of(&attrs);
         assert_eq!(
             review["spec"]["nonResourceAttributes"],
@@ -284,17 +294,7 @@ mod tests {
         )
         .await;
         let user = bob();
-        let attrs = Attributes {
-            user: Some(&user),
-            cluster: "provider",
-            verb: "list",
-            resource_request: true,
-            api_group: "apis.kcp.io",
-            resource: "apiexports",
-            subresource: "content",
-            name: "cowboys",
-            ..Attributes::default()
-        };
+        let attrs = content(&user, "provider");
         assert_eq!(reviews.review(&attrs).await, Ok(Decision::Allow));
         let (path, deep, review) = asked.recv().await.expect("asked");
         assert_eq!(
@@ -323,13 +323,7 @@ mod tests {
     #[tokio::test]
     async fn the_shards_refusals_and_failures_map_to_kubernetes_codes() {
         let user = bob();
-        let attrs = Attributes {
-            user: Some(&user),
-            cluster: "provider",
-            verb: "get",
-            path: "/api",
-            ..Attributes::default()
-        };
+        let attrs = discovery(&user, "provider");
         for (status, body, expected) in [
             (
                 201,
@@ -360,13 +354,7 @@ mod tests {
             name: "bob".into(),
             ..UserInfo::default()
         };
-        let attrs = Attributes {
-            user: Some(&user),
-            cluster: "x",
-            verb: "get",
-            path: "/api",
-            ..Attributes::default()
-        };
+        let attrs = discovery(&user, "x");
         let err = (reviews.review(&attrs).await).expect_err("nobody answers");
         assert_eq!(err.code, 503, "{err:?}");
     }
